@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Deterministic simulated host for lapict: a virtual clock, a software timer
+ * with a fixed latency, an optional hardware preemption timer that counts
+ * only while the vCPU runs, an interrupt window and an entry latency.
+ * See README.md beside this file for the exact event model.
+ */
+#ifndef LAPICT_SIM_H
+#define LAPICT_SIM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <lapict/lapict.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct lapict_sim_config {
+    uint32_t tsc_khz;          /* guest TSC rate */
+    uint64_t tsc_offset;       /* guest TSC at host time 0 */
+    bool hv_timer;             /* offer a hardware preemption timer */
+    uint32_t hv_shift;         /* preemption timer rate: TSC >> hv_shift */
+    uint64_t hv_max;           /* largest count it accepts */
+    uint64_t host_latency_ns;  /* host timers fire this late */
+    uint64_t entry_latency_ns; /* injection-to-guest delay */
+};
+
+/* Called for each interrupt the guest receives, at guest-visible time. */
+typedef void (*lapict_sim_deliver_fn)(void *arg, uint64_t when_ns,
+                                      uint8_t vector);
+
+#define LAPICT_SIM_QUEUE 1024
+
+struct lapict_sim {
+    struct lapict_sim_config cfg;
+    struct lapict_timer *timer;
+    lapict_sim_deliver_fn deliver;
+    void *deliver_arg;
+    uint64_t now_ns;
+    bool blocked, window_open;
+    bool sw_armed, hv_armed;
+    uint64_t sw_fire_ns; /* instant the software timer callback runs */
+    uint64_t hv_at_ns;   /* instant the hardware timer was armed for */
+    /* Vectors accepted since the last entry. */
+    uint32_t nqueued;
+    uint8_t queued[LAPICT_SIM_QUEUE];
+    /* Counters for tests. */
+    uint64_t sw_arms, hv_arms, hv_refusals, cancels, spins, injects,
+        refusals, reports, expire_calls;
+    int last_report_status;
+    uint32_t last_report_detail;
+};
+
+/* The ops table of the simulated host; ctx is a struct lapict_sim *. */
+extern const struct lapict_ops lapict_sim_ops;
+
+/**
+ * lapict_sim_config_default() - tsc_khz 1 000 000, offset 0, no hardware
+ * timer (shift 5, max 2^32-1 when enabled), no latencies.
+ * @c: filled.
+ */
+void lapict_sim_config_default(struct lapict_sim_config *c);
+
+/**
+ * lapict_sim_init() - a host at time 0, window open, vCPU running.
+ * @s: the host.
+ * @c: its configuration (copied); NULL for defaults.
+ * @deliver: called for each delivered interrupt (may be NULL).
+ * @arg: passed to @deliver.
+ */
+void lapict_sim_init(struct lapict_sim *s, const struct lapict_sim_config *c,
+                     lapict_sim_deliver_fn deliver, void *arg);
+
+/**
+ * lapict_sim_attach() - the instance whose callbacks this host runs.
+ * @s: the host.
+ * @t: an instance initialised with &lapict_sim_ops and @s as ctx.
+ */
+void lapict_sim_attach(struct lapict_sim *s, struct lapict_timer *t);
+
+/**
+ * lapict_sim_drop_timers() - forget armed host timers and queued vectors
+ * (the old instance of a save/restore is gone).
+ * @s: the host.
+ */
+void lapict_sim_drop_timers(struct lapict_sim *s);
+
+/**
+ * lapict_sim_guest_tsc() - the guest TSC at the current host time.
+ * @s: the host.
+ * Return: tsc_offset + floor(now * tsc_khz / 10^6), wrapping at 2^64.
+ */
+uint64_t lapict_sim_guest_tsc(const struct lapict_sim *s);
+
+/**
+ * lapict_sim_run_until() - move the clock to @t_ns running due timers.
+ * @s: the host.
+ * @t_ns: target time; below the current time only runs what is due.
+ */
+void lapict_sim_run_until(struct lapict_sim *s, uint64_t t_ns);
+
+/**
+ * lapict_sim_stall() - freeze the host for @d_ns, then run what came due.
+ * @s: the host.
+ * @d_ns: length of the stall.
+ */
+void lapict_sim_stall(struct lapict_sim *s, uint64_t d_ns);
+
+/** lapict_sim_block() - the vCPU halts. @s: the host. */
+void lapict_sim_block(struct lapict_sim *s);
+
+/** lapict_sim_unblock() - the vCPU resumes. @s: the host. */
+void lapict_sim_unblock(struct lapict_sim *s);
+
+/**
+ * lapict_sim_window() - open or close the interrupt window.
+ * @s: the host.
+ * @open: the new state.
+ */
+void lapict_sim_window(struct lapict_sim *s, bool open);
+
+/**
+ * lapict_sim_enter() - guest entry: the advance wait, then deliveries.
+ * @s: the host.
+ */
+void lapict_sim_enter(struct lapict_sim *s);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LAPICT_SIM_H */

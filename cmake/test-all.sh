@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Every CI gate, each in its own directory under build-ci/ (build/ is left
+# alone): gcc and clang with -Werror, ASan+UBSan, and coverage with a floor.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bash cmake/deps.sh
+
+jobs=2
+line_floor=95
+branch_floor=85
+summary=()
+
+banner() {
+    echo
+    echo "=================================================================="
+    echo "== $*"
+    echo "=================================================================="
+}
+
+# gate NAME CC BUILD_TYPE [cmake -D options...]: configure, build, ctest.
+gate() {
+    local name=$1 cc=$2 type=$3
+    shift 3
+    local dir=build-ci/$name start=$SECONDS
+    banner "gate $name: $cc $type $*"
+    cmake -S . -B "$dir" -DCMAKE_C_COMPILER="$cc" -DCMAKE_BUILD_TYPE="$type" \
+        -DLAPICT_BUILD_TESTS=ON -DLAPICT_WERROR=ON "$@"
+    cmake --build "$dir" -j"$jobs"
+    # Counters from an earlier run would inflate the coverage.
+    find "$dir" -name '*.gcda' -delete
+    (cd "$dir" && ctest --output-on-failure -j"$jobs")
+    gate_seconds=$((SECONDS - start))
+    echo "gate $name: passed in ${gate_seconds}s"
+}
+
+gate gcc gcc RelWithDebInfo
+summary+=("gcc: ${gate_seconds}s")
+
+gate clang clang Debug
+summary+=("clang: ${gate_seconds}s")
+
+export ASAN_OPTIONS=halt_on_error=1:detect_leaks=1
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+# Instrumented code is slower: give Check's per-test timeouts room.
+CK_TIMEOUT_MULTIPLIER=4 gate sanitize clang Debug -DLAPICT_SANITIZE=ON
+unset ASAN_OPTIONS UBSAN_OPTIONS
+summary+=("sanitize: ${gate_seconds}s")
+
+gate coverage gcc Debug -DLAPICT_COVERAGE=ON
+start=$SECONDS
+banner "coverage of lib/ (floor: lines ${line_floor}%, branches ${branch_floor}%)"
+gcovr_args=(--root . --object-directory build-ci/coverage --filter 'lib/'
+            --exclude-unreachable-branches --exclude-throw-branches)
+echo "--- branches"
+gcovr "${gcovr_args[@]}" --branches --txt
+echo "--- lines"
+if ! gcovr "${gcovr_args[@]}" --txt --print-summary \
+        --fail-under-line "$line_floor" --fail-under-branch "$branch_floor"; then
+    echo "test-all: FAILED: coverage of lib/ is under the floor" \
+         "(lines ${line_floor}%, branches ${branch_floor}%)" >&2
+    exit 1
+fi
+summary+=("coverage: $((gate_seconds + SECONDS - start))s")
+
+banner "test-all: all gates passed (${summary[*]})"

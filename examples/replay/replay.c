@@ -1,0 +1,421 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lapict-replay: drive one lapict instance on the simulated host through a
+ * trace and print what the guest sees (shared/spec/REPLAY.md).
+ *
+ * Bad input never runs: the first bad line prints
+ * "lapict-replay: LINE: message" on stderr and exits 2.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <lapict/lapict.h>
+
+#include "lapict_sim.h"
+
+#define MAX_WORDS 64
+#define MAX_LINE 4096
+
+struct out_line {
+    uint64_t when;
+    uint8_t vector;
+};
+
+struct replay {
+    struct lapict_config cfg;
+    struct lapict_sim_config scfg;
+    struct lapict_sim sim;
+    struct lapict_timer timers[2];
+    struct lapict_timer *t;
+    bool started;
+    uint64_t last_time; /* latest time a command asked for */
+    unsigned long line;
+    /* Deliveries not yet printed (time-ordered: times never decrease). */
+    struct out_line *q;
+    size_t nq, cap, head;
+};
+
+static void die(struct replay *r, const char *fmt, ...)
+{
+    va_list ap;
+    size_t i;
+
+    /* What earlier lines produced is still shown, then the error. */
+    for (i = r->head; i < r->nq; i++)
+        printf("%llu inject %u\n", (unsigned long long)r->q[i].when,
+               r->q[i].vector);
+    fflush(stdout);
+    fprintf(stderr, "lapict-replay: %lu: ", r->line);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    exit(2);
+}
+
+static void on_deliver(void *arg, uint64_t when, uint8_t vector)
+{
+    struct replay *r = arg;
+    if (r->nq == r->cap) {
+        size_t cap = r->cap ? r->cap * 2 : 64;
+        struct out_line *q = realloc(r->q, cap * sizeof(*q));
+        if (!q) {
+            fprintf(stderr, "lapict-replay: out of memory\n");
+            exit(1);
+        }
+        r->q = q;
+        r->cap = cap;
+    }
+    r->q[r->nq].when = when;
+    r->q[r->nq].vector = vector;
+    r->nq++;
+}
+
+/* Print deliveries at or before @until; all of them with @all. */
+static void flush(struct replay *r, uint64_t until, bool all)
+{
+    while (r->head < r->nq && (all || r->q[r->head].when <= until)) {
+        printf("%llu inject %u\n", (unsigned long long)r->q[r->head].when,
+               r->q[r->head].vector);
+        r->head++;
+    }
+    if (r->head == r->nq)
+        r->head = r->nq = 0;
+}
+
+static uint64_t parse_u64(struct replay *r, const char *s, const char *what)
+{
+    uint64_t v = 0, base = 10, d;
+    const char *p = s;
+
+    if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) {
+        base = 16;
+        p += 2;
+    }
+    if (!*p)
+        die(r, "malformed number '%s' for %s", s, what);
+    for (; *p; p++) {
+        if (*p >= '0' && *p <= '9')
+            d = (uint64_t)(*p - '0');
+        else if (base == 16 && *p >= 'a' && *p <= 'f')
+            d = (uint64_t)(*p - 'a' + 10);
+        else if (base == 16 && *p >= 'A' && *p <= 'F')
+            d = (uint64_t)(*p - 'A' + 10);
+        else
+            die(r, "malformed number '%s' for %s", s, what);
+        if (v > (UINT64_MAX - d) / base)
+            die(r, "number '%s' out of range for %s", s, what);
+        v = v * base + d;
+    }
+    return v;
+}
+
+static uint32_t parse_u32(struct replay *r, const char *s, const char *what)
+{
+    uint64_t v = parse_u64(r, s, what);
+    if (v > UINT32_MAX)
+        die(r, "value '%s' does not fit the 32-bit %s", s, what);
+    return (uint32_t)v;
+}
+
+static bool parse_bool(struct replay *r, const char *s, const char *what)
+{
+    uint64_t v = parse_u64(r, s, what);
+    if (v > 1)
+        die(r, "%s must be 0 or 1, not '%s'", what, s);
+    return v == 1;
+}
+
+static void config_key(struct replay *r, char *kv)
+{
+    char *eq = strchr(kv, '=');
+    const char *k = kv, *v;
+    int rc;
+
+    if (!eq || eq == kv || !eq[1])
+        die(r, "config expects KEY=VALUE, got '%s'", kv);
+    *eq = '\0';
+    v = eq + 1;
+    if (!strcmp(k, "bus_hz")) {
+        r->cfg.bus_hz = parse_u64(r, v, k);
+    } else if (!strcmp(k, "tsc_khz")) {
+        r->cfg.tsc_khz = parse_u32(r, v, k);
+        r->scfg.tsc_khz = r->cfg.tsc_khz;
+    } else if (!strcmp(k, "tsc_offset")) {
+        r->scfg.tsc_offset = parse_u64(r, v, k);
+    } else if (!strcmp(k, "tsc_deadline")) {
+        r->cfg.tsc_deadline = parse_bool(r, v, k);
+    } else if (!strcmp(k, "min_period_ns")) {
+        r->cfg.min_period_ns = parse_u32(r, v, k);
+    } else if (!strcmp(k, "hv_timer")) {
+        r->scfg.hv_timer = parse_bool(r, v, k);
+    } else if (!strcmp(k, "hv_shift")) {
+        uint32_t sh = parse_u32(r, v, k);
+        if (sh > 63)
+            die(r, "hv_shift must be at most 63");
+        r->scfg.hv_shift = sh;
+    } else if (!strcmp(k, "hv_max")) {
+        r->scfg.hv_max = parse_u64(r, v, k);
+    } else if (!strcmp(k, "advance")) {
+        if (!strcmp(v, "off")) {
+            r->cfg.advance_mode = LAPICT_ADVANCE_OFF;
+            r->cfg.advance_ns = 0;
+        } else if (!strcmp(v, "adaptive")) {
+            r->cfg.advance_mode = LAPICT_ADVANCE_ADAPTIVE;
+            r->cfg.advance_ns = 0;
+        } else {
+            r->cfg.advance_mode = LAPICT_ADVANCE_FIXED;
+            r->cfg.advance_ns = parse_u32(r, v, k);
+        }
+    } else if (!strcmp(k, "missed")) {
+        if (!strcmp(v, "coalesce"))
+            r->cfg.missed_policy = LAPICT_MISSED_COALESCE;
+        else if (!strcmp(v, "catch_up"))
+            r->cfg.missed_policy = LAPICT_MISSED_CATCH_UP;
+        else if (!strcmp(v, "drop"))
+            r->cfg.missed_policy = LAPICT_MISSED_DROP;
+        else
+            die(r, "missed must be coalesce, catch_up or drop, not '%s'", v);
+    } else if (!strcmp(k, "host_latency_ns")) {
+        r->scfg.host_latency_ns = parse_u64(r, v, k);
+    } else if (!strcmp(k, "entry_latency_ns")) {
+        r->scfg.entry_latency_ns = parse_u64(r, v, k);
+    } else {
+        die(r, "unknown config key '%s'", k);
+    }
+    rc = lapict_config_check(&r->cfg);
+    if (rc != LAPICT_OK)
+        die(r, "invalid configuration: %s", lapict_strerror(rc));
+}
+
+static void start(struct replay *r)
+{
+    int rc;
+
+    if (r->started)
+        return;
+    lapict_sim_init(&r->sim, &r->scfg, on_deliver, r);
+    r->t = &r->timers[0];
+    rc = lapict_init(r->t, &r->cfg, &lapict_sim_ops, &r->sim);
+    if (rc != LAPICT_OK)
+        die(r, "invalid configuration: %s", lapict_strerror(rc));
+    lapict_sim_attach(&r->sim, r->t);
+    r->started = true;
+}
+
+static void need_args(struct replay *r, int nw, int want, const char *cmd)
+{
+    if (nw != want)
+        die(r, "'%s' takes %d argument%s, got %d", cmd, want - 1,
+            want == 2 ? "" : "s", nw - 1);
+}
+
+static void move_to(struct replay *r, uint64_t to)
+{
+    lapict_sim_run_until(&r->sim, to);
+    r->last_time = to;
+}
+
+static void cmd_write(struct replay *r, const char *reg, const char *val)
+{
+    struct lapict_timer *t = r->t;
+
+    if (!strcmp(reg, "tsc_deadline")) {
+        lapict_tsc_deadline_write(t, parse_u64(r, val, reg));
+    } else {
+        uint32_t v;
+        if (strcmp(reg, "lvtt") && strcmp(reg, "tdcr") && strcmp(reg, "tmict") &&
+            strcmp(reg, "svr"))
+            die(r, "unknown register '%s' for write", reg);
+        v = parse_u32(r, val, reg);
+        if (!strcmp(reg, "lvtt"))
+            lapict_lvtt_write(t, v);
+        else if (!strcmp(reg, "tdcr"))
+            lapict_tdcr_write(t, v);
+        else if (!strcmp(reg, "tmict"))
+            lapict_tmict_write(t, v);
+        else
+            lapict_svr_write(t, (v >> 8) & 1u);
+    }
+    lapict_sim_enter(&r->sim);
+}
+
+static void cmd_read(struct replay *r, const char *reg)
+{
+    struct lapict_timer *t = r->t;
+    uint64_t v;
+
+    if (!strcmp(reg, "lvtt"))
+        v = lapict_lvtt_read(t);
+    else if (!strcmp(reg, "tdcr"))
+        v = lapict_tdcr_read(t);
+    else if (!strcmp(reg, "tmict"))
+        v = lapict_tmict_read(t);
+    else if (!strcmp(reg, "tmcct"))
+        v = lapict_tmcct_read(t);
+    else if (!strcmp(reg, "tsc_deadline"))
+        v = lapict_tsc_deadline_read(t);
+    else
+        die(r, "unknown register '%s' for read", reg);
+    /* A read may process a due expiry: its delivery comes first. */
+    lapict_sim_enter(&r->sim);
+    flush(r, r->sim.now_ns, false);
+    printf("%llu read %s %llu\n", (unsigned long long)r->sim.now_ns, reg,
+           (unsigned long long)v);
+}
+
+static void cmd_save_restore(struct replay *r)
+{
+    uint8_t blob[LAPICT_STATE_SIZE];
+    struct lapict_timer *next =
+        r->t == &r->timers[0] ? &r->timers[1] : &r->timers[0];
+    int rc;
+
+    rc = lapict_state_save(r->t, blob, sizeof(blob));
+    lapict_sim_enter(&r->sim);
+    if (rc == LAPICT_OK) {
+        /* The old instance is gone with its host timers. */
+        lapict_sim_drop_timers(&r->sim);
+        rc = lapict_init(next, &r->cfg, &lapict_sim_ops, &r->sim);
+    }
+    if (rc == LAPICT_OK) {
+        lapict_sim_attach(&r->sim, next);
+        rc = lapict_state_restore(next, blob, sizeof(blob));
+    }
+    if (rc != LAPICT_OK)
+        die(r, "save_restore failed: %s", lapict_strerror(rc));
+    r->t = next;
+    lapict_sim_enter(&r->sim);
+}
+
+static void run_line(struct replay *r, char *s)
+{
+    char *w[MAX_WORDS], *hash = strchr(s, '#');
+    int nw = 0, i;
+
+    if (hash)
+        *hash = '\0';
+    for (char *tok = strtok(s, " \t\r\n"); tok; tok = strtok(NULL, " \t\r\n")) {
+        if (nw == MAX_WORDS)
+            die(r, "too many words");
+        w[nw++] = tok;
+    }
+    if (!nw)
+        return;
+    if (!strcmp(w[0], "config")) {
+        if (r->started)
+            die(r, "config after the first command");
+        if (nw < 2)
+            die(r, "config needs at least one KEY=VALUE");
+        for (i = 1; i < nw; i++)
+            config_key(r, w[i]);
+        return;
+    }
+    /* Validate the words before anything runs. */
+    if (!strcmp(w[0], "at") || !strcmp(w[0], "advance") ||
+        !strcmp(w[0], "stall")) {
+        uint64_t v, to;
+        need_args(r, nw, 2, w[0]);
+        v = parse_u64(r, w[1], w[0]);
+        start(r);
+        if (!strcmp(w[0], "at")) {
+            if (v < r->last_time)
+                die(r, "time goes backwards (%llu < %llu)",
+                    (unsigned long long)v, (unsigned long long)r->last_time);
+            move_to(r, v);
+        } else if (!strcmp(w[0], "advance")) {
+            if (v > UINT64_MAX - r->sim.now_ns)
+                die(r, "advance %s overflows the 64-bit clock", w[1]);
+            to = r->sim.now_ns + v;
+            move_to(r, to);
+        } else {
+            if (v > UINT64_MAX - r->sim.now_ns)
+                die(r, "stall %s overflows the 64-bit clock", w[1]);
+            lapict_sim_stall(&r->sim, v);
+            r->last_time = r->sim.now_ns;
+        }
+    } else if (!strcmp(w[0], "write")) {
+        need_args(r, nw, 3, w[0]);
+        start(r);
+        cmd_write(r, w[1], w[2]);
+    } else if (!strcmp(w[0], "read")) {
+        need_args(r, nw, 2, w[0]);
+        start(r);
+        cmd_read(r, w[1]);
+    } else if (!strcmp(w[0], "block") || !strcmp(w[0], "unblock")) {
+        need_args(r, nw, 1, w[0]);
+        start(r);
+        if (w[0][0] == 'b')
+            lapict_sim_block(&r->sim);
+        else
+            lapict_sim_unblock(&r->sim);
+    } else if (!strcmp(w[0], "window")) {
+        bool open;
+        need_args(r, nw, 2, w[0]);
+        if (strcmp(w[1], "0") && strcmp(w[1], "1"))
+            die(r, "window takes 0 or 1, not '%s'", w[1]);
+        open = w[1][0] == '1';
+        start(r);
+        lapict_sim_window(&r->sim, open);
+    } else if (!strcmp(w[0], "save_restore")) {
+        need_args(r, nw, 1, w[0]);
+        start(r);
+        cmd_save_restore(r);
+    } else if (!strcmp(w[0], "reset")) {
+        need_args(r, nw, 1, w[0]);
+        start(r);
+        lapict_reset(r->t);
+        lapict_sim_enter(&r->sim);
+    } else {
+        die(r, "unknown command '%s'", w[0]);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    static struct replay r;
+    char *buf = NULL;
+    size_t bufcap = 0;
+    ssize_t n;
+    FILE *in = stdin;
+
+    if (argc > 2) {
+        fprintf(stderr, "usage: lapict-replay [FILE]\n");
+        return 2;
+    }
+    if (argc == 2) {
+        in = fopen(argv[1], "r");
+        if (!in) {
+            fprintf(stderr, "lapict-replay: %s: %s\n", argv[1],
+                    strerror(errno));
+            return 2;
+        }
+    }
+    lapict_config_default(&r.cfg);
+    lapict_sim_config_default(&r.scfg);
+    while ((n = getline(&buf, &bufcap, in)) >= 0) {
+        r.line++;
+        if ((size_t)n > MAX_LINE)
+            die(&r, "line longer than %d characters", MAX_LINE);
+        if (strlen(buf) != (size_t)n)
+            die(&r, "NUL byte in line");
+        run_line(&r, buf);
+    }
+    free(buf);
+    if (ferror(in)) {
+        r.line++;
+        die(&r, "read error");
+    }
+    start(&r);
+    flush(&r, 0, true);
+    if (in != stdin)
+        fclose(in);
+    free(r.q);
+    return 0;
+}

@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Per-instance configuration, fixed at lapict_init(). These are properties
+ * of the virtual platform (timer input clock, guest TSC rate) and host
+ * policies (minimum period, advance, missed-tick policy).
+ */
+#ifndef LAPICT_CONFIG_H
+#define LAPICT_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "export.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Limits checked by lapict_config_check(); see TIMER.md section 1. */
+#define LAPICT_BUS_HZ_MIN 1000ull
+#define LAPICT_BUS_HZ_MAX 10000000000ull
+#define LAPICT_BUS_HZ_DEFAULT 1000000000ull
+#define LAPICT_TSC_KHZ_MIN 1u
+#define LAPICT_TSC_KHZ_MAX 100000000u
+#define LAPICT_MIN_PERIOD_NS_MAX 1000000000u
+#define LAPICT_MIN_PERIOD_NS_DEFAULT 200000u
+/* Upper bound for advance_ns and advance_max_ns: 10 ms of early wake-up. */
+#define LAPICT_ADVANCE_NS_LIMIT 10000000u
+#define LAPICT_ADVANCE_MAX_NS_DEFAULT 5000u
+#define LAPICT_CATCH_UP_MAX_DEFAULT 1000u
+#define LAPICT_CATCH_UP_MAX_LIMIT 65535u
+
+/* How early the host timer is armed before an expiry instant. */
+enum lapict_advance_mode {
+    LAPICT_ADVANCE_OFF = 0,
+    /* Always advance_ns early. */
+    LAPICT_ADVANCE_FIXED = 1,
+    /* Tuned per instance from measured arrival errors, in [0, max]. */
+    LAPICT_ADVANCE_ADAPTIVE = 2,
+};
+
+/* What to do with periodic expiries that happen while one is undelivered. */
+enum lapict_missed_policy {
+    /* At most one pending, like the IRR bit of real hardware. */
+    LAPICT_MISSED_COALESCE = 0,
+    /* Every missed tick delivered, one per acceptance, up to catch_up_max. */
+    LAPICT_MISSED_CATCH_UP = 1,
+    /* Several grid points passed at once: deliver none, stay on the grid. */
+    LAPICT_MISSED_DROP = 2,
+};
+
+struct lapict_config {
+    /* Timer input clock before the divider, Hz. */
+    uint64_t bus_hz;
+    /* Guest TSC frequency, kHz; converts TSC-deadline values to host ns. */
+    uint32_t tsc_khz;
+    /* Periodic timers faster than this are slowed to it (host protection). */
+    uint32_t min_period_ns;
+    /* LAPICT_ADVANCE_*. */
+    uint32_t advance_mode;
+    /* FIXED: the advance; ADAPTIVE: the starting value. */
+    uint32_t advance_ns;
+    /* ADAPTIVE: the upper bound of the tuned advance. */
+    uint32_t advance_max_ns;
+    /* LAPICT_MISSED_*. */
+    uint32_t missed_policy;
+    /* CATCH_UP: the most ticks held pending. */
+    uint32_t catch_up_max;
+    /* CPUID.01H:ECX.TSC_Deadline[bit 24] as the guest sees it. */
+    bool tsc_deadline;
+};
+
+/**
+ * lapict_config_default() - fill @cfg with the documented defaults.
+ * @cfg: configuration to fill.
+ *
+ * Defaults: 1 GHz bus, 1 GHz guest TSC, 200 us minimum period, advance off
+ * (advance_max_ns 5000 for when adaptive is chosen), coalesce, catch-up
+ * bound 1000, TSC-deadline supported.
+ *
+ * Context: any.
+ */
+LAPICT_API void lapict_config_default(struct lapict_config *cfg);
+
+/**
+ * lapict_config_check() - validate a configuration without initialising.
+ * @cfg: configuration to check.
+ *
+ * Context: any.
+ * Return: LAPICT_OK, LAPICT_E_INVAL for NULL, or the LAPICT_E_* code naming
+ * the first field out of range (bus_hz, tsc_khz, min_period_ns, advance,
+ * missed policy / catch-up bound).
+ */
+LAPICT_API int lapict_config_check(const struct lapict_config *cfg);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LAPICT_CONFIG_H */

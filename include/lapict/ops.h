@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The host port: the only way the core reaches its host. One table per host,
+ * shared by all its instances; each instance carries its own @ctx.
+ *
+ * Timer contract (as Mbed TLS's timing callbacks): arming replaces any
+ * previous arming of the same timer; cancel is idempotent; a host timer
+ * that fires must lead to a lapict_expire() call on the instance's owner
+ * thread. The core tolerates callbacks that are early, late, duplicated or
+ * stale (the timer was re-armed or cancelled meanwhile): it always checks
+ * the clock.
+ *
+ * Threading: every function of an instance, and every op it calls, runs on
+ * the instance's owner thread (the vCPU thread). A host whose timers fire on
+ * another thread must not call into the library from there: it sets a flag
+ * (an atomic store with release ordering) and kicks the vCPU thread, which
+ * consumes the flag (acquire) and calls lapict_expire(). The core takes no
+ * locks and has no shared mutable state between instances.
+ */
+#ifndef LAPICT_OPS_H
+#define LAPICT_OPS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "export.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bumped when fields are appended; the table only ever grows at the end. */
+#define LAPICT_OPS_VERSION 1
+
+struct lapict_ops {
+    /* LAPICT_OPS_VERSION the host was written against. */
+    uint32_t version;
+
+    /* Host monotonic time in ns. Mandatory. May wrap at 2^64. */
+    uint64_t (*now_ns)(void *ctx);
+    /* The guest's current TSC value. Mandatory. */
+    uint64_t (*guest_tsc)(void *ctx);
+
+    /* Arm the software timer to fire at host time @host_ns. Mandatory. */
+    void (*sw_timer_arm)(void *ctx, uint64_t host_ns);
+    /* Cancel the software timer. Mandatory; idempotent. */
+    void (*sw_timer_cancel)(void *ctx);
+
+    /*
+     * Arm the hardware preemption timer for host time @host_ns. Optional
+     * (NULL: none offered). Return false to refuse (out of range, busy):
+     * the core falls back to the software timer until the next re-arm.
+     * Only used while the vCPU is not blocked.
+     */
+    bool (*hv_timer_arm)(void *ctx, uint64_t host_ns);
+    /* Cancel the hardware preemption timer. Mandatory if hv_timer_arm. */
+    void (*hv_timer_cancel)(void *ctx);
+
+    /*
+     * Offer the timer interrupt @vector to the guest. Mandatory. Return
+     * true if the host took it (it will be delivered on the next entry),
+     * false to refuse (interrupt window closed, IRR busy): the core then
+     * holds it pending until lapict_irq_window_open().
+     */
+    bool (*inject)(void *ctx, uint8_t vector);
+
+    /*
+     * Busy-wait until host time reaches @host_ns. Optional: without it the
+     * core cannot wait in lapict_before_guest_entry() and never advances.
+     */
+    void (*spin_until)(void *ctx, uint64_t host_ns);
+
+    /*
+     * Report a guest-caused error (LAPICT_E_VECTOR with the vector as
+     * @detail, LAPICT_E_MODE with the LVTT value). Optional. A host can set
+     * the LAPIC ESR "send illegal vector" bit from here.
+     */
+    void (*report)(void *ctx, int status, uint32_t detail);
+
+    /*
+     * The first host time at which the guest TSC reaches @guest_tsc (a
+     * value above the current guest TSC). Optional: without it the core
+     * estimates the instant from tsc_khz and the current TSC, which can be
+     * late by up to one TSC period (never early: the TSC is re-checked).
+     */
+    uint64_t (*tsc_to_host_ns)(void *ctx, uint64_t guest_tsc);
+};
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LAPICT_OPS_H */

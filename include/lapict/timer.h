@@ -1,0 +1,193 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The timer instance: one per vCPU, allocated by the host (typically inside
+ * its vCPU structure) and bound to the host's ops table by lapict_init().
+ * There is no create/destroy and no allocation.
+ */
+#ifndef LAPICT_TIMER_H
+#define LAPICT_TIMER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "export.h"
+#include "ops.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Internal counters; read them with lapict_stats_get(). */
+struct lapict__counters {
+    uint32_t expiries, injections, refused, masked, coalesced, dropped;
+    uint32_t illegal_vector, mode_errors, clamps, hv_to_sw, sw_to_hv;
+    uint32_t hv_refused, spins;
+    int32_t last_arrival_ns;
+    int32_t last_error;
+};
+
+/*
+ * All fields are private: the layout may change between versions, only the
+ * size is part of the ABI promise (at most 256 bytes). Hosts embed it and
+ * pass pointers; they never touch the fields.
+ */
+struct lapict_timer {
+    const struct lapict_ops *ops;
+    void *ctx;
+    /* Timer clock: ticks_raw = ns * bus_p / bus_q, reduced fraction. */
+    uint64_t bus_p;
+    uint64_t bus_rq[2], bus_rp[2];
+    /* Guest TSC to ns: ns = tsc * tsc_a / tsc_b, reduced fraction. */
+    uint64_t tsc_rb[2];
+    uint32_t bus_q, tsc_a, tsc_b;
+    uint32_t min_period_ns, adv_cfg_ns, adv_max_ns;
+    /* Count-down: anchor, next expiry tick; deadline mode: the MSR. */
+    uint64_t anchor_ns, e_tick, deadline_tsc;
+    /* Next count-down expiry (ns after the anchor); deadline instant. */
+    uint64_t next_rel_ns, dl_ns;
+    /* Host timer target; instant of the last processed expiry. */
+    uint64_t armed_ns, last_instant_ns;
+    uint32_t lvtt, tmict;
+    /* Adaptive advance: current, latency estimate, mean deviation. */
+    uint32_t adv_ns, adv_est, adv_dev;
+    uint16_t pending, catch_up_max;
+    uint16_t flags;
+    uint8_t tdcr, adv_mode, missed, armed;
+    uint8_t bus_qshift, bus_pshift, tsc_bshift, adv_outliers;
+    uint32_t magic;
+    struct lapict__counters c;
+};
+
+/* Statistics of one instance; counters saturate, they never wrap. */
+struct lapict_stats {
+    uint64_t expiries;        /* expiries processed (masked ones included) */
+    uint64_t injections;      /* interrupts the host accepted */
+    uint64_t refused;         /* inject calls the host refused */
+    uint64_t masked;          /* expiries dropped because LVTT was masked */
+    uint64_t coalesced;       /* missed ticks merged (coalesce policy) */
+    uint64_t dropped;         /* missed ticks dropped (drop, catch-up bound) */
+    uint64_t illegal_vector;  /* expiries with vector 0-15, not injected */
+    uint64_t mode_errors;     /* LVTT writes with reserved mode 11 */
+    uint64_t clamps;          /* times the minimum-period clamp engaged */
+    uint64_t hv_to_sw;        /* hardware -> software timer moves */
+    uint64_t sw_to_hv;        /* software -> hardware timer moves */
+    uint64_t hv_refused;      /* hardware timer arms the host refused */
+    uint64_t spins;           /* waits in lapict_before_guest_entry() */
+    uint32_t advance_ns;      /* advance in force now */
+    uint32_t pending;         /* interrupts held pending now */
+    int64_t last_arrival_ns;  /* last (arrival - expiry), ns; <0 = early */
+    int last_error;           /* last guest-caused status, LAPICT_OK if none */
+    bool clamp_reported;      /* the clamp has engaged at least once */
+};
+
+/**
+ * lapict_init() - bind a caller-allocated instance to its host.
+ * @t: the instance (any contents; it is overwritten on success only).
+ * @cfg: configuration, or NULL for lapict_config_default().
+ * @ops: the host's ops table; must outlive the instance.
+ * @ctx: passed unchanged to every op.
+ *
+ * The timer starts in its reset state with the APIC software-enabled, the
+ * vCPU running and no host timer armed. No op is called.
+ *
+ * Context: owner thread.
+ * Return: LAPICT_OK; LAPICT_E_INVAL for NULL @t/@ops; LAPICT_E_OPS for a
+ * missing mandatory op or a zero version; a config code from
+ * lapict_config_check(). On error @t is not modified.
+ */
+LAPICT_API int lapict_init(struct lapict_timer *t,
+                           const struct lapict_config *cfg,
+                           const struct lapict_ops *ops, void *ctx);
+
+/**
+ * lapict_reset() - power-on / INIT reset of the timer registers.
+ * @t: the instance.
+ *
+ * LVTT 0x10000, TDCR 0, TMICT 0, deadline 0; host timers cancelled, any
+ * pending interrupt dropped. The SVR software-enable state is the LAPIC's
+ * and is left as it is; statistics and the tuned advance are kept.
+ *
+ * Context: owner thread.
+ * Return: LAPICT_OK or LAPICT_E_INVAL.
+ */
+LAPICT_API int lapict_reset(struct lapict_timer *t);
+
+/**
+ * lapict_expire() - a host timer of this instance fired.
+ * @t: the instance.
+ *
+ * Processes every expiry due (taking the advance into account), delivers or
+ * holds them pending, and re-arms the host timer. Safe to call at any time,
+ * also spuriously: a stale, early or duplicate call only re-checks.
+ *
+ * Context: owner thread (see ops.h for callbacks on other threads).
+ * Return: LAPICT_OK or LAPICT_E_INVAL.
+ */
+LAPICT_API int lapict_expire(struct lapict_timer *t);
+
+/**
+ * lapict_irq_window_open() - the host can accept an interrupt again.
+ * @t: the instance.
+ *
+ * Delivers held (pending) interrupts, reading mask and vector now.
+ *
+ * Context: owner thread.
+ * Return: LAPICT_OK or LAPICT_E_INVAL.
+ */
+LAPICT_API int lapict_irq_window_open(struct lapict_timer *t);
+
+/**
+ * lapict_vcpu_blocking() - the vCPU is about to halt.
+ * @t: the instance.
+ *
+ * A hardware preemption timer does not count outside the guest, so an armed
+ * one is moved to the software timer.
+ *
+ * Context: owner thread.
+ * Return: LAPICT_OK or LAPICT_E_INVAL.
+ */
+LAPICT_API int lapict_vcpu_blocking(struct lapict_timer *t);
+
+/**
+ * lapict_vcpu_unblocked() - the vCPU runs again.
+ * @t: the instance.
+ *
+ * Moves the software timer back to the hardware preemption timer when the
+ * host offers one (and keeps the software timer if the host refuses).
+ *
+ * Context: owner thread.
+ * Return: LAPICT_OK or LAPICT_E_INVAL.
+ */
+LAPICT_API int lapict_vcpu_unblocked(struct lapict_timer *t);
+
+/**
+ * lapict_before_guest_entry() - the host is about to enter the guest.
+ * @t: the instance.
+ *
+ * If a timer interrupt was injected ahead of its expiry instant (advance),
+ * waits through the spin_until op until that instant, so the guest never
+ * sees it early, and feeds the measured arrival error to the adaptive
+ * advance. Otherwise returns at once.
+ *
+ * Context: owner thread, right before each guest entry.
+ * Return: LAPICT_OK or LAPICT_E_INVAL.
+ */
+LAPICT_API int lapict_before_guest_entry(struct lapict_timer *t);
+
+/**
+ * lapict_stats_get() - read the statistics of an instance.
+ * @t: the instance.
+ * @out: filled with a snapshot.
+ *
+ * Context: owner thread.
+ * Return: LAPICT_OK or LAPICT_E_INVAL.
+ */
+LAPICT_API int lapict_stats_get(const struct lapict_timer *t,
+                                struct lapict_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LAPICT_TIMER_H */

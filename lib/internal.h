@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Internal interfaces shared by the files of lib/. Not installed. Symbols
+ * declared here are hidden (the library is built with hidden visibility)
+ * and use the lapict__ prefix.
+ */
+#ifndef LAPICT_INTERNAL_H
+#define LAPICT_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <lapict/lapict.h>
+
+#ifndef __SIZEOF_INT128__
+#error "lapict needs a compiler with unsigned __int128 (128-bit multiply)"
+#endif
+
+typedef unsigned __int128 lapict__u128;
+
+#define LAPICT__MAGIC 0x4C415049u /* "LAPI": instance initialised */
+
+/* Bits of struct lapict_timer.flags. */
+#define LAPICT__F_SVR_EN 0x0001u   /* APIC software-enabled */
+#define LAPICT__F_CD_ACTIVE 0x0002u /* count-down defined (TMCCT computed) */
+#define LAPICT__F_CD_ARMED 0x0004u  /* count-down has an unprocessed expiry */
+#define LAPICT__F_CLAMPED 0x0008u   /* periodic slowed to min_period_ns */
+#define LAPICT__F_DL_ARMED 0x0010u  /* TSC deadline armed */
+#define LAPICT__F_BLOCKED 0x0020u   /* vCPU halted */
+#define LAPICT__F_PREINJ 0x0040u    /* next expiry injected ahead (advance) */
+#define LAPICT__F_SAMPLE 0x0080u    /* measure arrival at next entry */
+#define LAPICT__F_REARM 0x0100u     /* host timer consumed: must re-arm */
+#define LAPICT__F_HAVE_EST 0x0200u  /* adaptive tuner has an estimate */
+#define LAPICT__F_DL_OK 0x0400u     /* config: TSC-deadline supported */
+
+/* struct lapict_timer.armed */
+#define LAPICT__ARMED_NONE 0
+#define LAPICT__ARMED_SW 1
+#define LAPICT__ARMED_HV 2
+
+/* Host intervals are limited to 2^62 ns (146 years): beyond, re-check. */
+#define LAPICT__FAR_NS (1ull << 62)
+
+/* Saturating counter increment. */
+#define LAPICT__INC(x) ((x) += ((x) != UINT32_MAX))
+
+static inline void lapict__add_sat(uint32_t *c, uint64_t n)
+{
+    uint64_t v = (uint64_t)*c + n;
+    *c = v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+}
+
+/* a is at or after b on the wrapping host clock. */
+static inline bool lapict__after_eq(uint64_t a, uint64_t b)
+{
+    return (int64_t)(a - b) >= 0;
+}
+
+/* ---- math.c: exact integer conversions without a 128-bit divide ---- */
+
+/*
+ * Prepare division by @d (1 <= d < 2^64): power of two -> *shift = log2 d
+ * and r = {0,0}; otherwise r = floor(2^128 / d). Init-time only (slow).
+ */
+void lapict__recip_init(uint64_t d, uint64_t r[2], uint8_t *shift);
+/* floor(n / d) using the prepared reciprocal; saturates at UINT64_MAX. */
+uint64_t lapict__div_floor(lapict__u128 n, uint64_t d, const uint64_t r[2],
+                           uint8_t shift);
+/* ceil(n / d), same conditions; n < 2^127. */
+uint64_t lapict__div_ceil(lapict__u128 n, uint64_t d, const uint64_t r[2],
+                          uint8_t shift);
+/* Exact floor(n / d) by shift-subtract; slow path only. Saturates. */
+uint64_t lapict__udiv128(lapict__u128 n, uint64_t d);
+/* Greatest common divisor (init only). */
+uint64_t lapict__gcd(uint64_t a, uint64_t b);
+/* CRC-32 (IEEE 802.3, reflected) of @len bytes. */
+uint32_t lapict__crc32(const uint8_t *p, size_t len);
+
+/* ---- ops.c: the one choke point between core and host ---- */
+
+uint64_t lapict__now(const struct lapict_timer *t);
+uint64_t lapict__tsc(const struct lapict_timer *t);
+/* Host instant at which the guest TSC reaches @d (now <= result). */
+uint64_t lapict__deadline_ns(const struct lapict_timer *t, uint64_t now,
+                             uint64_t tsc, uint64_t d);
+/* Arm the host timer for @target (hardware if allowed, else software). */
+void lapict__host_arm(struct lapict_timer *t, uint64_t target);
+void lapict__host_cancel(struct lapict_timer *t);
+/* Move the armed timer to match the blocked state. */
+void lapict__host_move(struct lapict_timer *t);
+bool lapict__inject(struct lapict_timer *t, uint8_t vector);
+void lapict__spin_until(struct lapict_timer *t, uint64_t host_ns);
+bool lapict__can_spin(const struct lapict_timer *t);
+void lapict__report(struct lapict_timer *t, int status, uint32_t detail);
+
+/* ---- timer.c: the state machine ---- */
+
+/* Divider log2 for a TDCR value (0..7 for divide 1..128). */
+unsigned lapict__div_log2(uint32_t tdcr);
+/* Timer ticks elapsed in @d ns of the current clock (clamp included). */
+uint64_t lapict__ticks_in(const struct lapict_timer *t, uint64_t d);
+/* First ns at which @n ticks of the current clock have elapsed. */
+uint64_t lapict__ns_for(const struct lapict_timer *t, uint64_t n);
+/* Unclamped ns_for with the current divider. */
+uint64_t lapict__ns_for_raw(const struct lapict_timer *t, uint64_t n);
+/* ns until the guest TSC advances by @d ticks (rounded up). */
+uint64_t lapict__ns_from_tsc(const struct lapict_timer *t, uint64_t d);
+/* ns elapsed since the anchor (0 if the clock is behind it). */
+uint64_t lapict__elapsed(const struct lapict_timer *t, uint64_t now);
+/* Current count at @now. */
+uint32_t lapict__tmcct(const struct lapict_timer *t, uint64_t now);
+/* Should a periodic count of N be clamped with the current divider? */
+bool lapict__needs_clamp(const struct lapict_timer *t);
+/* Re-anchor the count-down at @now keeping count @c (0 stops it). */
+void lapict__reanchor(struct lapict_timer *t, uint64_t now, uint32_t c);
+/* Apply @clamp to a running count-down, preserving its count. */
+void lapict__set_clamp(struct lapict_timer *t, uint64_t now, bool clamp);
+/* Process expiries due at @now (no advance); then re-arm. */
+void lapict__update(struct lapict_timer *t, uint64_t now);
+/* Re-arm (or cancel) the host timer for the next expiry. */
+void lapict__rearm(struct lapict_timer *t, uint64_t now);
+/* Drop all timer activity (mode switch, reset). */
+void lapict__disarm(struct lapict_timer *t);
+/* Current advance in ns (0 when off or no spin op). */
+uint32_t lapict__advance(const struct lapict_timer *t);
+/* Record a guest-caused error. */
+void lapict__guest_error(struct lapict_timer *t, int status,
+                         uint32_t detail);
+bool lapict__valid(const struct lapict_timer *t);
+
+#endif /* LAPICT_INTERNAL_H */

@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Exact integer conversions. Kernels do not link libgcc's __udivti3, so a
+ * 128-by-64 division is done with a precomputed 128-bit reciprocal (four
+ * 64x64 multiplies) and one exact correction step; the reciprocal itself is
+ * computed once at init by shift-subtract.
+ */
+#include "internal.h"
+
+uint64_t lapict__gcd(uint64_t a, uint64_t b)
+{
+    while (b) {
+        uint64_t r = a % b;
+        a = b;
+        b = r;
+    }
+    return a;
+}
+
+static unsigned clz128(lapict__u128 n)
+{
+    uint64_t hi = (uint64_t)(n >> 64), lo = (uint64_t)n;
+    if (hi)
+        return (unsigned)__builtin_clzll(hi);
+    if (lo)
+        return 64u + (unsigned)__builtin_clzll(lo);
+    return 128u;
+}
+
+uint64_t lapict__udiv128(lapict__u128 n, uint64_t d)
+{
+    lapict__u128 q = 0, rem = 0;
+    int i;
+
+    if (d == 0)
+        return UINT64_MAX;
+    /* Skip the leading zero bits: the loop runs only over significant ones. */
+    for (i = 127 - (int)clz128(n); i >= 0; i--) {
+        rem = (rem << 1) | ((n >> i) & 1u);
+        if (rem >= d) {
+            rem -= d;
+            q |= (lapict__u128)1 << i;
+        }
+    }
+    return q > UINT64_MAX ? UINT64_MAX : (uint64_t)q;
+}
+
+/* floor(2^128 / d) for d >= 2 that is not a power of two. */
+static lapict__u128 recip128(uint64_t d)
+{
+    lapict__u128 q = 0, rem = 0;
+    int i;
+
+    /* Dividing 2^128 - 1 gives the same quotient: d does not divide 2^128. */
+    for (i = 127; i >= 0; i--) {
+        rem = (rem << 1) | 1u;
+        if (rem >= d) {
+            rem -= d;
+            q |= (lapict__u128)1 << i;
+        }
+    }
+    return q;
+}
+
+void lapict__recip_init(uint64_t d, uint64_t r[2], uint8_t *shift)
+{
+    r[0] = r[1] = 0;
+    *shift = 0;
+    if (d == 0 || (d & (d - 1)) == 0) {
+        *shift = d ? (uint8_t)__builtin_ctzll(d) : 0;
+        return;
+    }
+    lapict__u128 q = recip128(d);
+    r[0] = (uint64_t)q;
+    r[1] = (uint64_t)(q >> 64);
+}
+
+/* High 128 bits of the 256-bit product a * b. */
+static inline lapict__u128 mulhi128(lapict__u128 a, uint64_t b0, uint64_t b1)
+{
+    uint64_t a0 = (uint64_t)a, a1 = (uint64_t)(a >> 64);
+    lapict__u128 p00 = (lapict__u128)a0 * b0;
+    lapict__u128 p01 = (lapict__u128)a0 * b1;
+    lapict__u128 p10 = (lapict__u128)a1 * b0;
+    lapict__u128 p11 = (lapict__u128)a1 * b1;
+    lapict__u128 mid = (p00 >> 64) + (uint64_t)p01 + (uint64_t)p10;
+    return p11 + (p01 >> 64) + (p10 >> 64) + (mid >> 64);
+}
+
+static inline lapict__u128 div128(lapict__u128 n, uint64_t d,
+                                  const uint64_t r[2], uint8_t shift)
+{
+    if ((r[0] | r[1]) == 0)
+        return n >> shift;
+    /*
+     * r = floor(2^128/d) underestimates 1/d by less than 2^-128, so the
+     * product underestimates n/d by less than n/2^128 < 1: one correction.
+     */
+    lapict__u128 q = mulhi128(n, r[0], r[1]);
+    if (n - q * d >= d)
+        q++;
+    return q;
+}
+
+uint64_t lapict__div_floor(lapict__u128 n, uint64_t d, const uint64_t r[2],
+                           uint8_t shift)
+{
+    lapict__u128 q = div128(n, d, r, shift);
+    return q > UINT64_MAX ? UINT64_MAX : (uint64_t)q;
+}
+
+uint64_t lapict__div_ceil(lapict__u128 n, uint64_t d, const uint64_t r[2],
+                          uint8_t shift)
+{
+    return lapict__div_floor(n + (d - 1), d, r, shift);
+}
+
+uint32_t lapict__crc32(const uint8_t *p, size_t len)
+{
+    uint32_t crc = 0xFFFFFFFFu;
+    size_t i;
+    int k;
+
+    for (i = 0; i < len; i++) {
+        crc ^= p[i];
+        for (k = 0; k < 8; k++)
+            crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1u)));
+    }
+    return ~crc;
+}

@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Every call from the core to the host goes through this file: the one
+ * place that knows which ops are optional, that keeps at most one host timer
+ * armed, and that falls back from the hardware preemption timer to the
+ * software timer when the host refuses or the vCPU blocks.
+ */
+#include "internal.h"
+
+uint64_t lapict__now(const struct lapict_timer *t)
+{
+    return t->ops->now_ns(t->ctx);
+}
+
+uint64_t lapict__tsc(const struct lapict_timer *t)
+{
+    return t->ops->guest_tsc(t->ctx);
+}
+
+uint64_t lapict__deadline_ns(const struct lapict_timer *t, uint64_t now,
+                             uint64_t tsc, uint64_t d)
+{
+    uint64_t rem;
+
+    if (tsc >= d)
+        return now;
+    if (t->ops->tsc_to_host_ns) {
+        /* The host knows its TSC mapping exactly, phase included. */
+        uint64_t at = t->ops->tsc_to_host_ns(t->ctx, d);
+        rem = lapict__after_eq(now, at) ? 0 : at - now;
+    } else {
+        rem = lapict__ns_from_tsc(t, d - tsc);
+    }
+    return now + (rem > LAPICT__FAR_NS ? LAPICT__FAR_NS : rem);
+}
+
+static bool hv_usable(const struct lapict_timer *t)
+{
+    return t->ops->hv_timer_arm && !(t->flags & LAPICT__F_BLOCKED);
+}
+
+static void arm_sw(struct lapict_timer *t, uint64_t target)
+{
+    if (t->armed == LAPICT__ARMED_HV)
+        t->ops->hv_timer_cancel(t->ctx);
+    t->ops->sw_timer_arm(t->ctx, target);
+    t->armed = LAPICT__ARMED_SW;
+    t->armed_ns = target;
+}
+
+/* Try the hardware timer; false if the host refused it. */
+static bool arm_hv(struct lapict_timer *t, uint64_t target)
+{
+    /* Cancel first so that two host timers are never armed at once. */
+    if (t->armed == LAPICT__ARMED_SW)
+        t->ops->sw_timer_cancel(t->ctx);
+    if (t->ops->hv_timer_arm(t->ctx, target)) {
+        t->armed = LAPICT__ARMED_HV;
+        t->armed_ns = target;
+        return true;
+    }
+    LAPICT__INC(t->c.hv_refused);
+    if (t->armed == LAPICT__ARMED_HV)
+        t->ops->hv_timer_cancel(t->ctx);
+    t->armed = LAPICT__ARMED_NONE;
+    return false;
+}
+
+void lapict__host_arm(struct lapict_timer *t, uint64_t target)
+{
+    if (t->armed != LAPICT__ARMED_NONE && t->armed_ns == target &&
+        !(t->flags & LAPICT__F_REARM))
+        return;
+    t->flags &= (uint16_t)~LAPICT__F_REARM;
+    if (hv_usable(t) && arm_hv(t, target))
+        return;
+    arm_sw(t, target);
+}
+
+void lapict__host_cancel(struct lapict_timer *t)
+{
+    if (t->armed == LAPICT__ARMED_SW)
+        t->ops->sw_timer_cancel(t->ctx);
+    else if (t->armed == LAPICT__ARMED_HV)
+        t->ops->hv_timer_cancel(t->ctx);
+    t->armed = LAPICT__ARMED_NONE;
+    t->flags &= (uint16_t)~LAPICT__F_REARM;
+}
+
+void lapict__host_move(struct lapict_timer *t)
+{
+    if (t->armed == LAPICT__ARMED_HV && (t->flags & LAPICT__F_BLOCKED)) {
+        /* A preemption timer does not count while the vCPU is halted. */
+        arm_sw(t, t->armed_ns);
+        LAPICT__INC(t->c.hv_to_sw);
+    } else if (t->armed == LAPICT__ARMED_SW && hv_usable(t)) {
+        uint64_t target = t->armed_ns;
+        if (arm_hv(t, target))
+            LAPICT__INC(t->c.sw_to_hv);
+        else
+            arm_sw(t, target);
+    }
+}
+
+bool lapict__inject(struct lapict_timer *t, uint8_t vector)
+{
+    if (t->ops->inject(t->ctx, vector)) {
+        LAPICT__INC(t->c.injections);
+        return true;
+    }
+    LAPICT__INC(t->c.refused);
+    return false;
+}
+
+bool lapict__can_spin(const struct lapict_timer *t)
+{
+    return t->ops->spin_until != NULL;
+}
+
+void lapict__spin_until(struct lapict_timer *t, uint64_t host_ns)
+{
+    if (!t->ops->spin_until)
+        return; /* e.g. a pre-injection restored on a host without one */
+    LAPICT__INC(t->c.spins);
+    t->ops->spin_until(t->ctx, host_ns);
+}
+
+void lapict__report(struct lapict_timer *t, int status, uint32_t detail)
+{
+    if (t->ops->report)
+        t->ops->report(t->ctx, status, detail);
+}

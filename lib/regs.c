@@ -1,0 +1,271 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Guest-visible timer registers (TIMER.md sections 2-4) and the xAPIC /
+ * x2APIC decoding helpers. Every access first brings the state up to the
+ * current instant, so reads and writes see every expiry that is due even
+ * when the host timer callback is late.
+ */
+#include "internal.h"
+
+#define LVTT_STORED (LAPICT_LVTT_VECTOR | LAPICT_LVTT_MASK | LAPICT_LVTT_MODE)
+#define TDCR_STORED 0xBu
+
+static uint64_t sync_now(struct lapict_timer *t)
+{
+    uint64_t now = lapict__now(t);
+    lapict__update(t, now);
+    return now;
+}
+
+static bool in_deadline_mode(const struct lapict_timer *t)
+{
+    return (t->lvtt & LAPICT_LVTT_MODE) == LAPICT_LVTT_TSC_DEADLINE;
+}
+
+uint32_t lapict_lvtt_read(struct lapict_timer *t)
+{
+    if (!lapict__valid(t))
+        return 0;
+    sync_now(t);
+    return t->lvtt | (t->pending ? LAPICT_LVTT_PENDING : 0u);
+}
+
+int lapict_lvtt_write(struct lapict_timer *t, uint32_t val)
+{
+    uint32_t old_mode, new_mode, v;
+    uint64_t now;
+
+    if (!lapict__valid(t))
+        return LAPICT_E_INVAL;
+    now = sync_now(t);
+    v = val & LVTT_STORED;
+    if (!(t->flags & LAPICT__F_SVR_EN))
+        v |= LAPICT_LVTT_MASK;
+    old_mode = t->lvtt & LAPICT_LVTT_MODE;
+    new_mode = v & LAPICT_LVTT_MODE;
+    if (!(t->flags & LAPICT__F_DL_OK)) {
+        /* Without TSC-deadline support bit 18 is reserved: 10->00, 11->01. */
+        new_mode &= ~LAPICT_LVTT_TSC_DEADLINE;
+    } else if (new_mode == LAPICT_LVTT_MODE) {
+        /* Reserved mode 11: keep the mode, apply the other fields. */
+        new_mode = old_mode;
+        lapict__guest_error(t, LAPICT_E_MODE, val);
+    }
+    t->lvtt = (v & ~LAPICT_LVTT_MODE) | new_mode;
+    if (new_mode != old_mode) {
+        if (old_mode == LAPICT_LVTT_TSC_DEADLINE ||
+            new_mode == LAPICT_LVTT_TSC_DEADLINE) {
+            lapict__disarm(t);
+        } else if (old_mode == LAPICT_LVTT_ONESHOT &&
+                   !(t->flags & LAPICT__F_CD_ACTIVE)) {
+            /* A stopped one-shot stays stopped in periodic mode. */
+        } else {
+            /* One-shot <-> periodic: no re-anchor, except for the clamp. */
+            lapict__set_clamp(t, now, lapict__needs_clamp(t));
+        }
+    }
+    lapict__rearm(t, now);
+    return LAPICT_OK;
+}
+
+uint32_t lapict_tdcr_read(struct lapict_timer *t)
+{
+    if (!lapict__valid(t))
+        return 0;
+    return t->tdcr;
+}
+
+int lapict_tdcr_write(struct lapict_timer *t, uint32_t val)
+{
+    uint64_t now;
+    uint32_t c;
+
+    if (!lapict__valid(t))
+        return LAPICT_E_INVAL;
+    now = sync_now(t);
+    val &= TDCR_STORED;
+    if (val == t->tdcr)
+        return LAPICT_OK;
+    if (!(t->flags & LAPICT__F_CD_ACTIVE)) {
+        t->tdcr = (uint8_t)val;
+        return LAPICT_OK;
+    }
+    /* Keep the count, drop the fraction of the tick in progress. */
+    c = lapict__tmcct(t, now);
+    t->tdcr = (uint8_t)val;
+    if (lapict__needs_clamp(t)) {
+        if (!(t->flags & LAPICT__F_CLAMPED))
+            LAPICT__INC(t->c.clamps);
+        t->flags |= LAPICT__F_CLAMPED;
+    } else {
+        t->flags &= (uint16_t)~LAPICT__F_CLAMPED;
+    }
+    lapict__reanchor(t, now, c);
+    lapict__rearm(t, now);
+    return LAPICT_OK;
+}
+
+uint32_t lapict_tmict_read(struct lapict_timer *t)
+{
+    if (!lapict__valid(t) || in_deadline_mode(t))
+        return 0;
+    return t->tmict;
+}
+
+int lapict_tmict_write(struct lapict_timer *t, uint32_t val)
+{
+    uint64_t now;
+
+    if (!lapict__valid(t))
+        return LAPICT_E_INVAL;
+    now = sync_now(t);
+    if (in_deadline_mode(t))
+        return LAPICT_OK;
+    t->tmict = val;
+    t->pending = 0;
+    t->flags &= (uint16_t)~(LAPICT__F_CLAMPED | LAPICT__F_CD_ACTIVE |
+                            LAPICT__F_CD_ARMED | LAPICT__F_PREINJ);
+    if (val) {
+        if (lapict__needs_clamp(t)) {
+            t->flags |= LAPICT__F_CLAMPED;
+            LAPICT__INC(t->c.clamps);
+        }
+        lapict__reanchor(t, now, val);
+    }
+    lapict__rearm(t, now);
+    return LAPICT_OK;
+}
+
+uint32_t lapict_tmcct_read(struct lapict_timer *t)
+{
+    uint64_t now;
+
+    if (!lapict__valid(t))
+        return 0;
+    now = sync_now(t);
+    return lapict__tmcct(t, now);
+}
+
+uint64_t lapict_tsc_deadline_read(struct lapict_timer *t)
+{
+    if (!lapict__valid(t))
+        return 0;
+    sync_now(t);
+    if (!in_deadline_mode(t) || !(t->flags & LAPICT__F_DL_ARMED))
+        return 0;
+    return t->deadline_tsc;
+}
+
+int lapict_tsc_deadline_write(struct lapict_timer *t, uint64_t val)
+{
+    uint64_t now;
+
+    if (!lapict__valid(t))
+        return LAPICT_E_INVAL;
+    now = sync_now(t);
+    if (!in_deadline_mode(t))
+        return LAPICT_OK;
+    t->pending = 0;
+    t->flags &= (uint16_t)~(LAPICT__F_DL_ARMED | LAPICT__F_PREINJ);
+    t->deadline_tsc = val;
+    if (val) {
+        /* Never a negative delta: a deadline already passed fires now. */
+        t->dl_ns = lapict__deadline_ns(t, now, lapict__tsc(t), val);
+        t->flags |= LAPICT__F_DL_ARMED;
+    }
+    lapict__update(t, now);
+    return LAPICT_OK;
+}
+
+int lapict_svr_write(struct lapict_timer *t, bool enabled)
+{
+    if (!lapict__valid(t))
+        return LAPICT_E_INVAL;
+    sync_now(t);
+    if (enabled) {
+        t->flags |= LAPICT__F_SVR_EN;
+    } else {
+        t->flags &= (uint16_t)~LAPICT__F_SVR_EN;
+        t->lvtt |= LAPICT_LVTT_MASK;
+    }
+    return LAPICT_OK;
+}
+
+int lapict_xapic_read(struct lapict_timer *t, uint32_t offset, uint32_t *val)
+{
+    if (!lapict__valid(t) || !val)
+        return LAPICT_E_INVAL;
+    switch (offset) {
+    case LAPICT_XAPIC_LVTT:
+        *val = lapict_lvtt_read(t);
+        return LAPICT_OK;
+    case LAPICT_XAPIC_TMICT:
+        *val = lapict_tmict_read(t);
+        return LAPICT_OK;
+    case LAPICT_XAPIC_TMCCT:
+        *val = lapict_tmcct_read(t);
+        return LAPICT_OK;
+    case LAPICT_XAPIC_TDCR:
+        *val = lapict_tdcr_read(t);
+        return LAPICT_OK;
+    default:
+        return LAPICT_E_NOREG;
+    }
+}
+
+int lapict_xapic_write(struct lapict_timer *t, uint32_t offset, uint32_t val)
+{
+    if (!lapict__valid(t))
+        return LAPICT_E_INVAL;
+    switch (offset) {
+    case LAPICT_XAPIC_LVTT:
+        return lapict_lvtt_write(t, val);
+    case LAPICT_XAPIC_TMICT:
+        return lapict_tmict_write(t, val);
+    case LAPICT_XAPIC_TMCCT:
+        return LAPICT_OK; /* read-only; xAPIC ignores the write */
+    case LAPICT_XAPIC_TDCR:
+        return lapict_tdcr_write(t, val);
+    default:
+        return LAPICT_E_NOREG;
+    }
+}
+
+int lapict_msr_read(struct lapict_timer *t, uint32_t msr, uint64_t *val)
+{
+    uint32_t v;
+    int rc;
+
+    if (!lapict__valid(t) || !val)
+        return LAPICT_E_INVAL;
+    if (msr == LAPICT_MSR_TSC_DEADLINE) {
+        *val = lapict_tsc_deadline_read(t);
+        return LAPICT_OK;
+    }
+    if (msr < 0x800u || msr > 0x8FFu)
+        return LAPICT_E_NOREG;
+    rc = lapict_xapic_read(t, (msr - 0x800u) << 4, &v);
+    if (rc == LAPICT_OK)
+        *val = v;
+    return rc;
+}
+
+int lapict_msr_write(struct lapict_timer *t, uint32_t msr, uint64_t val)
+{
+    uint32_t off;
+
+    if (!lapict__valid(t))
+        return LAPICT_E_INVAL;
+    if (msr == LAPICT_MSR_TSC_DEADLINE)
+        return lapict_tsc_deadline_write(t, val);
+    if (msr < 0x800u || msr > 0x8FFu)
+        return LAPICT_E_NOREG;
+    off = (msr - 0x800u) << 4;
+    if (off != LAPICT_XAPIC_LVTT && off != LAPICT_XAPIC_TMICT &&
+        off != LAPICT_XAPIC_TMCCT && off != LAPICT_XAPIC_TDCR)
+        return LAPICT_E_NOREG;
+    /* x2APIC: reserved high half and the read-only TMCCT raise #GP. */
+    if ((val >> 32) || off == LAPICT_XAPIC_TMCCT)
+        return LAPICT_E_GP;
+    return lapict_xapic_write(t, off, (uint32_t)val);
+}

@@ -1,0 +1,255 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Save/restore blob (TIMER.md section 8). Little-endian byte by byte, so the
+ * blob is the same on any host; time is stored relative to the moment of
+ * saving. Restore validates everything into a copy and only then commits,
+ * so a rejected blob leaves the instance exactly as it was.
+ */
+#include "internal.h"
+
+#define OFF_MAGIC 0
+#define OFF_VERSION 4
+#define OFF_SIZE 6
+#define OFF_LVTT 8
+#define OFF_TDCR 12
+#define OFF_TMICT 16
+#define OFF_FLAGS 20
+#define OFF_ELAPSED 24
+#define OFF_ETICK 32
+#define OFF_DEADLINE 40
+#define OFF_PENDING 48
+#define OFF_ADV 52
+#define OFF_BUS_HZ 56
+#define OFF_ADV_EST 64
+#define OFF_ADV_DEV 68
+#define OFF_RESERVED 72
+#define OFF_CRC 124
+
+/* Blob flag bits (stable on the wire, independent of internal flags). */
+#define B_SVR_EN 0x01u
+#define B_CD_ACTIVE 0x02u
+#define B_CD_ARMED 0x04u
+#define B_CLAMPED 0x08u
+#define B_DL_ARMED 0x10u
+#define B_PREINJ 0x20u
+#define B_HAVE_EST 0x40u
+#define B_ALL 0x7Fu
+
+static const struct {
+    uint16_t internal;
+    uint32_t wire;
+} flag_map[] = {
+    {LAPICT__F_SVR_EN, B_SVR_EN},     {LAPICT__F_CD_ACTIVE, B_CD_ACTIVE},
+    {LAPICT__F_CD_ARMED, B_CD_ARMED}, {LAPICT__F_CLAMPED, B_CLAMPED},
+    {LAPICT__F_DL_ARMED, B_DL_ARMED}, {LAPICT__F_PREINJ, B_PREINJ},
+    {LAPICT__F_HAVE_EST, B_HAVE_EST},
+};
+#define NFLAGS (sizeof(flag_map) / sizeof(flag_map[0]))
+
+static void put32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+    p[2] = (uint8_t)(v >> 16);
+    p[3] = (uint8_t)(v >> 24);
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+    put32(p, (uint32_t)v);
+    put32(p + 4, (uint32_t)(v >> 32));
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+           (uint32_t)p[3] << 24;
+}
+
+static uint64_t get64(const uint8_t *p)
+{
+    return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
+}
+
+static uint64_t bus_hz_of(const struct lapict_timer *t)
+{
+    /* bus_p / bus_q is bus_hz / 10^9 reduced, so bus_q divides 10^9. */
+    return t->bus_p * (1000000000ull / t->bus_q);
+}
+
+int lapict_state_save(struct lapict_timer *t, void *buf, size_t len)
+{
+    uint8_t *b = buf;
+    uint64_t now;
+    uint32_t fl = 0;
+    size_t i;
+    bool cd;
+
+    if (!lapict__valid(t) || !buf)
+        return LAPICT_E_INVAL;
+    if (len < LAPICT_STATE_SIZE)
+        return LAPICT_E_STATE_SIZE;
+    now = lapict__now(t);
+    lapict__update(t, now);
+    for (i = 0; i < NFLAGS; i++)
+        if (t->flags & flag_map[i].internal)
+            fl |= flag_map[i].wire;
+    cd = t->flags & LAPICT__F_CD_ACTIVE;
+    for (i = 0; i < LAPICT_STATE_SIZE; i++)
+        b[i] = 0;
+    put32(b + OFF_MAGIC, LAPICT_STATE_MAGIC);
+    b[OFF_VERSION] = (uint8_t)LAPICT_STATE_VERSION;
+    b[OFF_SIZE] = (uint8_t)LAPICT_STATE_SIZE;
+    put32(b + OFF_LVTT, t->lvtt);
+    put32(b + OFF_TDCR, t->tdcr);
+    put32(b + OFF_TMICT, t->tmict);
+    put32(b + OFF_FLAGS, fl);
+    put64(b + OFF_ELAPSED, cd ? lapict__elapsed(t, now) : 0);
+    put64(b + OFF_ETICK, cd ? t->e_tick : 0);
+    put64(b + OFF_DEADLINE,
+          (t->flags & LAPICT__F_DL_ARMED) ? t->deadline_tsc : 0);
+    put32(b + OFF_PENDING, t->pending);
+    put32(b + OFF_ADV, t->adv_ns);
+    put64(b + OFF_BUS_HZ, bus_hz_of(t));
+    put32(b + OFF_ADV_EST, t->adv_est);
+    put32(b + OFF_ADV_DEV, t->adv_dev);
+    put32(b + OFF_CRC, lapict__crc32(b, OFF_CRC));
+    return LAPICT_OK;
+}
+
+static int check_header(const uint8_t *b)
+{
+    size_t i;
+
+    if (get32(b + OFF_MAGIC) != LAPICT_STATE_MAGIC)
+        return LAPICT_E_STATE_MAGIC;
+    if ((uint32_t)(b[OFF_VERSION] | b[OFF_VERSION + 1] << 8) !=
+        LAPICT_STATE_VERSION)
+        return LAPICT_E_STATE_VERSION;
+    if ((uint32_t)(b[OFF_SIZE] | b[OFF_SIZE + 1] << 8) != LAPICT_STATE_SIZE)
+        return LAPICT_E_STATE_SIZE;
+    if (get32(b + OFF_CRC) != lapict__crc32(b, OFF_CRC))
+        return LAPICT_E_STATE_CHECKSUM;
+    for (i = OFF_RESERVED; i < OFF_CRC; i++)
+        if (b[i])
+            return LAPICT_E_STATE_FIELD;
+    return LAPICT_OK;
+}
+
+/* Field-by-field consistency; the blob is untrusted. */
+static int check_fields(const struct lapict_timer *t, const uint8_t *b)
+{
+    uint32_t lvtt = get32(b + OFF_LVTT), tmict = get32(b + OFF_TMICT);
+    uint32_t fl = get32(b + OFF_FLAGS), mode = lvtt & LAPICT_LVTT_MODE;
+    uint64_t elapsed = get64(b + OFF_ELAPSED), e = get64(b + OFF_ETICK);
+    uint64_t dl = get64(b + OFF_DEADLINE);
+    bool active = fl & B_CD_ACTIVE, dlmode = mode == LAPICT_LVTT_TSC_DEADLINE;
+
+    if (lvtt & ~(LAPICT_LVTT_VECTOR | LAPICT_LVTT_MASK | LAPICT_LVTT_MODE))
+        return LAPICT_E_STATE_FIELD;
+    if (mode == LAPICT_LVTT_MODE || (get32(b + OFF_TDCR) & ~0xBu) ||
+        (fl & ~B_ALL))
+        return LAPICT_E_STATE_FIELD;
+    if (!(fl & B_SVR_EN) && !(lvtt & LAPICT_LVTT_MASK))
+        return LAPICT_E_STATE_FIELD;
+    if ((fl & B_CD_ARMED) && !active)
+        return LAPICT_E_STATE_FIELD;
+    if (active) {
+        if (dlmode || tmict == 0 || e == 0 || e > LAPICT__FAR_NS ||
+            elapsed > LAPICT__FAR_NS)
+            return LAPICT_E_STATE_FIELD;
+        if (mode == LAPICT_LVTT_PERIODIC && !(fl & B_CD_ARMED))
+            return LAPICT_E_STATE_FIELD;
+    } else if (elapsed || e || (fl & B_CLAMPED)) {
+        return LAPICT_E_STATE_FIELD;
+    }
+    if ((fl & B_CLAMPED) && mode != LAPICT_LVTT_PERIODIC)
+        return LAPICT_E_STATE_FIELD;
+    if ((fl & B_DL_ARMED) ? (!dlmode || dl == 0) : dl != 0)
+        return LAPICT_E_STATE_FIELD;
+    if (dlmode && tmict)
+        return LAPICT_E_STATE_FIELD;
+    if ((fl & B_PREINJ) && !(fl & (B_CD_ARMED | B_DL_ARMED)))
+        return LAPICT_E_STATE_FIELD;
+    if (get32(b + OFF_PENDING) > LAPICT_CATCH_UP_MAX_LIMIT ||
+        get32(b + OFF_ADV) > LAPICT_ADVANCE_NS_LIMIT ||
+        get32(b + OFF_ADV_EST) > 2 * LAPICT_ADVANCE_NS_LIMIT ||
+        get32(b + OFF_ADV_DEV) > 2 * LAPICT_ADVANCE_NS_LIMIT)
+        return LAPICT_E_STATE_FIELD;
+    /* Properties of the virtual platform must match the destination. */
+    if (get64(b + OFF_BUS_HZ) != bus_hz_of(t))
+        return LAPICT_E_STATE_CONFIG;
+    if (dlmode && !(t->flags & LAPICT__F_DL_OK))
+        return LAPICT_E_STATE_CONFIG;
+    return LAPICT_OK;
+}
+
+int lapict_state_restore(struct lapict_timer *t, const void *buf, size_t len)
+{
+    const uint8_t *b = buf;
+    struct lapict_timer n;
+    uint32_t fl, pending, adv;
+    uint64_t now;
+    size_t i;
+    int rc;
+
+    if (!lapict__valid(t) || !buf)
+        return LAPICT_E_INVAL;
+    if (len != LAPICT_STATE_SIZE)
+        return LAPICT_E_STATE_SIZE;
+    rc = check_header(b);
+    if (rc == LAPICT_OK)
+        rc = check_fields(t, b);
+    if (rc != LAPICT_OK)
+        return rc;
+
+    now = lapict__now(t);
+    n = *t;
+    fl = get32(b + OFF_FLAGS);
+    n.lvtt = get32(b + OFF_LVTT);
+    n.tdcr = (uint8_t)get32(b + OFF_TDCR);
+    n.tmict = get32(b + OFF_TMICT);
+    n.flags &= (uint16_t)(LAPICT__F_BLOCKED | LAPICT__F_DL_OK);
+    for (i = 0; i < NFLAGS; i++)
+        if (fl & flag_map[i].wire)
+            n.flags |= flag_map[i].internal;
+    n.anchor_ns = now - get64(b + OFF_ELAPSED);
+    n.e_tick = get64(b + OFF_ETICK);
+    n.deadline_tsc = get64(b + OFF_DEADLINE);
+    if (n.flags & LAPICT__F_CD_ACTIVE) {
+        uint64_t T;
+        n.next_rel_ns = lapict__ns_for(&n, n.e_tick);
+        T = lapict__ticks_in(&n, get64(b + OFF_ELAPSED));
+        /* A count above N is not a state any guest could have produced. */
+        if (n.e_tick > T && n.e_tick - T > n.tmict)
+            return LAPICT_E_STATE_FIELD;
+        /* This host's minimum period may differ: keep the count. */
+        lapict__set_clamp(&n, now, lapict__needs_clamp(&n));
+    }
+    if (n.flags & LAPICT__F_DL_ARMED)
+        n.dl_ns = lapict__deadline_ns(&n, now, lapict__tsc(&n), n.deadline_tsc);
+    pending = get32(b + OFF_PENDING);
+    if (pending > n.catch_up_max) {
+        lapict__add_sat(n.missed == LAPICT_MISSED_COALESCE ? &n.c.coalesced
+                                                           : &n.c.dropped,
+                        pending - n.catch_up_max);
+        pending = n.catch_up_max;
+    }
+    n.pending = (uint16_t)pending;
+    if (n.adv_mode == LAPICT_ADVANCE_ADAPTIVE) {
+        adv = get32(b + OFF_ADV);
+        n.adv_ns = adv > n.adv_max_ns ? n.adv_max_ns : adv;
+        n.adv_est = get32(b + OFF_ADV_EST);
+        n.adv_dev = get32(b + OFF_ADV_DEV);
+    } else {
+        n.flags &= (uint16_t)~LAPICT__F_HAVE_EST;
+    }
+    n.last_instant_ns = now;
+
+    /* Commit: the host timers of the old state go, the new state arms. */
+    lapict__host_cancel(t);
+    n.armed = LAPICT__ARMED_NONE;
+    *t = n;
+    lapict__update(t, now);
+    return LAPICT_OK;
+}

@@ -1,0 +1,571 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The APIC timer state machine (TIMER.md sections 3-7).
+ *
+ * A count-down is an anchor (host ns) plus the tick E of its next
+ * unprocessed expiry; the tick counter is computed from the clock, so
+ * TMCCT never depends on whether a host callback has run, and a periodic
+ * timer reloads on its exact grid (E += N) whatever the host latency.
+ * A TSC deadline is checked against the guest TSC itself, so an inexact
+ * host clock can make it late but never early.
+ *
+ * Advance: the host timer fires `advance` ns before an instant; the
+ * interrupt is then injected ahead ("pre-injected") without touching the
+ * timer state, and lapict_before_guest_entry() waits for the instant and
+ * only then processes the expiry, so every register stays architecturally
+ * exact and the guest cannot observe the interrupt early.
+ */
+#include "internal.h"
+
+#define DIV_1E9 1000000000ull
+#define DIV_1E6 1000000ull
+
+bool lapict__valid(const struct lapict_timer *t)
+{
+    return t && t->magic == LAPICT__MAGIC && t->ops;
+}
+
+static uint32_t mode_of(uint32_t lvtt)
+{
+    return lvtt & LAPICT_LVTT_MODE;
+}
+
+static bool is_periodic(const struct lapict_timer *t)
+{
+    return mode_of(t->lvtt) == LAPICT_LVTT_PERIODIC;
+}
+
+unsigned lapict__div_log2(uint32_t tdcr)
+{
+    /* TDCR bits 3,1,0 index 2,4,8,16,32,64,128,1: log2 is (index+1) mod 8. */
+    unsigned idx = ((tdcr >> 1) & 4u) | (tdcr & 3u);
+    return (idx + 1u) & 7u;
+}
+
+uint64_t lapict__elapsed(const struct lapict_timer *t, uint64_t now)
+{
+    uint64_t d = now - t->anchor_ns;
+    /* A clock behind the anchor (host misuse) must not look like 2^64 ns. */
+    return (int64_t)d < 0 ? 0 : d;
+}
+
+uint64_t lapict__ticks_in(const struct lapict_timer *t, uint64_t d)
+{
+    if (t->flags & LAPICT__F_CLAMPED)
+        return lapict__udiv128((lapict__u128)d * t->tmict, t->min_period_ns);
+    return lapict__div_floor((lapict__u128)d * t->bus_p, t->bus_q, t->bus_rq,
+                             t->bus_qshift) >>
+           lapict__div_log2(t->tdcr);
+}
+
+uint64_t lapict__ns_for_raw(const struct lapict_timer *t, uint64_t n)
+{
+    lapict__u128 m = ((lapict__u128)n << lapict__div_log2(t->tdcr)) * t->bus_q;
+    return lapict__div_ceil(m, t->bus_p, t->bus_rp, t->bus_pshift);
+}
+
+uint64_t lapict__ns_for(const struct lapict_timer *t, uint64_t n)
+{
+    if (t->flags & LAPICT__F_CLAMPED) {
+        lapict__u128 m = (lapict__u128)n * t->min_period_ns;
+        return lapict__udiv128(m + (t->tmict - 1u), t->tmict);
+    }
+    return lapict__ns_for_raw(t, n);
+}
+
+uint64_t lapict__ns_from_tsc(const struct lapict_timer *t, uint64_t d)
+{
+    return lapict__div_ceil((lapict__u128)d * t->tsc_a, t->tsc_b, t->tsc_rb,
+                            t->tsc_bshift);
+}
+
+uint32_t lapict__tmcct(const struct lapict_timer *t, uint64_t now)
+{
+    uint64_t T, E = t->e_tick, N = t->tmict;
+
+    if (!(t->flags & LAPICT__F_CD_ACTIVE))
+        return 0;
+    T = lapict__ticks_in(t, lapict__elapsed(t, now));
+    if (is_periodic(t)) {
+        if (T < E) {
+            uint64_t r = E - T;
+            return (uint32_t)(r <= N ? r : (r - 1) % N + 1);
+        }
+        /* Late callback: the count already shows the reload. */
+        uint64_t x = T - E;
+        if (x >= N)
+            x %= N;
+        return (uint32_t)(N - x);
+    }
+    return T >= E ? 0 : (uint32_t)(E - T);
+}
+
+bool lapict__needs_clamp(const struct lapict_timer *t)
+{
+    return is_periodic(t) && t->tmict && t->min_period_ns &&
+           lapict__ns_for_raw(t, t->tmict) < t->min_period_ns;
+}
+
+void lapict__reanchor(struct lapict_timer *t, uint64_t now, uint32_t c)
+{
+    t->flags &= (uint16_t)~LAPICT__F_PREINJ;
+    if (c == 0) {
+        t->flags &= (uint16_t)~(LAPICT__F_CD_ACTIVE | LAPICT__F_CD_ARMED);
+        return;
+    }
+    t->anchor_ns = now;
+    t->e_tick = c;
+    t->next_rel_ns = lapict__ns_for(t, c);
+    t->flags |= LAPICT__F_CD_ACTIVE | LAPICT__F_CD_ARMED;
+}
+
+static void note_clamp(struct lapict_timer *t)
+{
+    LAPICT__INC(t->c.clamps);
+}
+
+void lapict__set_clamp(struct lapict_timer *t, uint64_t now, bool clamp)
+{
+    uint32_t c;
+
+    if (clamp == !!(t->flags & LAPICT__F_CLAMPED))
+        return;
+    c = lapict__tmcct(t, now); /* with the old clock */
+    if (clamp) {
+        t->flags |= LAPICT__F_CLAMPED;
+        note_clamp(t);
+    } else {
+        t->flags &= (uint16_t)~LAPICT__F_CLAMPED;
+    }
+    if (t->flags & LAPICT__F_CD_ACTIVE)
+        lapict__reanchor(t, now, c);
+}
+
+void lapict__disarm(struct lapict_timer *t)
+{
+    t->tmict = 0;
+    t->deadline_tsc = 0;
+    t->pending = 0;
+    t->flags &= (uint16_t)~(LAPICT__F_CD_ACTIVE | LAPICT__F_CD_ARMED |
+                            LAPICT__F_CLAMPED | LAPICT__F_DL_ARMED |
+                            LAPICT__F_PREINJ | LAPICT__F_SAMPLE);
+}
+
+void lapict__guest_error(struct lapict_timer *t, int status, uint32_t detail)
+{
+    t->c.last_error = status;
+    if (status == LAPICT_E_VECTOR)
+        LAPICT__INC(t->c.illegal_vector);
+    else if (status == LAPICT_E_MODE)
+        LAPICT__INC(t->c.mode_errors);
+    lapict__report(t, status, detail);
+}
+
+uint32_t lapict__advance(const struct lapict_timer *t)
+{
+    return lapict__can_spin(t) ? t->adv_ns : 0;
+}
+
+/* Offer pending interrupts to the host, reading mask and vector now. */
+static void deliver(struct lapict_timer *t)
+{
+    while (t->pending) {
+        uint8_t v = (uint8_t)(t->lvtt & LAPICT_LVTT_VECTOR);
+        if (t->lvtt & LAPICT_LVTT_MASK) {
+            lapict__add_sat(&t->c.masked, t->pending);
+            t->pending = 0;
+            return;
+        }
+        if (v < 16) {
+            /* Illegal vectors are reported once per expiry, never injected. */
+            lapict__add_sat(&t->c.illegal_vector, t->pending - 1u);
+            t->pending = 0;
+            lapict__guest_error(t, LAPICT_E_VECTOR, v);
+            return;
+        }
+        if (!lapict__inject(t, v))
+            return;
+        t->pending--;
+    }
+}
+
+/* @k expiries happened, the last at host time @instant. */
+static void expired(struct lapict_timer *t, uint64_t k, uint64_t instant)
+{
+    uint64_t total;
+
+    lapict__add_sat(&t->c.expiries, k);
+    t->last_instant_ns = instant;
+    if (t->flags & LAPICT__F_PREINJ) {
+        /* Already in the host's hands since the advanced callback. */
+        t->flags &= (uint16_t)~LAPICT__F_PREINJ;
+        if (--k == 0)
+            return;
+    }
+    if (t->lvtt & LAPICT_LVTT_MASK) {
+        lapict__add_sat(&t->c.masked, k);
+        return;
+    }
+    total = t->pending + k;
+    switch (t->missed) {
+    case LAPICT_MISSED_CATCH_UP:
+        if (total > t->catch_up_max) {
+            lapict__add_sat(&t->c.dropped, total - t->catch_up_max);
+            total = t->catch_up_max;
+        }
+        break;
+    case LAPICT_MISSED_DROP:
+        if (k > 1) {
+            lapict__add_sat(&t->c.dropped, k);
+            return;
+        }
+        if (total > 1)
+            lapict__add_sat(&t->c.dropped, total - 1);
+        total = 1;
+        break;
+    default:
+        if (total > 1)
+            lapict__add_sat(&t->c.coalesced, total - 1);
+        total = 1;
+        break;
+    }
+    t->pending = (uint16_t)total;
+    deliver(t);
+}
+
+/* Process the expiries whose instant is at or before @now. */
+static void process(struct lapict_timer *t, uint64_t now)
+{
+    if (t->flags & LAPICT__F_CD_ARMED) {
+        uint64_t d = lapict__elapsed(t, now), k = 1, last = t->e_tick;
+        if (d < t->next_rel_ns)
+            return;
+        if (is_periodic(t)) {
+            /* One computation finds the grid point, whatever the stall. */
+            uint64_t x = lapict__ticks_in(t, d) - t->e_tick;
+            if (x >= t->tmict) {
+                k = x / t->tmict + 1;
+                last += (k - 1) * t->tmict;
+            }
+            t->e_tick = last + t->tmict;
+            t->next_rel_ns = lapict__ns_for(t, t->e_tick);
+        } else {
+            t->flags &= (uint16_t)~(LAPICT__F_CD_ARMED | LAPICT__F_CD_ACTIVE);
+        }
+        expired(t, k, t->anchor_ns + lapict__ns_for(t, last));
+    } else if (t->flags & LAPICT__F_DL_ARMED) {
+        uint64_t tsc = lapict__tsc(t);
+        if (tsc < t->deadline_tsc)
+            return;
+        t->flags &= (uint16_t)~LAPICT__F_DL_ARMED;
+        expired(t, 1, lapict__after_eq(now, t->dl_ns) ? t->dl_ns : now);
+    }
+}
+
+/* Absolute host instant of the next expiry, capped LAPICT__FAR_NS ahead. */
+static uint64_t next_instant(const struct lapict_timer *t, uint64_t now)
+{
+    if (t->flags & LAPICT__F_CD_ARMED) {
+        uint64_t d = lapict__elapsed(t, now);
+        if (t->next_rel_ns > d && t->next_rel_ns - d > LAPICT__FAR_NS)
+            return now + LAPICT__FAR_NS;
+        return t->anchor_ns + t->next_rel_ns;
+    }
+    return t->dl_ns;
+}
+
+void lapict__rearm(struct lapict_timer *t, uint64_t now)
+{
+    uint64_t exact, target;
+    uint32_t adv;
+
+    if (!(t->flags & (LAPICT__F_CD_ARMED | LAPICT__F_DL_ARMED))) {
+        lapict__host_cancel(t);
+        return;
+    }
+    exact = next_instant(t, now);
+    target = exact;
+    adv = lapict__advance(t);
+    /*
+     * Advance only while the early point is still ahead; once inside the
+     * window (pre-injection refused, masked, illegal vector) wait for the
+     * instant itself instead of spinning on callbacks.
+     */
+    if (adv && !(t->flags & LAPICT__F_PREINJ) &&
+        !lapict__after_eq(now, exact - adv))
+        target = exact - adv;
+    lapict__host_arm(t, target);
+}
+
+void lapict__update(struct lapict_timer *t, uint64_t now)
+{
+    process(t, now);
+    lapict__rearm(t, now);
+}
+
+/* Inject the next expiry ahead of its instant if it is within the advance. */
+static void preinject(struct lapict_timer *t, uint64_t now)
+{
+    uint32_t adv = lapict__advance(t);
+    uint8_t v = (uint8_t)(t->lvtt & LAPICT_LVTT_VECTOR);
+    uint64_t instant;
+
+    if (!adv || t->pending || (t->flags & LAPICT__F_PREINJ) ||
+        (t->lvtt & LAPICT_LVTT_MASK) || v < 16)
+        return;
+    if (t->flags & LAPICT__F_CD_ARMED) {
+        uint64_t d = lapict__elapsed(t, now);
+        if (d + adv < t->next_rel_ns)
+            return;
+        instant = t->anchor_ns + t->next_rel_ns;
+    } else if (t->flags & LAPICT__F_DL_ARMED) {
+        uint64_t tsc = lapict__tsc(t);
+        if (tsc >= t->deadline_tsc)
+            return;
+        instant = lapict__deadline_ns(t, now, tsc, t->deadline_tsc);
+        if (instant - now > adv)
+            return;
+        t->dl_ns = instant;
+    } else {
+        return;
+    }
+    if (lapict__inject(t, v)) {
+        t->flags |= LAPICT__F_PREINJ;
+        t->last_instant_ns = instant;
+    }
+}
+
+int lapict_init(struct lapict_timer *t, const struct lapict_config *cfg,
+                const struct lapict_ops *ops, void *ctx)
+{
+    struct lapict_config def;
+    struct lapict_timer n = {0};
+    uint64_t g;
+    int rc;
+
+    if (!t || !ops)
+        return LAPICT_E_INVAL;
+    if (ops->version < 1 || !ops->now_ns || !ops->guest_tsc ||
+        !ops->sw_timer_arm || !ops->sw_timer_cancel || !ops->inject ||
+        (ops->hv_timer_arm && !ops->hv_timer_cancel))
+        return LAPICT_E_OPS;
+    if (!cfg) {
+        lapict_config_default(&def);
+        cfg = &def;
+    }
+    rc = lapict_config_check(cfg);
+    if (rc)
+        return rc;
+
+    n.ops = ops;
+    n.ctx = ctx;
+    /* Reduced fractions keep the products small and exact. */
+    g = lapict__gcd(cfg->bus_hz, DIV_1E9);
+    n.bus_p = cfg->bus_hz / g;
+    n.bus_q = (uint32_t)(DIV_1E9 / g);
+    lapict__recip_init(n.bus_q, n.bus_rq, &n.bus_qshift);
+    lapict__recip_init(n.bus_p, n.bus_rp, &n.bus_pshift);
+    g = lapict__gcd(cfg->tsc_khz, DIV_1E6);
+    n.tsc_a = (uint32_t)(DIV_1E6 / g);
+    n.tsc_b = (uint32_t)(cfg->tsc_khz / g);
+    lapict__recip_init(n.tsc_b, n.tsc_rb, &n.tsc_bshift);
+
+    n.min_period_ns = cfg->min_period_ns;
+    n.adv_mode = (uint8_t)cfg->advance_mode;
+    n.adv_cfg_ns = cfg->advance_mode == LAPICT_ADVANCE_OFF ? 0 : cfg->advance_ns;
+    n.adv_max_ns = cfg->advance_mode == LAPICT_ADVANCE_ADAPTIVE
+                       ? cfg->advance_max_ns
+                       : n.adv_cfg_ns;
+    n.adv_ns = n.adv_cfg_ns;
+    n.missed = (uint8_t)cfg->missed_policy;
+    n.catch_up_max = cfg->missed_policy == LAPICT_MISSED_CATCH_UP
+                         ? (uint16_t)cfg->catch_up_max
+                         : 1;
+    n.lvtt = LAPICT_LVTT_RESET;
+    n.flags = LAPICT__F_SVR_EN;
+    if (cfg->tsc_deadline)
+        n.flags |= LAPICT__F_DL_OK;
+    n.magic = LAPICT__MAGIC;
+    *t = n;
+    return LAPICT_OK;
+}
+
+int lapict_reset(struct lapict_timer *t)
+{
+    if (!lapict__valid(t))
+        return LAPICT_E_INVAL;
+    lapict__host_cancel(t);
+    lapict__disarm(t);
+    t->lvtt = LAPICT_LVTT_RESET;
+    t->tdcr = 0;
+    return LAPICT_OK;
+}
+
+int lapict_expire(struct lapict_timer *t)
+{
+    uint64_t now;
+    uint32_t inj;
+
+    if (!lapict__valid(t))
+        return LAPICT_E_INVAL;
+    now = lapict__now(t);
+    /* The host timer that called us is spent, whatever we armed last. */
+    t->flags |= LAPICT__F_REARM;
+    inj = t->c.injections;
+    process(t, now);
+    preinject(t, now);
+    if (t->c.injections != inj)
+        t->flags |= LAPICT__F_SAMPLE;
+    lapict__rearm(t, now);
+    return LAPICT_OK;
+}
+
+int lapict_irq_window_open(struct lapict_timer *t)
+{
+    if (!lapict__valid(t))
+        return LAPICT_E_INVAL;
+    process(t, lapict__now(t));
+    deliver(t);
+    lapict__rearm(t, lapict__now(t));
+    return LAPICT_OK;
+}
+
+int lapict_vcpu_blocking(struct lapict_timer *t)
+{
+    if (!lapict__valid(t))
+        return LAPICT_E_INVAL;
+    lapict__update(t, lapict__now(t));
+    t->flags |= LAPICT__F_BLOCKED;
+    lapict__host_move(t);
+    return LAPICT_OK;
+}
+
+int lapict_vcpu_unblocked(struct lapict_timer *t)
+{
+    if (!lapict__valid(t))
+        return LAPICT_E_INVAL;
+    t->flags &= (uint16_t)~LAPICT__F_BLOCKED;
+    lapict__update(t, lapict__now(t));
+    lapict__host_move(t);
+    return LAPICT_OK;
+}
+
+static uint32_t half_step(uint32_t from, uint32_t to)
+{
+    /* from + (to - from) / 4 without signed shifts. */
+    return to >= from ? from + ((to - from) >> 2) : from - ((from - to) >> 2);
+}
+
+/*
+ * Adaptive advance. The arrival error plus the advance in force is the
+ * host's wake-up latency L. The tuner keeps an estimate of L and of its
+ * mean deviation; the first sample seeds it (one expiry to converge),
+ * samples far from the estimate are ignored unless three come in a row (a
+ * real level shift), and the advance is the estimate plus two deviations:
+ * most arrivals are then slightly early and absorbed by the wait, so the
+ * guest sees the instant itself. Bounded to [0, advance_max_ns].
+ */
+static void tune(struct lapict_timer *t, int64_t err)
+{
+    int64_t l = err + (int64_t)t->adv_ns;
+    uint32_t L, ad, thr;
+    uint64_t a;
+
+    if (t->adv_mode != LAPICT_ADVANCE_ADAPTIVE || !lapict__can_spin(t))
+        return;
+    if (l < 0)
+        l = 0;
+    if (l > 2 * (int64_t)LAPICT_ADVANCE_NS_LIMIT)
+        l = 2 * (int64_t)LAPICT_ADVANCE_NS_LIMIT;
+    L = (uint32_t)l;
+    if (!(t->flags & LAPICT__F_HAVE_EST)) {
+        t->adv_est = L;
+        t->adv_dev = 0;
+        t->adv_outliers = 0;
+        t->flags |= LAPICT__F_HAVE_EST;
+    } else {
+        ad = L > t->adv_est ? L - t->adv_est : t->adv_est - L;
+        thr = 4u * t->adv_dev + t->adv_est / 2u + 1000u;
+        if (ad > thr) {
+            if (++t->adv_outliers < 3)
+                return;
+            t->adv_est = L;
+            t->adv_dev = ad / 4u;
+            t->adv_outliers = 0;
+        } else {
+            t->adv_outliers = 0;
+            t->adv_est = half_step(t->adv_est, L);
+            t->adv_dev = half_step(t->adv_dev, ad);
+        }
+    }
+    a = (uint64_t)t->adv_est + 2u * (uint64_t)t->adv_dev;
+    t->adv_ns = a > t->adv_max_ns ? t->adv_max_ns : (uint32_t)a;
+}
+
+int lapict_before_guest_entry(struct lapict_timer *t)
+{
+    uint64_t now;
+    int64_t err;
+    int i;
+
+    if (!lapict__valid(t))
+        return LAPICT_E_INVAL;
+    if (!(t->flags & (LAPICT__F_PREINJ | LAPICT__F_SAMPLE)))
+        return LAPICT_OK;
+    now = lapict__now(t);
+    if (t->flags & LAPICT__F_SAMPLE) {
+        t->flags &= (uint16_t)~LAPICT__F_SAMPLE;
+        err = (int64_t)(now - t->last_instant_ns);
+        t->c.last_arrival_ns = err > INT32_MAX   ? INT32_MAX
+                               : err < INT32_MIN ? INT32_MIN
+                                                 : (int32_t)err;
+        tune(t, err);
+    }
+    if (!(t->flags & LAPICT__F_PREINJ))
+        return LAPICT_OK;
+    if (t->flags & LAPICT__F_CD_ARMED) {
+        uint64_t instant = t->anchor_ns + t->next_rel_ns;
+        if (!lapict__after_eq(now, instant))
+            lapict__spin_until(t, instant);
+    } else if (t->flags & LAPICT__F_DL_ARMED) {
+        /* Wait on the guest TSC itself; bounded if the host clock is odd. */
+        for (i = 0; i < 16; i++) {
+            uint64_t tsc = lapict__tsc(t);
+            if (tsc >= t->deadline_tsc)
+                break;
+            lapict__spin_until(t, lapict__deadline_ns(t, lapict__now(t), tsc,
+                                                      t->deadline_tsc));
+        }
+    }
+    lapict__update(t, lapict__now(t));
+    return LAPICT_OK;
+}
+
+int lapict_stats_get(const struct lapict_timer *t, struct lapict_stats *out)
+{
+    if (!lapict__valid(t) || !out)
+        return LAPICT_E_INVAL;
+    out->expiries = t->c.expiries;
+    out->injections = t->c.injections;
+    out->refused = t->c.refused;
+    out->masked = t->c.masked;
+    out->coalesced = t->c.coalesced;
+    out->dropped = t->c.dropped;
+    out->illegal_vector = t->c.illegal_vector;
+    out->mode_errors = t->c.mode_errors;
+    out->clamps = t->c.clamps;
+    out->hv_to_sw = t->c.hv_to_sw;
+    out->sw_to_hv = t->c.sw_to_hv;
+    out->hv_refused = t->c.hv_refused;
+    out->spins = t->c.spins;
+    out->advance_ns = lapict__advance(t);
+    out->pending = t->pending;
+    out->last_arrival_ns = t->c.last_arrival_ns;
+    out->last_error = t->c.last_error;
+    out->clamp_reported = t->c.clamps != 0;
+    return LAPICT_OK;
+}
+
+/* Part of the ABI promise: hosts embed the instance in their vCPU. */
+_Static_assert(sizeof(struct lapict_timer) <= 256,
+               "struct lapict_timer must stay within 256 bytes");

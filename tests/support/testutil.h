@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: MIT */
+/* Shared helpers of the cmocka core tests. */
+#ifndef LAPICT_TEST_TESTUTIL_H
+#define LAPICT_TEST_TESTUTIL_H
+
+/* clang-format off */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+/* clang-format on */
+
+#include <stdbool.h>
+#include <string.h>
+
+#include <lapict/lapict.h>
+
+#include "fake_host.h"
+#include "oracle.h"
+
+/* Host clock bases every time-dependent test runs at. */
+#define TU_NEAR_WRAP (UINT64_MAX - 1000000u)
+static const uint64_t tu_bases[] = {0, TU_NEAR_WRAP};
+#define TU_NBASES (sizeof(tu_bases) / sizeof(tu_bases[0]))
+
+/* Defaults, but no minimum period: most tests want the raw count-down. */
+static inline struct lapict_config tu_cfg(void)
+{
+    struct lapict_config c;
+    lapict_config_default(&c);
+    c.min_period_ns = 0;
+    return c;
+}
+
+static inline struct lapict_stats tu_stats(const struct lapict_timer *t)
+{
+    struct lapict_stats s;
+    memset(&s, 0, sizeof(s));
+    assert_int_equal(lapict_stats_get(t, &s), LAPICT_OK);
+    return s;
+}
+
+/* A host at @base (TSC 1 GHz unless the config says otherwise) + instance. */
+static inline void tu_setup(struct fake_host *h, struct lapict_timer *t,
+                            const struct lapict_config *c, uint64_t base,
+                            bool hv)
+{
+    fake_host_init(h, base, c ? c->tsc_khz : 1000000u, 0, hv);
+    assert_int_equal(fake_attach(h, t, c), LAPICT_OK);
+}
+
+/* Invariants every test checks at its end. */
+static inline void tu_check_host(const struct fake_host *h)
+{
+    assert_int_equal(h->both_armed, 0);
+    assert_false(h->runaway);
+}
+
+#endif /* LAPICT_TEST_TESTUTIL_H */

@@ -1,0 +1,607 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lib/regs.c: register semantics of TIMER.md sections 2-4 and the xAPIC /
+ * x2APIC access helpers.
+ */
+#include "testutil.h"
+
+#define VEC 0x30u
+
+static void setup(struct fake_host *h, struct lapict_timer *t,
+                  const struct lapict_config *c, uint64_t base)
+{
+    tu_setup(h, t, c, base, false);
+}
+
+/* Observable register file, to prove that a refused access changed nothing. */
+struct regs_snap {
+    uint32_t lvtt, tdcr, tmict, tmcct;
+    uint64_t deadline;
+};
+
+static struct regs_snap snap(struct lapict_timer *t)
+{
+    struct regs_snap s;
+    s.lvtt = lapict_lvtt_read(t);
+    s.tdcr = lapict_tdcr_read(t);
+    s.tmict = lapict_tmict_read(t);
+    s.tmcct = lapict_tmcct_read(t);
+    s.deadline = lapict_tsc_deadline_read(t);
+    return s;
+}
+
+static void assert_snap_equal(struct regs_snap a, struct regs_snap b)
+{
+    assert_int_equal(a.lvtt, b.lvtt);
+    assert_int_equal(a.tdcr, b.tdcr);
+    assert_int_equal(a.tmict, b.tmict);
+    assert_int_equal(a.tmcct, b.tmcct);
+    assert_int_equal(a.deadline, b.deadline);
+}
+
+static void registers_have_reset_values(void **state)
+{
+    (void)state;
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    setup(&h, &t, &c, 0);
+    assert_int_equal(lapict_lvtt_read(&t), 0x00010000u);
+    assert_int_equal(lapict_tdcr_read(&t), 0);
+    assert_int_equal(lapict_tmict_read(&t), 0);
+    assert_int_equal(lapict_tmcct_read(&t), 0);
+    assert_int_equal(lapict_tsc_deadline_read(&t), 0);
+    assert_int_equal(LAPICT_LVTT_RESET, 0x00010000u);
+}
+
+struct lvtt_case {
+    uint32_t write, read;
+};
+
+/* From reset, with TSC-deadline supported. Mode 11 is tested apart. */
+static const struct lvtt_case lvtt_cases[] = {
+    {0x000000FFu, 0x000000FFu},
+    {0x00001040u, 0x00000040u}, /* bit 12 is read-only */
+    {0x00010040u, 0x00010040u},
+    {0x00020040u, 0x00020040u},
+    {0x00040040u, 0x00040040u},
+    {0x00008F30u, 0x00000030u}, /* bits 15, 11:8 reserved */
+    {0x0000E000u, 0x00000000u}, /* bits 15:13 reserved */
+    {0xFFF8EF00u, 0x00000000u}, /* bits 31:19 reserved, bit 12 */
+    {0xFFF9FFFFu, 0x000100FFu},
+    {0xFFFBFFFFu, 0x000300FFu},
+    {0x00000000u, 0x00000000u},
+};
+
+static void lvtt_stores_vector_mask_mode_reserved_read_zero(void **state)
+{
+    (void)state;
+    size_t i;
+    for (i = 0; i < sizeof(lvtt_cases) / sizeof(lvtt_cases[0]); i++) {
+        struct fake_host h;
+        struct lapict_timer t;
+        struct lapict_config c = tu_cfg();
+        setup(&h, &t, &c, 0);
+        print_message("write 0x%08x\n", lvtt_cases[i].write);
+        assert_int_equal(lapict_lvtt_write(&t, lvtt_cases[i].write),
+                         LAPICT_OK);
+        assert_int_equal(lapict_lvtt_read(&t), lvtt_cases[i].read);
+        assert_int_equal(tu_stats(&t).mode_errors, 0);
+        assert_int_equal(h.nrep, 0);
+    }
+}
+
+static void lvtt_mode_11_keeps_previous_mode_and_counts_error(void **state)
+{
+    (void)state;
+    static const uint32_t prev[] = {LAPICT_LVTT_ONESHOT, LAPICT_LVTT_PERIODIC,
+                                    LAPICT_LVTT_TSC_DEADLINE};
+    size_t i;
+    for (i = 0; i < 3; i++) {
+        struct fake_host h;
+        struct lapict_timer t;
+        struct lapict_config c = tu_cfg();
+        struct lapict_stats s;
+        uint32_t w = 0x00060000u | LAPICT_LVTT_MASK | 0x41u | 0x1000u;
+        setup(&h, &t, &c, 0);
+        assert_int_equal(lapict_lvtt_write(&t, prev[i] | VEC), LAPICT_OK);
+        assert_int_equal(lapict_lvtt_write(&t, w), LAPICT_OK);
+        /* Previous mode, the other fields applied. */
+        assert_int_equal(lapict_lvtt_read(&t),
+                         prev[i] | LAPICT_LVTT_MASK | 0x41u);
+        s = tu_stats(&t);
+        assert_int_equal(s.mode_errors, 1);
+        assert_int_equal(s.last_error, LAPICT_E_MODE);
+        assert_int_equal(h.nrep, 1);
+        assert_int_equal(h.rep[0].status, LAPICT_E_MODE);
+        assert_int_equal(h.rep[0].detail, w);
+    }
+}
+
+/* A running periodic timer is not disturbed by a mode-11 write. */
+static void lvtt_mode_11_leaves_running_periodic_on_grid(void **state)
+{
+    (void)state;
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    setup(&h, &t, &c, TU_NEAR_WRAP);
+    uint64_t a = h.now_ns;
+    lapict_tdcr_write(&t, 0xB);
+    lapict_lvtt_write(&t, LAPICT_LVTT_PERIODIC | VEC);
+    lapict_tmict_write(&t, 300000);
+    fake_advance(&h, 100000);
+    assert_int_equal(lapict_lvtt_write(&t, 0x00060000u | 0x41u), LAPICT_OK);
+    assert_int_equal(lapict_lvtt_read(&t), LAPICT_LVTT_PERIODIC | 0x41u);
+    assert_int_equal(lapict_tmict_read(&t), 300000);
+    fake_advance_to(&h, a + 900000);
+    assert_int_equal(h.ninj, 3);
+    assert_int_equal(h.inj[0].ns, a + 300000);
+    assert_int_equal(h.inj[0].vector, 0x41);
+    assert_int_equal(h.inj[2].ns, a + 900000);
+    tu_check_host(&h);
+}
+
+static void lvtt_bit18_reserved_without_tsc_deadline(void **state)
+{
+    (void)state;
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    c.tsc_deadline = false;
+    setup(&h, &t, &c, 0);
+    assert_int_equal(lapict_lvtt_write(&t, 0x00040030u), LAPICT_OK);
+    assert_int_equal(lapict_lvtt_read(&t), 0x00000030u); /* 10 -> 00 */
+    assert_int_equal(lapict_lvtt_write(&t, 0x00060030u), LAPICT_OK);
+    assert_int_equal(lapict_lvtt_read(&t), 0x00020030u); /* 11 -> 01 */
+    assert_int_equal(tu_stats(&t).mode_errors, 0);
+    assert_int_equal(h.nrep, 0);
+    /* Not in TSC-deadline mode: the MSR is neither stored nor armed. */
+    assert_int_equal(lapict_tsc_deadline_write(&t, 5000), LAPICT_OK);
+    assert_int_equal(lapict_tsc_deadline_read(&t), 0);
+    fake_advance(&h, 1000000);
+    assert_int_equal(h.ninj, 0);
+}
+
+static void lvtt_bit12_reads_pending_while_refused(void **state)
+{
+    (void)state;
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    setup(&h, &t, &c, 0);
+    lapict_tdcr_write(&t, 0xB);
+    lapict_lvtt_write(&t, VEC);
+    lapict_tmict_write(&t, 1000);
+    fake_window(&h, false);
+    fake_advance(&h, 1000);
+    assert_true(h.refusals >= 1);
+    assert_int_equal(h.ninj, 0);
+    assert_int_equal(lapict_lvtt_read(&t), VEC | LAPICT_LVTT_PENDING);
+    assert_int_equal(tu_stats(&t).pending, 1);
+    /* Writing bit 12 does nothing. */
+    lapict_lvtt_write(&t, VEC);
+    assert_int_equal(lapict_lvtt_read(&t), VEC | LAPICT_LVTT_PENDING);
+    assert_int_equal(fake_window(&h, true), LAPICT_OK);
+    assert_int_equal(h.ninj, 1);
+    assert_int_equal(h.inj[0].vector, VEC);
+    assert_int_equal(lapict_lvtt_read(&t), VEC);
+    assert_int_equal(tu_stats(&t).pending, 0);
+}
+
+static void tdcr_stores_bits_3_1_0(void **state)
+{
+    (void)state;
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    uint32_t v;
+    setup(&h, &t, &c, 0);
+    for (v = 0; v < 16; v++) {
+        assert_int_equal(lapict_tdcr_write(&t, v), LAPICT_OK);
+        assert_int_equal(lapict_tdcr_read(&t), v & 0xBu);
+    }
+    assert_int_equal(lapict_tdcr_write(&t, 0xFFFFFFF4u), LAPICT_OK);
+    assert_int_equal(lapict_tdcr_read(&t), 0);
+    assert_int_equal(lapict_tdcr_write(&t, 0xFFFFFFFFu), LAPICT_OK);
+    assert_int_equal(lapict_tdcr_read(&t), 0xB);
+}
+
+/* Every TDCR value, timed: a one-shot expires at a + ns_for(N), not 1 ns
+ * earlier, at two bus rates and at two clock bases. */
+static void tdcr_every_value_selects_divide_table(void **state)
+{
+    (void)state;
+    static const uint64_t buses[] = {1000000000ull, 134217728ull};
+    size_t b, bi;
+    uint32_t v;
+    for (b = 0; b < TU_NBASES; b++) {
+        for (bi = 0; bi < 2; bi++) {
+            for (v = 0; v < 16; v++) {
+                struct fake_host h;
+                struct lapict_timer t;
+                struct lapict_config c = tu_cfg();
+                uint64_t a, at;
+                c.bus_hz = buses[bi];
+                setup(&h, &t, &c, tu_bases[b]);
+                fake_advance(&h, 7);
+                a = h.now_ns;
+                lapict_tdcr_write(&t, v);
+                lapict_lvtt_write(&t, VEC);
+                lapict_tmict_write(&t, 1000);
+                at = a + oracle_ns_for(1000, buses[bi], oracle_divide(v));
+                print_message("base %zu bus %llu tdcr %u -> +%llu\n", b,
+                              (unsigned long long)buses[bi], v,
+                              (unsigned long long)(at - a));
+                fake_advance_to(&h, at - 1);
+                assert_int_equal(h.ninj, 0);
+                assert_true(lapict_tmcct_read(&t) > 0);
+                fake_advance_to(&h, at);
+                assert_int_equal(h.ninj, 1);
+                assert_int_equal(h.inj[0].ns, at);
+                assert_int_equal(lapict_tmcct_read(&t), 0);
+                tu_check_host(&h);
+            }
+        }
+    }
+}
+
+static void tmict_stores_31_0(void **state)
+{
+    (void)state;
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    setup(&h, &t, &c, 0);
+    assert_int_equal(lapict_tmict_write(&t, 0xFFFFFFFFu), LAPICT_OK);
+    assert_int_equal(lapict_tmict_read(&t), 0xFFFFFFFFu);
+    assert_int_equal(lapict_tmcct_read(&t), 0xFFFFFFFFu);
+    assert_int_equal(lapict_tmict_write(&t, 0), LAPICT_OK);
+    assert_int_equal(lapict_tmict_read(&t), 0);
+    assert_int_equal(lapict_tmcct_read(&t), 0);
+}
+
+static void svr_disable_forces_mask_reenable_keeps_it(void **state)
+{
+    (void)state;
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    setup(&h, &t, &c, 0);
+    lapict_lvtt_write(&t, LAPICT_LVTT_PERIODIC | VEC);
+    assert_int_equal(lapict_lvtt_read(&t), LAPICT_LVTT_PERIODIC | VEC);
+    assert_int_equal(lapict_svr_write(&t, false), LAPICT_OK);
+    assert_int_equal(lapict_lvtt_read(&t),
+                     LAPICT_LVTT_PERIODIC | LAPICT_LVTT_MASK | VEC);
+    /* Every write while disabled is forced masked. */
+    lapict_lvtt_write(&t, LAPICT_LVTT_PERIODIC | 0x41u);
+    assert_int_equal(lapict_lvtt_read(&t),
+                     LAPICT_LVTT_PERIODIC | LAPICT_LVTT_MASK | 0x41u);
+    /* A count-down still runs; its expiries are masked. */
+    lapict_tdcr_write(&t, 0xB);
+    lapict_tmict_write(&t, 300000);
+    fake_advance(&h, 600000);
+    assert_int_equal(h.ninj, 0);
+    assert_int_equal(tu_stats(&t).masked, 2);
+    assert_int_equal(lapict_svr_write(&t, true), LAPICT_OK);
+    assert_int_equal(lapict_lvtt_read(&t),
+                     LAPICT_LVTT_PERIODIC | LAPICT_LVTT_MASK | 0x41u);
+    lapict_lvtt_write(&t, LAPICT_LVTT_PERIODIC | 0x41u);
+    assert_int_equal(lapict_lvtt_read(&t), LAPICT_LVTT_PERIODIC | 0x41u);
+    fake_advance(&h, 300000);
+    assert_int_equal(h.ninj, 1);
+}
+
+static void xapic_offsets_reach_timer_registers(void **state)
+{
+    (void)state;
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    uint32_t v = 0xDEAD;
+    setup(&h, &t, &c, 0);
+    assert_int_equal(lapict_xapic_write(&t, 0x320, 0x00020055u), LAPICT_OK);
+    assert_int_equal(lapict_lvtt_read(&t), 0x00020055u);
+    assert_int_equal(lapict_xapic_read(&t, 0x320, &v), LAPICT_OK);
+    assert_int_equal(v, 0x00020055u);
+    assert_int_equal(lapict_xapic_write(&t, 0x3E0, 0xFu), LAPICT_OK);
+    assert_int_equal(lapict_tdcr_read(&t), 0xB);
+    assert_int_equal(lapict_xapic_read(&t, 0x3E0, &v), LAPICT_OK);
+    assert_int_equal(v, 0xB);
+    assert_int_equal(lapict_xapic_write(&t, 0x380, 500000), LAPICT_OK);
+    assert_int_equal(lapict_tmict_read(&t), 500000);
+    assert_int_equal(lapict_xapic_read(&t, 0x380, &v), LAPICT_OK);
+    assert_int_equal(v, 500000);
+    fake_advance(&h, 1234);
+    assert_int_equal(lapict_xapic_read(&t, 0x390, &v), LAPICT_OK);
+    assert_int_equal(v, 500000 - 1234);
+}
+
+static void xapic_tmcct_write_is_ignored(void **state)
+{
+    (void)state;
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    struct regs_snap before;
+    unsigned arms;
+    setup(&h, &t, &c, 0);
+    lapict_tdcr_write(&t, 0xB);
+    lapict_lvtt_write(&t, VEC);
+    lapict_tmict_write(&t, 500000);
+    fake_advance(&h, 1000);
+    before = snap(&t);
+    arms = h.sw_arms + h.hv_arms;
+    assert_int_equal(lapict_xapic_write(&t, 0x390, 7), LAPICT_OK);
+    assert_int_equal(lapict_xapic_write(&t, 0x390, 0), LAPICT_OK);
+    assert_snap_equal(before, snap(&t));
+    assert_int_equal(h.sw_arms + h.hv_arms, arms);
+    fake_advance(&h, 499000);
+    assert_int_equal(h.ninj, 1);
+    assert_int_equal(h.inj[0].ns, 500000);
+}
+
+static const uint32_t xapic_noregs[] = {
+    0x000, 0x020, 0x030, 0x080, 0x0B0, 0x0F0, 0x300, 0x310, 0x321, 0x322,
+    0x323, 0x324, 0x328, 0x330, 0x340, 0x350, 0x360, 0x370, 0x37F, 0x381,
+    0x384, 0x38C, 0x391, 0x394, 0x3A0, 0x3B0, 0x3D0, 0x3DF, 0x3E1, 0x3E4,
+    0x3F0, 0x3FF, 0xFFC, 0x1000, 0x1320, 0x10380, 0x800, 0x832,
+    0xFFFFFFFFu, 0x80000320u,
+};
+
+static void xapic_other_offsets_are_noreg(void **state)
+{
+    (void)state;
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    struct regs_snap before;
+    size_t i;
+    setup(&h, &t, &c, 0);
+    lapict_tdcr_write(&t, 0x3);
+    lapict_lvtt_write(&t, LAPICT_LVTT_PERIODIC | VEC);
+    lapict_tmict_write(&t, 700000);
+    before = snap(&t);
+    for (i = 0; i < sizeof(xapic_noregs) / sizeof(xapic_noregs[0]); i++) {
+        uint32_t v = 0x12345678u;
+        print_message("offset 0x%x\n", xapic_noregs[i]);
+        assert_int_equal(lapict_xapic_read(&t, xapic_noregs[i], &v),
+                         LAPICT_E_NOREG);
+        assert_int_equal(lapict_xapic_write(&t, xapic_noregs[i], 0),
+                         LAPICT_E_NOREG);
+        assert_int_equal(
+            lapict_xapic_write(&t, xapic_noregs[i], 0xFFFFFFFFu),
+            LAPICT_E_NOREG);
+    }
+    assert_snap_equal(before, snap(&t));
+}
+
+static void xapic_null_arguments_are_inval(void **state)
+{
+    (void)state;
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    uint32_t v;
+    setup(&h, &t, &c, 0);
+    assert_int_equal(lapict_xapic_read(NULL, 0x320, &v), LAPICT_E_INVAL);
+    assert_int_equal(lapict_xapic_read(&t, 0x320, NULL), LAPICT_E_INVAL);
+    assert_int_equal(lapict_xapic_write(NULL, 0x320, 0), LAPICT_E_INVAL);
+}
+
+static void msr_helpers_reach_timer_registers(void **state)
+{
+    (void)state;
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    uint64_t v = 0xDEAD;
+    setup(&h, &t, &c, 0);
+    assert_int_equal(lapict_msr_write(&t, 0x832, 0x000100ABu), LAPICT_OK);
+    assert_int_equal(lapict_lvtt_read(&t), 0x000100ABu);
+    assert_int_equal(lapict_msr_read(&t, 0x832, &v), LAPICT_OK);
+    assert_int_equal(v, 0x000100ABu);
+    assert_int_equal(lapict_msr_write(&t, 0x83E, 0x9), LAPICT_OK);
+    assert_int_equal(lapict_msr_read(&t, 0x83E, &v), LAPICT_OK);
+    assert_int_equal(v, 0x9);
+    assert_int_equal(lapict_msr_write(&t, 0x838, 0xFFFFFFFFu), LAPICT_OK);
+    assert_int_equal(lapict_msr_read(&t, 0x838, &v), LAPICT_OK);
+    assert_int_equal(v, 0xFFFFFFFFu);
+    fake_advance(&h, 64 * 10 + 5); /* /64 at 1 GHz: 10 ticks */
+    assert_int_equal(lapict_msr_read(&t, 0x839, &v), LAPICT_OK);
+    assert_int_equal(v, 0xFFFFFFFFu - 10);
+    /* Not TSC-deadline mode: IA32_TSC_DEADLINE reads 0, writes ignored. */
+    assert_int_equal(lapict_msr_write(&t, 0x6E0, 777), LAPICT_OK);
+    assert_int_equal(lapict_msr_read(&t, 0x6E0, &v), LAPICT_OK);
+    assert_int_equal(v, 0);
+    /* TSC-deadline mode: the full 64 bits are stored, no #GP. */
+    assert_int_equal(lapict_msr_write(&t, 0x832, 0x00040000u | VEC),
+                     LAPICT_OK);
+    assert_int_equal(lapict_msr_write(&t, 0x6E0, 0xFFFFFFFFFFFFFFFFull),
+                     LAPICT_OK);
+    assert_int_equal(lapict_msr_read(&t, 0x6E0, &v), LAPICT_OK);
+    assert_int_equal(v, 0xFFFFFFFFFFFFFFFFull);
+    assert_int_equal(lapict_tsc_deadline_read(&t), 0xFFFFFFFFFFFFFFFFull);
+}
+
+static void msr_high_bits_are_gp_and_change_nothing(void **state)
+{
+    (void)state;
+    static const uint32_t msrs[] = {0x832, 0x838, 0x83E};
+    static const uint64_t highs[] = {1ull << 32, 1ull << 63,
+                                     0xFFFFFFFF00000000ull};
+    size_t i, j;
+    for (i = 0; i < 3; i++) {
+        for (j = 0; j < 3; j++) {
+            struct fake_host h;
+            struct lapict_timer t;
+            struct lapict_config c = tu_cfg();
+            struct regs_snap before;
+            unsigned arms;
+            setup(&h, &t, &c, 0);
+            lapict_tdcr_write(&t, 0x1);
+            lapict_lvtt_write(&t, LAPICT_LVTT_PERIODIC | VEC);
+            lapict_tmict_write(&t, 400000);
+            fake_advance(&h, 3000);
+            before = snap(&t);
+            arms = h.sw_arms + h.hv_arms + h.sw_cancels + h.hv_cancels;
+            /* Low bits that would change the register if accepted. */
+            assert_int_equal(lapict_msr_write(&t, msrs[i], highs[j] | 0x9u),
+                             LAPICT_E_GP);
+            assert_snap_equal(before, snap(&t));
+            assert_int_equal(h.sw_arms + h.hv_arms + h.sw_cancels +
+                                 h.hv_cancels,
+                             arms);
+        }
+    }
+}
+
+static void msr_tmcct_write_is_gp(void **state)
+{
+    (void)state;
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    struct regs_snap before;
+    setup(&h, &t, &c, 0);
+    lapict_tdcr_write(&t, 0xB);
+    lapict_tmict_write(&t, 50000);
+    fake_advance(&h, 10);
+    before = snap(&t);
+    assert_int_equal(lapict_msr_write(&t, 0x839, 0), LAPICT_E_GP);
+    assert_int_equal(lapict_msr_write(&t, 0x839, 5), LAPICT_E_GP);
+    assert_int_equal(lapict_msr_write(&t, 0x839, 1ull << 40), LAPICT_E_GP);
+    assert_snap_equal(before, snap(&t));
+}
+
+static const uint32_t msr_noregs[] = {
+    0x0,   0x10,  0x1B,  0x6DF, 0x6E1, 0x800, 0x802, 0x80F, 0x830, 0x831,
+    0x833, 0x837, 0x83A, 0x83D, 0x83F, 0x840, 0x1832, 0x320, 0x380,
+    0x40000832u, 0xFFFFFFFFu,
+};
+
+static void msr_other_numbers_are_noreg(void **state)
+{
+    (void)state;
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    struct regs_snap before;
+    size_t i;
+    setup(&h, &t, &c, 0);
+    lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
+    lapict_tsc_deadline_write(&t, 5000000);
+    before = snap(&t);
+    for (i = 0; i < sizeof(msr_noregs) / sizeof(msr_noregs[0]); i++) {
+        uint64_t v = 0;
+        print_message("msr 0x%x\n", msr_noregs[i]);
+        assert_int_equal(lapict_msr_read(&t, msr_noregs[i], &v),
+                         LAPICT_E_NOREG);
+        assert_int_equal(lapict_msr_write(&t, msr_noregs[i], 0),
+                         LAPICT_E_NOREG);
+        assert_int_equal(lapict_msr_write(&t, msr_noregs[i], 1ull << 40),
+                         LAPICT_E_NOREG);
+    }
+    assert_snap_equal(before, snap(&t));
+}
+
+static void msr_null_arguments_are_inval(void **state)
+{
+    (void)state;
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    uint64_t v;
+    setup(&h, &t, &c, 0);
+    assert_int_equal(lapict_msr_read(NULL, 0x832, &v), LAPICT_E_INVAL);
+    assert_int_equal(lapict_msr_read(&t, 0x832, NULL), LAPICT_E_INVAL);
+    assert_int_equal(lapict_msr_write(NULL, 0x832, 0), LAPICT_E_INVAL);
+}
+
+static void register_accessors_null_instance(void **state)
+{
+    (void)state;
+    assert_int_equal(lapict_lvtt_read(NULL), 0);
+    assert_int_equal(lapict_tdcr_read(NULL), 0);
+    assert_int_equal(lapict_tmict_read(NULL), 0);
+    assert_int_equal(lapict_tmcct_read(NULL), 0);
+    assert_int_equal(lapict_tsc_deadline_read(NULL), 0);
+    assert_int_equal(lapict_lvtt_write(NULL, 0), LAPICT_E_INVAL);
+    assert_int_equal(lapict_tdcr_write(NULL, 0), LAPICT_E_INVAL);
+    assert_int_equal(lapict_tmict_write(NULL, 1), LAPICT_E_INVAL);
+    assert_int_equal(lapict_tsc_deadline_write(NULL, 1), LAPICT_E_INVAL);
+    assert_int_equal(lapict_svr_write(NULL, true), LAPICT_E_INVAL);
+}
+
+/* Section 4: outside TSC-deadline mode the MSR is not stored. */
+static void tsc_deadline_msr_ignored_outside_deadline_mode(void **state)
+{
+    (void)state;
+    static const uint32_t modes[] = {LAPICT_LVTT_ONESHOT,
+                                     LAPICT_LVTT_PERIODIC};
+    size_t i;
+    for (i = 0; i < 2; i++) {
+        struct fake_host h;
+        struct lapict_timer t;
+        struct lapict_config c = tu_cfg();
+        setup(&h, &t, &c, 0);
+        lapict_lvtt_write(&t, modes[i] | VEC);
+        assert_int_equal(lapict_tsc_deadline_write(&t, 1000), LAPICT_OK);
+        assert_int_equal(lapict_tsc_deadline_read(&t), 0);
+        /* Entering the mode later does not resurrect it. */
+        lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
+        assert_int_equal(lapict_tsc_deadline_read(&t), 0);
+        fake_advance(&h, 1000000);
+        assert_int_equal(h.ninj, 0);
+    }
+}
+
+/* Section 4: TMICT ignored in TSC-deadline mode, TMICT/TMCCT read 0. */
+static void tmict_ignored_in_deadline_mode(void **state)
+{
+    (void)state;
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    setup(&h, &t, &c, 0);
+    lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
+    assert_int_equal(lapict_tmict_write(&t, 1000), LAPICT_OK);
+    assert_int_equal(lapict_tmict_read(&t), 0);
+    assert_int_equal(lapict_tmcct_read(&t), 0);
+    fake_advance(&h, 1000000);
+    assert_int_equal(h.ninj, 0);
+    /* Leaving the mode: TMICT is still 0, nothing runs. */
+    lapict_lvtt_write(&t, LAPICT_LVTT_ONESHOT | VEC);
+    assert_int_equal(lapict_tmict_read(&t), 0);
+    fake_advance(&h, 1000000);
+    assert_int_equal(h.ninj, 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(registers_have_reset_values),
+        cmocka_unit_test(lvtt_stores_vector_mask_mode_reserved_read_zero),
+        cmocka_unit_test(lvtt_mode_11_keeps_previous_mode_and_counts_error),
+        cmocka_unit_test(lvtt_mode_11_leaves_running_periodic_on_grid),
+        cmocka_unit_test(lvtt_bit18_reserved_without_tsc_deadline),
+        cmocka_unit_test(lvtt_bit12_reads_pending_while_refused),
+        cmocka_unit_test(tdcr_stores_bits_3_1_0),
+        cmocka_unit_test(tdcr_every_value_selects_divide_table),
+        cmocka_unit_test(tmict_stores_31_0),
+        cmocka_unit_test(svr_disable_forces_mask_reenable_keeps_it),
+        cmocka_unit_test(xapic_offsets_reach_timer_registers),
+        cmocka_unit_test(xapic_tmcct_write_is_ignored),
+        cmocka_unit_test(xapic_other_offsets_are_noreg),
+        cmocka_unit_test(xapic_null_arguments_are_inval),
+        cmocka_unit_test(msr_helpers_reach_timer_registers),
+        cmocka_unit_test(msr_high_bits_are_gp_and_change_nothing),
+        cmocka_unit_test(msr_tmcct_write_is_gp),
+        cmocka_unit_test(msr_other_numbers_are_noreg),
+        cmocka_unit_test(msr_null_arguments_are_inval),
+        cmocka_unit_test(register_accessors_null_instance),
+        cmocka_unit_test(tsc_deadline_msr_ignored_outside_deadline_mode),
+        cmocka_unit_test(tmict_ignored_in_deadline_mode),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
