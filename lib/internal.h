@@ -64,6 +64,9 @@ static inline bool lapict__after_eq(uint64_t a, uint64_t b)
  * and r = {0,0}; otherwise r = floor(2^128 / d). Init-time only (slow).
  */
 void lapict__recip_init(uint64_t d, uint64_t r[2], uint8_t *shift);
+/* floor(n / d) using the prepared reciprocal, as 128 bits. */
+lapict__u128 lapict__div128(lapict__u128 n, uint64_t d, const uint64_t r[2],
+                            uint8_t shift);
 /* floor(n / d) using the prepared reciprocal; saturates at UINT64_MAX. */
 uint64_t lapict__div_floor(lapict__u128 n, uint64_t d, const uint64_t r[2],
                            uint8_t shift);

@@ -87,8 +87,8 @@ static inline lapict__u128 mulhi128(lapict__u128 a, uint64_t b0, uint64_t b1)
     return p11 + (p01 >> 64) + (p10 >> 64) + (mid >> 64);
 }
 
-static inline lapict__u128 div128(lapict__u128 n, uint64_t d,
-                                  const uint64_t r[2], uint8_t shift)
+lapict__u128 lapict__div128(lapict__u128 n, uint64_t d, const uint64_t r[2],
+                            uint8_t shift)
 {
     if ((r[0] | r[1]) == 0)
         return n >> shift;
@@ -105,7 +105,7 @@ static inline lapict__u128 div128(lapict__u128 n, uint64_t d,
 uint64_t lapict__div_floor(lapict__u128 n, uint64_t d, const uint64_t r[2],
                            uint8_t shift)
 {
-    lapict__u128 q = div128(n, d, r, shift);
+    lapict__u128 q = lapict__div128(n, d, r, shift);
     return q > UINT64_MAX ? UINT64_MAX : (uint64_t)q;
 }
 

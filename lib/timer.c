@@ -53,9 +53,10 @@ uint64_t lapict__ticks_in(const struct lapict_timer *t, uint64_t d)
 {
     if (t->flags & LAPICT__F_CLAMPED)
         return lapict__udiv128((lapict__u128)d * t->tmict, t->min_period_ns);
-    return lapict__div_floor((lapict__u128)d * t->bus_p, t->bus_q, t->bus_rq,
-                             t->bus_qshift) >>
-           lapict__div_log2(t->tdcr);
+    lapict__u128 raw = lapict__div128((lapict__u128)d * t->bus_p, t->bus_q,
+                                      t->bus_rq, t->bus_qshift) >>
+                       lapict__div_log2(t->tdcr);
+    return raw > UINT64_MAX ? UINT64_MAX : (uint64_t)raw;
 }
 
 uint64_t lapict__ns_for_raw(const struct lapict_timer *t, uint64_t n)

@@ -249,7 +249,7 @@ static void cmd_write(struct replay *r, const char *reg, const char *val)
 static void cmd_read(struct replay *r, const char *reg)
 {
     struct lapict_timer *t = r->t;
-    uint64_t v;
+    uint64_t v = 0;
 
     if (!strcmp(reg, "lvtt"))
         v = lapict_lvtt_read(t);
