@@ -132,4 +132,9 @@ void lapict__guest_error(struct lapict_timer *t, int status,
                          uint32_t detail);
 bool lapict__valid(const struct lapict_timer *t);
 
+/* ---- advance.c ---- */
+
+/* Feed one arrival error (ns, arrival - instant) to the adaptive tuner. */
+void lapict__tune(struct lapict_timer *t, int64_t err);
+
 #endif /* LAPICT_INTERNAL_H */

@@ -226,7 +226,8 @@ void lapict_sim_run_until(struct lapict_sim *s, uint64_t t_ns)
     if (t_ns < s->now_ns)
         t_ns = s->now_ns; /* a spin went past: only run what is due */
     while (run_one(s, t_ns) && ++guard < 10000000u)
-        ;
+        if (t_ns < s->now_ns)
+            t_ns = s->now_ns; /* this callback's spin went past */
     s->now_ns = t_ns;
 }
 
