@@ -29,8 +29,11 @@ uint64_t lapict__deadline_ns(const struct lapict_timer *t, uint64_t now,
         uint64_t at = t->ops->tsc_to_host_ns(t->ctx, d);
         rem = lapict__after_eq(now, at) ? 0 : at - now;
     } else {
-        rem = lapict__ns_from_tsc(t, d - tsc);
+        rem = 0;
     }
+    /* No host answer, or one already past while the TSC is still short. */
+    if (rem == 0)
+        rem = lapict__ns_from_tsc(t, d - tsc);
     return now + (rem > LAPICT__FAR_NS ? LAPICT__FAR_NS : rem);
 }
 

@@ -256,8 +256,12 @@ static void process(struct lapict_timer *t, uint64_t now)
         expired(t, k, t->anchor_ns + lapict__ns_for(t, last));
     } else if (t->flags & LAPICT__F_DL_ARMED) {
         uint64_t tsc = lapict__tsc(t);
-        if (tsc < t->deadline_tsc)
+        if (tsc < t->deadline_tsc) {
+            /* The TSC runs slower than estimated: aim again, later. */
+            if (lapict__after_eq(now, t->dl_ns))
+                t->dl_ns = lapict__deadline_ns(t, now, tsc, t->deadline_tsc);
             return;
+        }
         t->flags &= (uint16_t)~LAPICT__F_DL_ARMED;
         expired(t, 1, lapict__after_eq(now, t->dl_ns) ? t->dl_ns : now);
     }
@@ -275,7 +279,15 @@ static uint64_t next_instant(const struct lapict_timer *t, uint64_t now)
     return t->dl_ns;
 }
 
-void lapict__rearm(struct lapict_timer *t, uint64_t now)
+/*
+ * Arm the host timer @adv ns before the next instant. When that point has
+ * already passed, a register path still arms it (the host fires at once and
+ * lapict_expire() injects ahead); lapict_expire() itself, having just tried,
+ * falls back to the exact instant so that a refused or impossible
+ * pre-injection (window closed, masked, illegal vector) cannot turn into a
+ * storm of callbacks.
+ */
+static void rearm(struct lapict_timer *t, uint64_t now, bool tried)
 {
     uint64_t exact, target;
     uint32_t adv;
@@ -287,15 +299,15 @@ void lapict__rearm(struct lapict_timer *t, uint64_t now)
     exact = next_instant(t, now);
     target = exact;
     adv = lapict__advance(t);
-    /*
-     * Advance only while the early point is still ahead; once inside the
-     * window (pre-injection refused, masked, illegal vector) wait for the
-     * instant itself instead of spinning on callbacks.
-     */
     if (adv && !(t->flags & LAPICT__F_PREINJ) &&
-        !lapict__after_eq(now, exact - adv))
+        !(tried && lapict__after_eq(now, exact - adv)))
         target = exact - adv;
     lapict__host_arm(t, target);
+}
+
+void lapict__rearm(struct lapict_timer *t, uint64_t now)
+{
+    rearm(t, now, false);
 }
 
 void lapict__update(struct lapict_timer *t, uint64_t now)
@@ -417,7 +429,7 @@ int lapict_expire(struct lapict_timer *t)
     preinject(t, now);
     if (t->c.injections != inj)
         t->flags |= LAPICT__F_SAMPLE;
-    lapict__rearm(t, now);
+    rearm(t, now, true);
     return LAPICT_OK;
 }
 

@@ -153,8 +153,8 @@ static void config_check_every_limit(void **state)
 }
 
 /* A failed init leaves every byte of the instance as it was. */
-static void init_every_limit_and_failed_init_leaves_instance_untouched(
-    void **state)
+static void
+init_every_limit_and_failed_init_leaves_instance_untouched(void **state)
 {
     (void)state;
     size_t i;
@@ -234,10 +234,8 @@ static const struct ops_case ops_cases[] = {
     {"complete with hv", 0, LAPICT_OPS_VERSION, true, LAPICT_OK},
     {"version 0", 0, 0, true, LAPICT_E_OPS},
     {"no now_ns", FAKE_OP_NOW_NS, LAPICT_OPS_VERSION, true, LAPICT_E_OPS},
-    {"no guest_tsc", FAKE_OP_GUEST_TSC, LAPICT_OPS_VERSION, true,
-     LAPICT_E_OPS},
-    {"no sw_timer_arm", FAKE_OP_SW_ARM, LAPICT_OPS_VERSION, true,
-     LAPICT_E_OPS},
+    {"no guest_tsc", FAKE_OP_GUEST_TSC, LAPICT_OPS_VERSION, true, LAPICT_E_OPS},
+    {"no sw_timer_arm", FAKE_OP_SW_ARM, LAPICT_OPS_VERSION, true, LAPICT_E_OPS},
     {"no sw_timer_cancel", FAKE_OP_SW_CANCEL, LAPICT_OPS_VERSION, true,
      LAPICT_E_OPS},
     {"hv arm without cancel", FAKE_OP_HV_CANCEL, LAPICT_OPS_VERSION, true,
@@ -315,8 +313,31 @@ static void init_extreme_rates_accept_largest_count(void **state)
     assert_true(fake_diff(h.now_ns, fake_armed_at(&h)) > 0);
 }
 
-int main(void)
+/* Regression: both rates were once accepted and divided by later. */
+static void tsc_khz_0_and_bus_hz_over_1e10_rejected_by_init(void **state)
 {
+    (void)state;
+    struct fake_host h;
+    struct lapict_timer t, copy;
+    struct lapict_config c = tu_cfg();
+    fake_host_init(&h, 0, 1000000u, 0, false);
+    memset(&t, 0x11, sizeof(t));
+    memcpy(&copy, &t, sizeof(t));
+    c.tsc_khz = 0;
+    assert_int_equal(fake_attach(&h, &t, &c), LAPICT_E_TSC_KHZ);
+    assert_memory_equal(&t, &copy, sizeof(t));
+    c = tu_cfg();
+    c.bus_hz = 10000000001ull;
+    assert_int_equal(fake_attach(&h, &t, &c), LAPICT_E_BUS_HZ);
+    assert_memory_equal(&t, &copy, sizeof(t));
+    assert_int_equal(lapict_tmcct_read(&t), 0); /* still not an instance */
+}
+
+int main(int argc, char **argv)
+{
+    /* Optional test name pattern, e.g. for debugging one test. */
+    if (argc > 1)
+        cmocka_set_test_filter(argv[1]);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(config_default_values_are_documented),
         cmocka_unit_test(config_check_every_limit),
@@ -328,6 +349,7 @@ int main(void)
         cmocka_unit_test(init_missing_mandatory_ops_is_e_ops),
         cmocka_unit_test(config_check_names_first_bad_field),
         cmocka_unit_test(init_extreme_rates_accept_largest_count),
+        cmocka_unit_test(tsc_khz_0_and_bus_hz_over_1e10_rejected_by_init),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

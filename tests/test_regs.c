@@ -83,8 +83,7 @@ static void lvtt_stores_vector_mask_mode_reserved_read_zero(void **state)
         struct lapict_config c = tu_cfg();
         setup(&h, &t, &c, 0);
         print_message("write 0x%08x\n", lvtt_cases[i].write);
-        assert_int_equal(lapict_lvtt_write(&t, lvtt_cases[i].write),
-                         LAPICT_OK);
+        assert_int_equal(lapict_lvtt_write(&t, lvtt_cases[i].write), LAPICT_OK);
         assert_int_equal(lapict_lvtt_read(&t), lvtt_cases[i].read);
         assert_int_equal(tu_stats(&t).mode_errors, 0);
         assert_int_equal(h.nrep, 0);
@@ -342,11 +341,11 @@ static void xapic_tmcct_write_is_ignored(void **state)
 }
 
 static const uint32_t xapic_noregs[] = {
-    0x000, 0x020, 0x030, 0x080, 0x0B0, 0x0F0, 0x300, 0x310, 0x321, 0x322,
-    0x323, 0x324, 0x328, 0x330, 0x340, 0x350, 0x360, 0x370, 0x37F, 0x381,
-    0x384, 0x38C, 0x391, 0x394, 0x3A0, 0x3B0, 0x3D0, 0x3DF, 0x3E1, 0x3E4,
-    0x3F0, 0x3FF, 0xFFC, 0x1000, 0x1320, 0x10380, 0x800, 0x832,
-    0xFFFFFFFFu, 0x80000320u,
+    0x000, 0x020,  0x030,  0x080,   0x0B0, 0x0F0, 0x300,       0x310,
+    0x321, 0x322,  0x323,  0x324,   0x328, 0x330, 0x340,       0x350,
+    0x360, 0x370,  0x37F,  0x381,   0x384, 0x38C, 0x391,       0x394,
+    0x3A0, 0x3B0,  0x3D0,  0x3DF,   0x3E1, 0x3E4, 0x3F0,       0x3FF,
+    0xFFC, 0x1000, 0x1320, 0x10380, 0x800, 0x832, 0xFFFFFFFFu, 0x80000320u,
 };
 
 static void xapic_other_offsets_are_noreg(void **state)
@@ -369,9 +368,8 @@ static void xapic_other_offsets_are_noreg(void **state)
                          LAPICT_E_NOREG);
         assert_int_equal(lapict_xapic_write(&t, xapic_noregs[i], 0),
                          LAPICT_E_NOREG);
-        assert_int_equal(
-            lapict_xapic_write(&t, xapic_noregs[i], 0xFFFFFFFFu),
-            LAPICT_E_NOREG);
+        assert_int_equal(lapict_xapic_write(&t, xapic_noregs[i], 0xFFFFFFFFu),
+                         LAPICT_E_NOREG);
     }
     assert_snap_equal(before, snap(&t));
 }
@@ -415,8 +413,7 @@ static void msr_helpers_reach_timer_registers(void **state)
     assert_int_equal(lapict_msr_read(&t, 0x6E0, &v), LAPICT_OK);
     assert_int_equal(v, 0);
     /* TSC-deadline mode: the full 64 bits are stored, no #GP. */
-    assert_int_equal(lapict_msr_write(&t, 0x832, 0x00040000u | VEC),
-                     LAPICT_OK);
+    assert_int_equal(lapict_msr_write(&t, 0x832, 0x00040000u | VEC), LAPICT_OK);
     assert_int_equal(lapict_msr_write(&t, 0x6E0, 0xFFFFFFFFFFFFFFFFull),
                      LAPICT_OK);
     assert_int_equal(lapict_msr_read(&t, 0x6E0, &v), LAPICT_OK);
@@ -449,9 +446,8 @@ static void msr_high_bits_are_gp_and_change_nothing(void **state)
             assert_int_equal(lapict_msr_write(&t, msrs[i], highs[j] | 0x9u),
                              LAPICT_E_GP);
             assert_snap_equal(before, snap(&t));
-            assert_int_equal(h.sw_arms + h.hv_arms + h.sw_cancels +
-                                 h.hv_cancels,
-                             arms);
+            assert_int_equal(
+                h.sw_arms + h.hv_arms + h.sw_cancels + h.hv_cancels, arms);
         }
     }
 }
@@ -475,9 +471,9 @@ static void msr_tmcct_write_is_gp(void **state)
 }
 
 static const uint32_t msr_noregs[] = {
-    0x0,   0x10,  0x1B,  0x6DF, 0x6E1, 0x800, 0x802, 0x80F, 0x830, 0x831,
-    0x833, 0x837, 0x83A, 0x83D, 0x83F, 0x840, 0x1832, 0x320, 0x380,
-    0x40000832u, 0xFFFFFFFFu,
+    0x0,   0x10,  0x1B,   0x6DF, 0x6E1, 0x800,       0x802,
+    0x80F, 0x830, 0x831,  0x833, 0x837, 0x83A,       0x83D,
+    0x83F, 0x840, 0x1832, 0x320, 0x380, 0x40000832u, 0xFFFFFFFFu,
 };
 
 static void msr_other_numbers_are_noreg(void **state)
@@ -537,8 +533,7 @@ static void register_accessors_null_instance(void **state)
 static void tsc_deadline_msr_ignored_outside_deadline_mode(void **state)
 {
     (void)state;
-    static const uint32_t modes[] = {LAPICT_LVTT_ONESHOT,
-                                     LAPICT_LVTT_PERIODIC};
+    static const uint32_t modes[] = {LAPICT_LVTT_ONESHOT, LAPICT_LVTT_PERIODIC};
     size_t i;
     for (i = 0; i < 2; i++) {
         struct fake_host h;
@@ -577,8 +572,11 @@ static void tmict_ignored_in_deadline_mode(void **state)
     assert_int_equal(h.ninj, 0);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    /* Optional test name pattern, e.g. for debugging one test. */
+    if (argc > 1)
+        cmocka_set_test_filter(argv[1]);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(registers_have_reset_values),
         cmocka_unit_test(lvtt_stores_vector_mask_mode_reserved_read_zero),

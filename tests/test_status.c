@@ -11,12 +11,24 @@ static void status_codes_are_contiguous_negative(void **state)
     (void)state;
     /* The enum as documented in status.h: 0 down to -17. */
     static const int codes[] = {
-        LAPICT_OK,           LAPICT_E_INVAL,          LAPICT_E_OPS,
-        LAPICT_E_BUS_HZ,     LAPICT_E_TSC_KHZ,        LAPICT_E_MIN_PERIOD,
-        LAPICT_E_ADVANCE,    LAPICT_E_MISSED,         LAPICT_E_NOREG,
-        LAPICT_E_GP,         LAPICT_E_MODE,           LAPICT_E_VECTOR,
-        LAPICT_E_STATE_SIZE, LAPICT_E_STATE_MAGIC,    LAPICT_E_STATE_VERSION,
-        LAPICT_E_STATE_CHECKSUM, LAPICT_E_STATE_FIELD, LAPICT_E_STATE_CONFIG,
+        LAPICT_OK,
+        LAPICT_E_INVAL,
+        LAPICT_E_OPS,
+        LAPICT_E_BUS_HZ,
+        LAPICT_E_TSC_KHZ,
+        LAPICT_E_MIN_PERIOD,
+        LAPICT_E_ADVANCE,
+        LAPICT_E_MISSED,
+        LAPICT_E_NOREG,
+        LAPICT_E_GP,
+        LAPICT_E_MODE,
+        LAPICT_E_VECTOR,
+        LAPICT_E_STATE_SIZE,
+        LAPICT_E_STATE_MAGIC,
+        LAPICT_E_STATE_VERSION,
+        LAPICT_E_STATE_CHECKSUM,
+        LAPICT_E_STATE_FIELD,
+        LAPICT_E_STATE_CONFIG,
     };
     size_t i;
     for (i = 0; i < sizeof(codes) / sizeof(codes[0]); i++)
@@ -52,8 +64,11 @@ static void strerror_unknown_values_give_fallback(void **state)
     }
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    /* Optional test name pattern, e.g. for debugging one test. */
+    if (argc > 1)
+        cmocka_set_test_filter(argv[1]);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(status_codes_are_contiguous_negative),
         cmocka_unit_test(strerror_every_code_distinct_nonempty),

@@ -33,8 +33,11 @@ static void version_string_matches_number(void **state)
     assert_true(min < 256 && pat < 256);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    /* Optional test name pattern, e.g. for debugging one test. */
+    if (argc > 1)
+        cmocka_set_test_filter(argv[1]);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(version_number_matches_header),
         cmocka_unit_test(version_string_matches_header),

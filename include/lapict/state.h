@@ -10,9 +10,13 @@
  *   8 lvtt u32  12 tdcr u32  16 tmict u32  20 flags u32
  *  24 elapsed_ns u64 (now - anchor)  32 e_tick u64  40 deadline_tsc u64
  *  48 pending u32  52 advance_ns u32  56 bus_hz u64
- *  64 wait_ns u64 (remaining wait before entry, 0 if none)
- *  72 last_ns u64 (now - instant of the last processed expiry)
- *  80..123 reserved, zero  124 CRC-32 (IEEE) of bytes 0..123
+ *  64 adaptive latency estimate u32  68 its mean deviation u32
+ *  72..123 reserved, zero  124 CRC-32 (IEEE) of bytes 0..123
+ * flags: bit 0 APIC software-enabled, 1 count-down active, 2 count-down
+ * expiry unprocessed, 3 clamped, 4 deadline armed, 5 next expiry already
+ * injected ahead (advance), 6 tuner estimate valid; others reserved, zero.
+ * elapsed_ns and e_tick are 0 unless the count-down is active; the deadline
+ * is 0 unless armed.
  */
 #ifndef LAPICT_STATE_H
 #define LAPICT_STATE_H

@@ -68,6 +68,9 @@ struct fake_host {
     uint64_t (*tsc_fn)(struct fake_host *h);
 
     bool blocked, window_open;
+    /* If accept_limited: inject accepts only accept_budget more times. */
+    bool accept_limited;
+    unsigned accept_budget;
 
     /* Software timer. */
     bool sw_armed;
@@ -76,16 +79,17 @@ struct fake_host {
 
     /* Hardware preemption timer (ops present only if offered). */
     bool hv_offered;
-    bool hv_refuse;          /* refuse every arm */
-    uint64_t hv_max_ahead_ns; /* refuse arms further ahead than this; 0 = no limit */
+    bool hv_refuse; /* refuse every arm */
+    uint64_t
+        hv_max_ahead_ns; /* refuse arms further ahead than this; 0 = no limit */
     bool hv_armed;
     uint64_t hv_at;
     unsigned hv_arms, hv_cancels, hv_refusals, hv_fires;
 
     /* Interrupts accepted by inject, and delivered by fake_enter. */
     struct fake_event inj[FAKE_MAX_EVENTS];
-    unsigned ninj;          /* accepted (may exceed FAKE_MAX_EVENTS) */
-    unsigned inject_calls;  /* accepted + refused */
+    unsigned ninj;         /* accepted (may exceed FAKE_MAX_EVENTS) */
+    unsigned inject_calls; /* accepted + refused */
     unsigned refusals;
     struct fake_event dlv[FAKE_MAX_EVENTS];
     unsigned ndlv;
@@ -103,7 +107,9 @@ struct fake_host {
     unsigned op_calls;
     unsigned expire_calls;
     unsigned both_armed;
-    /* fake_advance() gave up (the library kept re-arming in the past). */
+    /* fake_advance() gave up after 10^6 callbacks in one call (the library
+     * kept re-arming in the past): a callback storm. Later advances then
+     * only move the clock. */
     bool runaway;
 };
 
@@ -159,7 +165,8 @@ int fake_window(struct fake_host *h, bool open);
 /* Guest entry: lapict_before_guest_entry(), then record deliveries. */
 int fake_enter(struct fake_host *h);
 
-/* Instant the single armed host timer is armed for; asserts one is armed. */
+/* Whether a host timer is armed, and the instant of the armed one (the
+ * hardware timer's if both are, which tu_check_host() reports). */
 bool fake_armed(const struct fake_host *h);
 uint64_t fake_armed_at(const struct fake_host *h);
 

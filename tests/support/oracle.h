@@ -17,14 +17,22 @@ __extension__ typedef unsigned __int128 oracle_u128;
 static inline uint32_t oracle_divide(uint32_t tdcr)
 {
     switch (tdcr & 0xBu) {
-    case 0x0: return 2;
-    case 0x1: return 4;
-    case 0x2: return 8;
-    case 0x3: return 16;
-    case 0x8: return 32;
-    case 0x9: return 64;
-    case 0xA: return 128;
-    default: return 1; /* 0xB */
+    case 0x0:
+        return 2;
+    case 0x1:
+        return 4;
+    case 0x2:
+        return 8;
+    case 0x3:
+        return 16;
+    case 0x8:
+        return 32;
+    case 0x9:
+        return 64;
+    case 0xA:
+        return 128;
+    default:
+        return 1; /* 0xB */
     }
 }
 
@@ -52,8 +60,7 @@ static inline uint64_t oracle_ticks_in_clamped(uint64_t dns, uint32_t n,
     return (uint64_t)((oracle_u128)dns * n / p);
 }
 
-static inline uint64_t oracle_ns_for_clamped(uint64_t k, uint32_t n,
-                                             uint32_t p)
+static inline uint64_t oracle_ns_for_clamped(uint64_t k, uint32_t n, uint32_t p)
 {
     return (uint64_t)(((oracle_u128)k * p + n - 1) / n);
 }
@@ -76,8 +83,8 @@ static inline uint32_t oracle_get32(const uint8_t *b, size_t off)
 
 static inline uint64_t oracle_get64(const uint8_t *b, size_t off)
 {
-    return (uint64_t)oracle_get32(b, off) |
-           (uint64_t)oracle_get32(b, off + 4) << 32;
+    return (uint64_t)oracle_get32(b, off) | (uint64_t)oracle_get32(b, off + 4)
+                                                << 32;
 }
 
 static inline void oracle_put16(uint8_t *b, size_t off, uint16_t v)

@@ -1,0 +1,777 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lib/state.c: save and restore (TIMER.md section 8, layout in state.h).
+ * Blobs are checked and forged with the test's own CRC-32 (oracle.c).
+ */
+#include "testutil.h"
+
+#define VEC 0x30u
+#define SZ LAPICT_STATE_SIZE
+
+static void countdown(struct lapict_timer *t, uint32_t tdcr, uint32_t mode,
+                      uint32_t n)
+{
+    assert_int_equal(lapict_tdcr_write(t, tdcr), LAPICT_OK);
+    assert_int_equal(lapict_lvtt_write(t, mode | VEC), LAPICT_OK);
+    assert_int_equal(lapict_tmict_write(t, n), LAPICT_OK);
+}
+
+static void save(struct lapict_timer *t, uint8_t *blob)
+{
+    assert_int_equal(lapict_state_save(t, blob, SZ), LAPICT_OK);
+}
+
+struct obs {
+    uint32_t lvtt, tdcr, tmict, tmcct;
+    uint64_t deadline;
+};
+
+static struct obs observe(struct lapict_timer *t)
+{
+    struct obs o;
+    o.lvtt = lapict_lvtt_read(t);
+    o.tdcr = lapict_tdcr_read(t);
+    o.tmict = lapict_tmict_read(t);
+    o.tmcct = lapict_tmcct_read(t);
+    o.deadline = lapict_tsc_deadline_read(t);
+    return o;
+}
+
+static void assert_obs_equal(struct obs a, struct obs b)
+{
+    assert_int_equal(a.lvtt, b.lvtt);
+    assert_int_equal(a.tdcr, b.tdcr);
+    assert_int_equal(a.tmict, b.tmict);
+    assert_int_equal(a.tmcct, b.tmcct);
+    assert_int_equal(a.deadline, b.deadline);
+}
+
+/* A valid blob of a running periodic timer (64 ms period), mid-period. */
+static void make_blob(uint8_t *blob, uint64_t base)
+{
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    tu_setup(&h, &t, &c, base, false);
+    countdown(&t, 0x3, LAPICT_LVTT_PERIODIC, 4000000);
+    fake_advance(&h, 123457);
+    save(&t, blob);
+}
+
+static void state_blob_has_fixed_size(void **state)
+{
+    (void)state;
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    uint8_t buf[2 * SZ];
+    size_t i;
+    assert_int_equal(LAPICT_STATE_SIZE, 128);
+    tu_setup(&h, &t, &c, 0, false);
+    memset(buf, 0xAB, sizeof(buf));
+    assert_int_equal(lapict_state_save(&t, buf, SZ - 1), LAPICT_E_STATE_SIZE);
+    assert_int_equal(lapict_state_save(&t, buf, 0), LAPICT_E_STATE_SIZE);
+    assert_int_equal(lapict_state_save(&t, buf, sizeof(buf)), LAPICT_OK);
+    for (i = SZ; i < sizeof(buf); i++)
+        assert_int_equal(buf[i], 0xAB);
+    assert_int_equal(lapict_state_save(NULL, buf, SZ), LAPICT_E_INVAL);
+    assert_int_equal(lapict_state_save(&t, NULL, SZ), LAPICT_E_INVAL);
+}
+
+/* The documented little-endian layout of version 1 (state.h). */
+static void blob_layout_matches_state_h(void **state)
+{
+    (void)state;
+    size_t b, i;
+    for (b = 0; b < TU_NBASES; b++) {
+        struct fake_host h;
+        struct lapict_timer t;
+        struct lapict_config c = tu_cfg();
+        uint8_t blob[SZ];
+        tu_setup(&h, &t, &c, tu_bases[b], b == 1);
+        /* /16, N 5000: 80 us period; expiries at 80 and 160 us. */
+        countdown(&t, 0x3, LAPICT_LVTT_PERIODIC | 0x1u, 5000);
+        fake_advance(&h, 200000);
+        assert_int_equal(h.ninj, 2);
+        save(&t, blob);
+        assert_int_equal(oracle_get32(blob, 0), LAPICT_STATE_MAGIC);
+        assert_memory_equal(blob, "LAPT", 4);
+        assert_int_equal(blob[4] | blob[5] << 8, LAPICT_STATE_VERSION);
+        assert_int_equal(blob[6] | blob[7] << 8, SZ);
+        assert_int_equal(oracle_get32(blob, 8), LAPICT_LVTT_PERIODIC | 0x31u);
+        assert_int_equal(oracle_get32(blob, 12), 0x3);
+        assert_int_equal(oracle_get32(blob, 16), 5000);
+        assert_int_equal(oracle_get64(blob, 24), 200000);   /* elapsed */
+        assert_int_equal(oracle_get64(blob, 32), 3 * 5000); /* E */
+        assert_int_equal(oracle_get64(blob, 40), 0);        /* deadline */
+        assert_int_equal(oracle_get32(blob, 48), 0);        /* pending */
+        assert_int_equal(oracle_get32(blob, 52), 0);        /* advance */
+        assert_int_equal(oracle_get64(blob, 56), 1000000000ull);
+        /* Advance off: no tuner estimate or deviation. */
+        assert_int_equal(oracle_get32(blob, 64), 0);
+        assert_int_equal(oracle_get32(blob, 68), 0);
+        /* Flags: software-enabled, count-down active, expiry unprocessed. */
+        assert_int_equal(oracle_get32(blob, 20), 0x7);
+        for (i = 72; i < 124; i++)
+            assert_int_equal(blob[i], 0);
+        assert_int_equal(oracle_get32(blob, 124), oracle_crc32(blob, 124));
+    }
+}
+
+static void blob_carries_tsc_deadline_and_advance(void **state)
+{
+    (void)state;
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    uint8_t blob[SZ];
+    c.advance_mode = LAPICT_ADVANCE_FIXED;
+    c.advance_ns = 2500;
+    tu_setup(&h, &t, &c, TU_NEAR_WRAP, false);
+    lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
+    lapict_tsc_deadline_write(&t, 0x123456789ABCull);
+    save(&t, blob);
+    assert_int_equal(oracle_get32(blob, 8), LAPICT_LVTT_TSC_DEADLINE | VEC);
+    assert_int_equal(oracle_get32(blob, 16), 0);
+    assert_int_equal(oracle_get64(blob, 40), 0x123456789ABCull);
+    assert_int_equal(oracle_get32(blob, 52), 2500);
+}
+
+enum scen {
+    S_RESET,
+    S_ONESHOT,
+    S_PERIODIC,
+    S_PERIODIC_CLAMPED,
+    S_DEADLINE,
+    S_MASKED,
+    S_SVR_OFF,
+    S_STOPPED_AFTER_EXPIRY,
+    S_COUNT
+};
+
+static void build(enum scen s, struct fake_host *h, struct lapict_timer *t,
+                  uint64_t base)
+{
+    struct lapict_config c = tu_cfg();
+    c.min_period_ns = 200000;
+    tu_setup(h, t, &c, base, (s & 1) != 0);
+    h->tsc_offset = 1000000000000ull;
+    switch (s) {
+    case S_RESET:
+        break;
+    case S_ONESHOT:
+        countdown(t, 0x0, LAPICT_LVTT_ONESHOT, 3000000);
+        break;
+    case S_PERIODIC:
+        countdown(t, 0xB, LAPICT_LVTT_PERIODIC, 700001);
+        break;
+    case S_PERIODIC_CLAMPED:
+        countdown(t, 0xB, LAPICT_LVTT_PERIODIC, 7);
+        break;
+    case S_DEADLINE:
+        lapict_lvtt_write(t, LAPICT_LVTT_TSC_DEADLINE | VEC);
+        lapict_tsc_deadline_write(t, fake_tsc(h) + 2500000);
+        break;
+    case S_MASKED:
+        countdown(t, 0x9, LAPICT_LVTT_PERIODIC | LAPICT_LVTT_MASK, 20000);
+        break;
+    case S_SVR_OFF:
+        lapict_svr_write(t, false);
+        countdown(t, 0x1, LAPICT_LVTT_PERIODIC, 100000);
+        break;
+    case S_STOPPED_AFTER_EXPIRY:
+        countdown(t, 0xB, LAPICT_LVTT_ONESHOT, 1000);
+        break;
+    default:
+        break;
+    }
+    fake_advance(h, 1234567);
+}
+
+/* Compare two instances over the next 10 ms: same reads, same interrupts
+ * (relative to their own clocks). */
+static void assert_same_future(struct fake_host *ha, struct lapict_timer *ta,
+                               struct fake_host *hb, struct lapict_timer *tb)
+{
+    uint64_t a0 = ha->now_ns, b0 = hb->now_ns;
+    unsigned na = ha->ninj, nb = hb->ninj, i;
+    int step;
+    for (step = 0; step < 100; step++) {
+        fake_advance(ha, 100000);
+        fake_advance(hb, 100000);
+        assert_obs_equal(observe(ta), observe(tb));
+        if (step == 50) {
+            lapict_svr_write(ta, true);
+            lapict_svr_write(tb, true);
+            lapict_lvtt_write(ta, lapict_lvtt_read(ta) & ~LAPICT_LVTT_MASK);
+            lapict_lvtt_write(tb, lapict_lvtt_read(tb) & ~LAPICT_LVTT_MASK);
+        }
+    }
+    assert_int_equal(ha->ninj - na, hb->ninj - nb);
+    for (i = 0; i < ha->ninj - na && na + i < FAKE_MAX_EVENTS; i++) {
+        assert_int_equal(ha->inj[na + i].ns - a0, hb->inj[nb + i].ns - b0);
+        assert_int_equal(ha->inj[na + i].vector, hb->inj[nb + i].vector);
+    }
+}
+
+static void round_trip_at_same_instant_changes_nothing_observable(void **state)
+{
+    (void)state;
+    size_t b;
+    int s;
+    for (b = 0; b < TU_NBASES; b++)
+        for (s = 0; s < S_COUNT; s++) {
+            struct fake_host ha, hb, hc;
+            struct lapict_timer ta, tb, tc;
+            struct lapict_config c = tu_cfg();
+            uint8_t blob[SZ], blob2[SZ];
+            c.min_period_ns = 200000;
+            print_message("base %zu scenario %d\n", b, s);
+            build((enum scen)s, &ha, &ta, tu_bases[b]);
+            /* Restored into a fresh instance on another host, same TSC. */
+            save(&ta, blob);
+            tu_setup(&hb, &tb, &c, tu_bases[1 - b] + 777, (s & 1) == 0);
+            hb.tsc_offset = fake_tsc(&ha) - fake_tsc(&hb) + hb.tsc_offset;
+            assert_int_equal(lapict_state_restore(&tb, blob, SZ), LAPICT_OK);
+            assert_obs_equal(observe(&ta), observe(&tb));
+            /* Saving again gives the same blob. */
+            save(&tb, blob2);
+            assert_memory_equal(blob, blob2, SZ);
+            /* And into the same instance. */
+            build((enum scen)s, &hc, &tc, tu_bases[b]);
+            assert_int_equal(lapict_state_restore(&tc, blob, SZ), LAPICT_OK);
+            assert_obs_equal(observe(&ta), observe(&tc));
+            assert_same_future(&ha, &ta, &hb, &tb);
+            tu_check_host(&ha);
+            tu_check_host(&hb);
+        }
+}
+
+static void save_mid_oneshot_resumes_remainder(void **state)
+{
+    (void)state;
+    static const uint64_t buses[] = {1000000000ull, 25000000ull, 134217728ull};
+    size_t b, bi;
+    for (b = 0; b < TU_NBASES; b++)
+        for (bi = 0; bi < 3; bi++) {
+            struct fake_host ha, hb;
+            struct lapict_timer ta, tb;
+            struct lapict_config c = tu_cfg();
+            uint8_t blob[SZ];
+            const uint32_t N = 1000000;
+            uint64_t done = 400000, T, r, dur;
+            c.bus_hz = buses[bi];
+            tu_setup(&ha, &ta, &c, tu_bases[b], false);
+            countdown(&ta, 0xB, LAPICT_LVTT_ONESHOT, N);
+            fake_advance(&ha, done);
+            save(&ta, blob);
+            /* The destination clock is 10^9 ns later (and elsewhere). */
+            tu_setup(&hb, &tb, &c, tu_bases[b] + done + 1000000000ull, true);
+            assert_int_equal(lapict_state_restore(&tb, blob, SZ), LAPICT_OK);
+            T = oracle_ticks_in(done, buses[bi], 1);
+            assert_int_equal(lapict_tmcct_read(&tb), N - T);
+            assert_int_equal(lapict_tmict_read(&tb), N);
+            /* Time stood still: the rest of the count-down remains. */
+            dur = oracle_ns_for(N, buses[bi], 1);
+            r = dur - done;
+            fake_advance(&hb, r - 1);
+            assert_int_equal(hb.ninj, 0);
+            fake_advance(&hb, 1);
+            assert_int_equal(hb.ninj, 1);
+            assert_int_equal(hb.inj[0].ns,
+                             tu_bases[b] + done + 1000000000ull + r);
+            fake_advance(&hb, 10 * dur);
+            assert_int_equal(hb.ninj, 1);
+            tu_check_host(&hb);
+        }
+}
+
+static void save_mid_periodic_keeps_grid_relative(void **state)
+{
+    (void)state;
+    struct fake_host ha, hb;
+    struct lapict_timer ta, tb;
+    struct lapict_config c = tu_cfg();
+    uint8_t blob[SZ];
+    uint64_t r;
+    tu_setup(&ha, &ta, &c, 0, false);
+    countdown(&ta, 0xB, LAPICT_LVTT_PERIODIC, 300000);
+    fake_advance(&ha, 1000000); /* 3 expiries, 100 us into the 4th */
+    save(&ta, blob);
+    tu_setup(&hb, &tb, &c, TU_NEAR_WRAP, false);
+    r = hb.now_ns;
+    assert_int_equal(lapict_state_restore(&tb, blob, SZ), LAPICT_OK);
+    assert_int_equal(lapict_tmcct_read(&tb), 200000);
+    fake_advance(&hb, 500000);
+    assert_int_equal(hb.ninj, 2);
+    assert_int_equal(hb.inj[0].ns, r + 200000);
+    assert_int_equal(hb.inj[1].ns, r + 500000);
+}
+
+static void
+tsc_deadline_restored_fires_when_destination_tsc_reaches_it(void **state)
+{
+    (void)state;
+    size_t b;
+    for (b = 0; b < TU_NBASES; b++) {
+        struct fake_host ha, hb;
+        struct lapict_timer ta, tb;
+        struct lapict_config c = tu_cfg();
+        uint8_t blob[SZ];
+        uint64_t D, r;
+        tu_setup(&ha, &ta, &c, tu_bases[b], false);
+        lapict_lvtt_write(&ta, LAPICT_LVTT_TSC_DEADLINE | VEC);
+        D = fake_tsc(&ha) + 5000000;
+        lapict_tsc_deadline_write(&ta, D);
+        fake_advance(&ha, 1000000);
+        save(&ta, blob);
+        /* Destination guest TSC is 3 ms short of D (not 4 ms). */
+        fake_host_init(&hb, tu_bases[1 - b], 1000000, D - 3000000, b == 0);
+        assert_int_equal(fake_attach(&hb, &tb, &c), LAPICT_OK);
+        r = hb.now_ns;
+        assert_int_equal(lapict_state_restore(&tb, blob, SZ), LAPICT_OK);
+        assert_int_equal(lapict_tsc_deadline_read(&tb), D);
+        fake_advance(&hb, 2999999);
+        assert_int_equal(hb.ninj, 0);
+        fake_advance(&hb, 1);
+        assert_int_equal(hb.ninj, 1);
+        assert_int_equal(hb.inj[0].ns, r + 3000000);
+        assert_int_equal(lapict_tsc_deadline_read(&tb), 0);
+        /* A destination already past D fires at once. */
+        fake_host_init(&hb, 0, 1000000, D + 5, false);
+        assert_int_equal(fake_attach(&hb, &tb, &c), LAPICT_OK);
+        assert_int_equal(lapict_state_restore(&tb, blob, SZ), LAPICT_OK);
+        fake_run_due(&hb);
+        lapict_irq_window_open(&tb);
+        assert_int_equal(hb.ninj, 1);
+        assert_int_equal(hb.inj[0].ns, 0);
+    }
+}
+
+/* The expiry instant passed, the host timer has not fired yet: the save
+ * sees it (due expiries are processed first); it is delivered once in
+ * total, on whichever side, and never again. */
+static void
+save_after_expiry_before_delivery_delivers_exactly_once(void **state)
+{
+    (void)state;
+    size_t b, win;
+    for (b = 0; b < TU_NBASES; b++)
+        for (win = 0; win < 2; win++) {
+            struct fake_host ha, hb;
+            struct lapict_timer ta, tb;
+            struct lapict_config c = tu_cfg();
+            uint8_t blob[SZ];
+            tu_setup(&ha, &ta, &c, tu_bases[b], true);
+            countdown(&ta, 0xB, LAPICT_LVTT_ONESHOT, 1000000);
+            ha.window_open = win != 0;
+            fake_stall(&ha, 1000500);
+            save(&ta, blob);
+            tu_setup(&hb, &tb, &c, tu_bases[1 - b] + 99, false);
+            assert_int_equal(lapict_state_restore(&tb, blob, SZ), LAPICT_OK);
+            fake_run_due(&hb);
+            fake_window(&hb, true);
+            fake_advance(&hb, 5000000);
+            fake_window(&hb, true);
+            assert_int_equal(ha.ninj + hb.ninj, 1);
+            if (!win)
+                assert_int_equal(hb.ninj, 1);
+            assert_int_equal(lapict_tmcct_read(&tb), 0);
+        }
+}
+
+static void save_after_delivery_never_redelivers(void **state)
+{
+    (void)state;
+    static const uint32_t modes[] = {LAPICT_LVTT_ONESHOT,
+                                     LAPICT_LVTT_TSC_DEADLINE};
+    size_t b, m;
+    for (b = 0; b < TU_NBASES; b++)
+        for (m = 0; m < 2; m++) {
+            struct fake_host ha, hb;
+            struct lapict_timer ta, tb;
+            struct lapict_config c = tu_cfg();
+            uint8_t blob[SZ];
+            tu_setup(&ha, &ta, &c, tu_bases[b], false);
+            if (m == 0) {
+                countdown(&ta, 0xB, modes[m], 1000000);
+            } else {
+                lapict_lvtt_write(&ta, modes[m] | VEC);
+                lapict_tsc_deadline_write(&ta, fake_tsc(&ha) + 1000000);
+            }
+            fake_advance(&ha, 1000000);
+            assert_int_equal(ha.ninj, 1);
+            fake_advance(&ha, 10);
+            save(&ta, blob);
+            /* Destination TSC behind the source's: D would be ahead. */
+            fake_host_init(&hb, tu_bases[b], 1000000, 0, true);
+            assert_int_equal(fake_attach(&hb, &tb, &c), LAPICT_OK);
+            assert_int_equal(lapict_state_restore(&tb, blob, SZ), LAPICT_OK);
+            fake_run_due(&hb);
+            fake_window(&hb, true);
+            fake_advance(&hb, 50000000);
+            assert_int_equal(hb.ninj, 0);
+        }
+}
+
+static void pending_at_save_delivered_once_after_restore(void **state)
+{
+    (void)state;
+    size_t b;
+    for (b = 0; b < TU_NBASES; b++) {
+        struct fake_host ha, hb;
+        struct lapict_timer ta, tb;
+        struct lapict_config c = tu_cfg();
+        uint8_t blob[SZ];
+        tu_setup(&ha, &ta, &c, tu_bases[b], false);
+        countdown(&ta, 0xB, LAPICT_LVTT_ONESHOT, 1000);
+        fake_window(&ha, false);
+        fake_advance(&ha, 5000);
+        assert_int_equal(tu_stats(&ta).pending, 1);
+        save(&ta, blob);
+        assert_int_equal(oracle_get32(blob, 48), 1);
+        tu_setup(&hb, &tb, &c, tu_bases[1 - b], true);
+        hb.window_open = false;
+        assert_int_equal(lapict_state_restore(&tb, blob, SZ), LAPICT_OK);
+        assert_int_equal(lapict_lvtt_read(&tb) & LAPICT_LVTT_PENDING,
+                         LAPICT_LVTT_PENDING);
+        fake_advance(&hb, 1000);
+        assert_int_equal(hb.ninj, 0);
+        fake_window(&hb, true);
+        assert_int_equal(hb.ninj, 1);
+        assert_int_equal(hb.inj[0].vector, VEC);
+        fake_window(&hb, true);
+        fake_advance(&hb, 10000000);
+        assert_int_equal(hb.ninj, 1);
+        assert_int_equal(ha.ninj, 0);
+    }
+}
+
+/* Catch-up: every pending tick survives the migration. */
+static void catch_up_pending_count_survives_restore(void **state)
+{
+    (void)state;
+    struct fake_host ha, hb;
+    struct lapict_timer ta, tb;
+    struct lapict_config c = tu_cfg();
+    uint8_t blob[SZ];
+    c.missed_policy = LAPICT_MISSED_CATCH_UP;
+    tu_setup(&ha, &ta, &c, 0, false);
+    countdown(&ta, 0xB, LAPICT_LVTT_PERIODIC, 1000000);
+    fake_window(&ha, false);
+    fake_advance(&ha, 4500000);
+    assert_int_equal(tu_stats(&ta).pending, 4);
+    save(&ta, blob);
+    assert_int_equal(oracle_get32(blob, 48), 4);
+    tu_setup(&hb, &tb, &c, TU_NEAR_WRAP, false);
+    assert_int_equal(lapict_state_restore(&tb, blob, SZ), LAPICT_OK);
+    fake_window(&hb, true);
+    assert_int_equal(hb.ninj, 4);
+}
+
+static void restore_with_hw_timer_armed_cancels_it(void **state)
+{
+    (void)state;
+    size_t b;
+    for (b = 0; b < TU_NBASES; b++) {
+        struct fake_host ha, hb;
+        struct lapict_timer ta, tb;
+        struct lapict_config c = tu_cfg();
+        uint8_t blob[SZ];
+        tu_setup(&ha, &ta, &c, tu_bases[b], false);
+        save(&ta, blob); /* reset state: nothing running */
+        tu_setup(&hb, &tb, &c, tu_bases[b], true);
+        countdown(&tb, 0xB, LAPICT_LVTT_ONESHOT, 1000000);
+        assert_true(hb.hv_armed);
+        assert_int_equal(lapict_state_restore(&tb, blob, SZ), LAPICT_OK);
+        assert_true(hb.hv_cancels >= 1);
+        assert_false(hb.hv_armed);
+        assert_false(hb.sw_armed);
+        fake_advance(&hb, 1000000);
+        fake_fire_hv(&hb); /* stale */
+        fake_advance(&hb, 1000000);
+        assert_int_equal(hb.ninj, 0);
+        assert_int_equal(lapict_lvtt_read(&tb), LAPICT_LVTT_RESET);
+        assert_int_equal(lapict_tmict_read(&tb), 0);
+    }
+}
+
+/* A restore replaces a pending interrupt of the destination instance. */
+static void restore_drops_destination_pending(void **state)
+{
+    (void)state;
+    struct fake_host ha, hb;
+    struct lapict_timer ta, tb;
+    struct lapict_config c = tu_cfg();
+    uint8_t blob[SZ];
+    tu_setup(&ha, &ta, &c, 0, false);
+    save(&ta, blob);
+    tu_setup(&hb, &tb, &c, 0, false);
+    countdown(&tb, 0xB, LAPICT_LVTT_ONESHOT, 1000);
+    fake_window(&hb, false);
+    fake_advance(&hb, 1000);
+    assert_int_equal(tu_stats(&tb).pending, 1);
+    assert_int_equal(lapict_state_restore(&tb, blob, SZ), LAPICT_OK);
+    assert_int_equal(tu_stats(&tb).pending, 0);
+    fake_window(&hb, true);
+    assert_int_equal(hb.ninj, 0);
+}
+
+/* A rejected blob: same code, instance bit-for-bit unchanged, no op. */
+static void expect_rejected(const uint8_t *blob, size_t len, int code)
+{
+    struct fake_host h;
+    struct lapict_timer t, copy;
+    struct lapict_config c = tu_cfg();
+    unsigned calls;
+    int rc;
+    tu_setup(&h, &t, &c, 5000, true);
+    countdown(&t, 0x0, LAPICT_LVTT_PERIODIC, 3000000);
+    fake_advance(&h, 1000);
+    memcpy(&copy, &t, sizeof(t));
+    calls = h.sw_arms + h.sw_cancels + h.hv_arms + h.hv_cancels + h.ninj;
+    rc = lapict_state_restore(&t, blob, len);
+    if (code == 0)
+        assert_true(rc < 0);
+    else
+        assert_int_equal(rc, code);
+    assert_memory_equal(&t, &copy, sizeof(t));
+    assert_int_equal(
+        h.sw_arms + h.sw_cancels + h.hv_arms + h.hv_cancels + h.ninj, calls);
+}
+
+static void
+every_single_bit_flip_is_rejected_and_instance_unchanged(void **state)
+{
+    (void)state;
+    uint8_t good[SZ], bad[SZ];
+    size_t bit;
+    make_blob(good, TU_NEAR_WRAP);
+    for (bit = 0; bit < SZ * 8; bit++) {
+        memcpy(bad, good, SZ);
+        bad[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+        /* Header bytes may be caught by their own check first. */
+        expect_rejected(bad, SZ, bit / 8 >= 8 ? LAPICT_E_STATE_CHECKSUM : 0);
+    }
+}
+
+static void
+every_byte_corruption_is_rejected_and_instance_unchanged(void **state)
+{
+    (void)state;
+    static const uint8_t pats[] = {0x00, 0xFF, 0x5A};
+    uint8_t good[SZ], bad[SZ];
+    size_t i, p;
+    make_blob(good, 0);
+    for (i = 0; i < SZ; i++)
+        for (p = 0; p < 3; p++) {
+            if (good[i] == pats[p])
+                continue;
+            memcpy(bad, good, SZ);
+            bad[i] = pats[p];
+            expect_rejected(bad, SZ, i >= 8 ? LAPICT_E_STATE_CHECKSUM : 0);
+        }
+    /* A swapped pair of bytes, and the checksum itself off by one. */
+    memcpy(bad, good, SZ);
+    bad[24] = good[25];
+    bad[25] = good[24];
+    if (bad[24] != good[24])
+        expect_rejected(bad, SZ, LAPICT_E_STATE_CHECKSUM);
+    memcpy(bad, good, SZ);
+    oracle_put32(bad, 124, oracle_get32(good, 124) + 1);
+    expect_rejected(bad, SZ, LAPICT_E_STATE_CHECKSUM);
+}
+
+static void wrong_magic_version_size_each_give_own_code(void **state)
+{
+    (void)state;
+    uint8_t good[SZ], bad[SZ + 1];
+    make_blob(good, 0);
+    assert_int_equal(oracle_get32(good, 124), oracle_crc32(good, 124));
+
+    memcpy(bad, good, SZ);
+    oracle_put32(bad, 0, 0x5450414Du);
+    oracle_reseal(bad);
+    expect_rejected(bad, SZ, LAPICT_E_STATE_MAGIC);
+    memcpy(bad, good, SZ);
+    oracle_put32(bad, 0, 0);
+    oracle_reseal(bad);
+    expect_rejected(bad, SZ, LAPICT_E_STATE_MAGIC);
+
+    memcpy(bad, good, SZ);
+    oracle_put16(bad, 4, 2);
+    oracle_reseal(bad);
+    expect_rejected(bad, SZ, LAPICT_E_STATE_VERSION);
+    memcpy(bad, good, SZ);
+    oracle_put16(bad, 4, 0);
+    oracle_reseal(bad);
+    expect_rejected(bad, SZ, LAPICT_E_STATE_VERSION);
+
+    memcpy(bad, good, SZ);
+    oracle_put16(bad, 6, SZ - 1);
+    oracle_reseal(bad);
+    expect_rejected(bad, SZ, LAPICT_E_STATE_SIZE);
+    memcpy(bad, good, SZ);
+    oracle_put16(bad, 6, SZ + 1);
+    oracle_reseal(bad);
+    expect_rejected(bad, SZ, LAPICT_E_STATE_SIZE);
+
+    memcpy(bad, good, SZ);
+    bad[SZ] = 0;
+    expect_rejected(bad, SZ - 1, LAPICT_E_STATE_SIZE);
+    expect_rejected(bad, SZ + 1, LAPICT_E_STATE_SIZE);
+    expect_rejected(bad, 0, LAPICT_E_STATE_SIZE);
+
+    memcpy(bad, good, SZ);
+    oracle_put32(bad, 124, oracle_get32(bad, 124) ^ 0x80000000u);
+    expect_rejected(bad, SZ, LAPICT_E_STATE_CHECKSUM);
+}
+
+static void restore_null_arguments_are_inval(void **state)
+{
+    (void)state;
+    uint8_t good[SZ];
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    make_blob(good, 0);
+    tu_setup(&h, &t, &c, 0, false);
+    assert_int_equal(lapict_state_restore(NULL, good, SZ), LAPICT_E_INVAL);
+    assert_int_equal(lapict_state_restore(&t, NULL, SZ), LAPICT_E_INVAL);
+}
+
+struct field_case {
+    const char *name;
+    size_t off;
+    unsigned width; /* 1, 2, 4, 8 */
+    uint64_t value;
+};
+
+/* Correctly sealed blobs whose contents are invalid or inconsistent. */
+static const struct field_case field_cases[] = {
+    {"reserved byte 80", 80, 1, 1},
+    {"reserved byte 101", 101, 1, 0x80},
+    {"reserved byte 123", 123, 1, 0xFF},
+    {"lvtt bit 31", 8, 4, 0x80020030u},
+    {"lvtt bit 8", 8, 4, 0x00020130u},
+    {"lvtt bit 19", 8, 4, 0x000A0030u},
+    {"lvtt mode 11", 8, 4, 0x00060030u},
+    {"tdcr bit 2", 12, 4, 0x4},
+    {"tdcr bit 4", 12, 4, 0x13},
+    {"all flags", 20, 4, 0xFFFFFFFFu},
+    {"E far beyond N", 32, 8, 1ull << 40},
+    {"E at 2^64-1", 32, 8, UINT64_MAX},
+    {"pending over catch-up limit", 48, 4, 0x10000},
+    {"advance over limit", 52, 4, LAPICT_ADVANCE_NS_LIMIT + 1u},
+};
+
+static void correct_checksum_bad_fields_give_state_field(void **state)
+{
+    (void)state;
+    uint8_t good[SZ], bad[SZ];
+    size_t i;
+    make_blob(good, 0);
+    for (i = 0; i < sizeof(field_cases) / sizeof(field_cases[0]); i++) {
+        const struct field_case *fc = &field_cases[i];
+        print_message("field case: %s\n", fc->name);
+        memcpy(bad, good, SZ);
+        switch (fc->width) {
+        case 1:
+            bad[fc->off] = (uint8_t)fc->value;
+            break;
+        case 2:
+            oracle_put16(bad, fc->off, (uint16_t)fc->value);
+            break;
+        case 4:
+            oracle_put32(bad, fc->off, (uint32_t)fc->value);
+            break;
+        default:
+            oracle_put64(bad, fc->off, fc->value);
+            break;
+        }
+        oracle_reseal(bad);
+        expect_rejected(bad, SZ, LAPICT_E_STATE_FIELD);
+    }
+}
+
+/* TSC-deadline mode with a count-down, or a deadline in a count-down mode:
+ * combinations no sequence of register writes can produce. */
+static void inconsistent_mode_and_registers_give_state_field(void **state)
+{
+    (void)state;
+    uint8_t good[SZ], bad[SZ];
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    make_blob(good, 0);
+
+    memcpy(bad, good, SZ); /* deadline mode, TMICT != 0 */
+    oracle_put32(bad, 8, LAPICT_LVTT_TSC_DEADLINE | VEC);
+    oracle_reseal(bad);
+    expect_rejected(bad, SZ, LAPICT_E_STATE_FIELD);
+
+    /* A deadline blob, then a count-down mode with the deadline kept. */
+    tu_setup(&h, &t, &c, 0, false);
+    lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
+    lapict_tsc_deadline_write(&t, 99999999);
+    save(&t, good);
+    memcpy(bad, good, SZ);
+    oracle_put32(bad, 8, LAPICT_LVTT_ONESHOT | VEC);
+    oracle_reseal(bad);
+    expect_rejected(bad, SZ, LAPICT_E_STATE_FIELD);
+}
+
+static void restore_with_different_bus_hz_is_state_config(void **state)
+{
+    (void)state;
+    uint8_t blob[SZ];
+    struct fake_host h;
+    struct lapict_timer t, copy;
+    struct lapict_config c = tu_cfg();
+    make_blob(blob, 0); /* saved at 1 GHz */
+    c.bus_hz = 100000000;
+    tu_setup(&h, &t, &c, 0, false);
+    countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, 5000000);
+    memcpy(&copy, &t, sizeof(t));
+    assert_int_equal(lapict_state_restore(&t, blob, SZ), LAPICT_E_STATE_CONFIG);
+    assert_memory_equal(&t, &copy, sizeof(t));
+    /* And the blob's own bus_hz field forged to another rate. */
+    make_blob(blob, 0);
+    oracle_put64(blob, 56, 25000000);
+    oracle_reseal(blob);
+    expect_rejected(blob, SZ, LAPICT_E_STATE_CONFIG);
+}
+
+int main(int argc, char **argv)
+{
+    /* Optional test name pattern, e.g. for debugging one test. */
+    if (argc > 1)
+        cmocka_set_test_filter(argv[1]);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(state_blob_has_fixed_size),
+        cmocka_unit_test(blob_layout_matches_state_h),
+        cmocka_unit_test(blob_carries_tsc_deadline_and_advance),
+        cmocka_unit_test(round_trip_at_same_instant_changes_nothing_observable),
+        cmocka_unit_test(save_mid_oneshot_resumes_remainder),
+        cmocka_unit_test(save_mid_periodic_keeps_grid_relative),
+        cmocka_unit_test(
+            tsc_deadline_restored_fires_when_destination_tsc_reaches_it),
+        cmocka_unit_test(
+            save_after_expiry_before_delivery_delivers_exactly_once),
+        cmocka_unit_test(save_after_delivery_never_redelivers),
+        cmocka_unit_test(pending_at_save_delivered_once_after_restore),
+        cmocka_unit_test(catch_up_pending_count_survives_restore),
+        cmocka_unit_test(restore_with_hw_timer_armed_cancels_it),
+        cmocka_unit_test(restore_drops_destination_pending),
+        cmocka_unit_test(
+            every_single_bit_flip_is_rejected_and_instance_unchanged),
+        cmocka_unit_test(
+            every_byte_corruption_is_rejected_and_instance_unchanged),
+        cmocka_unit_test(wrong_magic_version_size_each_give_own_code),
+        cmocka_unit_test(restore_null_arguments_are_inval),
+        cmocka_unit_test(correct_checksum_bad_fields_give_state_field),
+        cmocka_unit_test(inconsistent_mode_and_registers_give_state_field),
+        cmocka_unit_test(restore_with_different_bus_hz_is_state_config),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

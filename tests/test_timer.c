@@ -1,0 +1,1933 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lib/timer.c: count-down, periodic, TSC-deadline, mask/vector, delivery
+ * and pending, missed-tick policies, host timer selection, advance
+ * (TIMER.md sections 3-7), checked against the oracle of oracle.h on a
+ * fake host, at clock bases 0 and near 2^64.
+ */
+#include "testutil.h"
+
+#define VEC 0x30u
+#define VEC2 0x41u
+
+static const uint64_t buses[] = {
+    1000000000ull, 25000000ull, 100000000ull,
+    134217728ull,  1000ull,     10000000000ull,
+};
+#define NBUSES (sizeof(buses) / sizeof(buses[0]))
+
+static void countdown(struct lapict_timer *t, uint32_t tdcr, uint32_t mode,
+                      uint32_t vec, uint32_t n)
+{
+    assert_int_equal(lapict_tdcr_write(t, tdcr), LAPICT_OK);
+    assert_int_equal(lapict_lvtt_write(t, mode | vec), LAPICT_OK);
+    assert_int_equal(lapict_tmict_write(t, n), LAPICT_OK);
+}
+
+static uint32_t lcg(uint32_t *s)
+{
+    *s = *s * 1664525u + 1013904223u;
+    return *s >> 8;
+}
+
+/* ---- Section 3: one-shot and periodic count-down ---------------------- */
+
+static void oneshot_expires_at_anchor_plus_ns_for_n(void **state)
+{
+    (void)state;
+    static const uint32_t tdcrs[] = {0xB, 0x0, 0xA};
+    static const uint32_t counts[] = {1, 3, 1000003};
+    size_t b, bi, d, n;
+    for (b = 0; b < TU_NBASES; b++)
+        for (bi = 0; bi < NBUSES; bi++)
+            for (d = 0; d < 3; d++)
+                for (n = 0; n < 3; n++) {
+                    struct fake_host h;
+                    struct lapict_timer t;
+                    struct lapict_config c = tu_cfg();
+                    uint32_t N = counts[n], div = oracle_divide(tdcrs[d]);
+                    uint64_t a, dur, s;
+                    c.bus_hz = buses[bi];
+                    tu_setup(&h, &t, &c, tu_bases[b], b == 1);
+                    fake_advance(&h, 3);
+                    a = h.now_ns;
+                    countdown(&t, tdcrs[d], LAPICT_LVTT_ONESHOT, VEC, N);
+                    dur = oracle_ns_for(N, buses[bi], div);
+                    print_message("base %zu bus %llu div %u N %u: %llu ns\n", b,
+                                  (unsigned long long)buses[bi], div, N,
+                                  (unsigned long long)dur);
+                    assert_int_equal(lapict_tmcct_read(&t), N);
+                    /* TMCCT follows E - T(t) at sampled instants. */
+                    for (s = 1; s <= 4; s++) {
+                        uint64_t dt = dur * s / 5;
+                        if (dt == 0 || dt >= dur)
+                            continue;
+                        fake_advance_to(&h, a + dt);
+                        assert_int_equal(
+                            lapict_tmcct_read(&t),
+                            N - oracle_ticks_in(dt, buses[bi], div));
+                    }
+                    fake_advance_to(&h, a + dur - 1);
+                    assert_int_equal(h.ninj, 0);
+                    assert_int_equal(
+                        lapict_tmcct_read(&t),
+                        N - oracle_ticks_in(dur - 1, buses[bi], div));
+                    fake_advance_to(&h, a + dur);
+                    assert_int_equal(h.ninj, 1);
+                    assert_int_equal(h.inj[0].ns, a + dur);
+                    assert_int_equal(h.inj[0].vector, VEC);
+                    /* A one-shot reads 0 from its expiry on and stops. */
+                    assert_int_equal(lapict_tmcct_read(&t), 0);
+                    assert_int_equal(lapict_tmict_read(&t), N);
+                    fake_advance(&h, dur * 3 + 1000);
+                    assert_int_equal(h.ninj, 1);
+                    assert_int_equal(lapict_tmcct_read(&t), 0);
+                    tu_check_host(&h);
+                }
+}
+
+static void tmcct_reads_n_at_reload_never_zero_while_periodic(void **state)
+{
+    (void)state;
+    static const uint32_t counts[] = {1, 7, 250001};
+    size_t b, bi, n;
+    for (b = 0; b < TU_NBASES; b++)
+        for (bi = 0; bi < NBUSES; bi++)
+            for (n = 0; n < 3; n++) {
+                struct fake_host h;
+                struct lapict_timer t;
+                struct lapict_config c = tu_cfg();
+                uint32_t N = counts[n];
+                uint64_t a, k;
+                unsigned expect_inj = 0;
+                if (buses[bi] == 1000 && N > 7)
+                    continue; /* 250 s periods: covered by smaller N */
+                c.bus_hz = buses[bi];
+                tu_setup(&h, &t, &c, tu_bases[b], b == 0);
+                a = h.now_ns;
+                countdown(&t, 0x1, LAPICT_LVTT_PERIODIC, VEC, N);
+                for (k = 1; k <= 5; k++) {
+                    uint64_t g = oracle_ns_for(k * N, buses[bi], 4);
+                    uint64_t pts[3];
+                    int i;
+                    pts[0] = g - 1;
+                    pts[1] = g;
+                    pts[2] = g + 1;
+                    for (i = 0; i < 3; i++) {
+                        uint64_t T, want;
+                        if (fake_diff(h.now_ns, a + pts[i]) < 0)
+                            continue;
+                        fake_advance_to(&h, a + pts[i]);
+                        T = oracle_ticks_in(pts[i], buses[bi], 4);
+                        want = N - T % N;
+                        assert_int_equal(lapict_tmcct_read(&t), want);
+                        assert_true(want >= 1 && want <= N);
+                    }
+                    /* Sub-3-ns periods put several grid points into one
+                     * ns: then only the TMCCT values are checked. */
+                    if ((uint64_t)N * 4 * 1000000000ull < 3 * buses[bi])
+                        continue;
+                    expect_inj = (unsigned)k;
+                    assert_int_equal(h.ninj, expect_inj);
+                    assert_int_equal(h.inj[k - 1].ns, a + g);
+                }
+                tu_check_host(&h);
+            }
+}
+
+/* Late host callbacks do not move the grid: E += N, never now + period. */
+static void periodic_reload_is_drift_free(void **state)
+{
+    (void)state;
+    static const uint64_t rates[] = {1000000000ull, 134217728ull, 25000000ull};
+    size_t b, r;
+    for (b = 0; b < TU_NBASES; b++)
+        for (r = 0; r < 3; r++) {
+            struct fake_host h;
+            struct lapict_timer t;
+            struct lapict_config c = tu_cfg();
+            uint32_t N = (uint32_t)(rates[r] / 4000); /* ~250 us */
+            uint32_t seed = 7;
+            uint64_t a, k;
+            c.bus_hz = rates[r];
+            tu_setup(&h, &t, &c, tu_bases[b], false);
+            a = h.now_ns;
+            countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, VEC, N);
+            for (k = 1; k <= 300; k++) {
+                uint64_t g = a + oracle_ns_for(k * N, rates[r], 1);
+                uint64_t lat = lcg(&seed) % 20000;
+                assert_true(h.sw_armed);
+                assert_int_equal(h.sw_at, g);
+                fake_stall(&h, (g + lat) - h.now_ns);
+                fake_fire_sw(&h);
+                assert_int_equal(h.ninj, k);
+                assert_int_equal(h.inj[k - 1].ns, g + lat);
+            }
+            tu_check_host(&h);
+        }
+}
+
+static void tmict_zero_stops_timer_and_drops_pending(void **state)
+{
+    (void)state;
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    tu_setup(&h, &t, &c, TU_NEAR_WRAP, false);
+    countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 300000);
+    fake_window(&h, false);
+    fake_advance(&h, 300000);
+    assert_int_equal(tu_stats(&t).pending, 1);
+    assert_int_equal(lapict_tmict_write(&t, 0), LAPICT_OK);
+    assert_int_equal(tu_stats(&t).pending, 0);
+    assert_int_equal(lapict_lvtt_read(&t), LAPICT_LVTT_PERIODIC | VEC);
+    assert_int_equal(lapict_tmcct_read(&t), 0);
+    fake_window(&h, true);
+    fake_advance(&h, 10000000);
+    assert_int_equal(h.ninj, 0);
+    assert_int_equal(lapict_tmcct_read(&t), 0);
+    tu_check_host(&h);
+}
+
+static void tmict_write_reanchors_and_drops_pending(void **state)
+{
+    (void)state;
+    size_t b;
+    for (b = 0; b < TU_NBASES; b++) {
+        struct fake_host h;
+        struct lapict_timer t;
+        struct lapict_config c = tu_cfg();
+        uint64_t a2;
+        tu_setup(&h, &t, &c, tu_bases[b], b == 1);
+        countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 300000);
+        fake_window(&h, false);
+        fake_advance(&h, 450000);
+        assert_int_equal(tu_stats(&t).pending, 1);
+        a2 = h.now_ns;
+        assert_int_equal(lapict_tmict_write(&t, 100000), LAPICT_OK);
+        assert_int_equal(tu_stats(&t).pending, 0);
+        assert_int_equal(lapict_tmcct_read(&t), 100000);
+        fake_window(&h, true);
+        assert_int_equal(h.ninj, 0);
+        fake_advance_to(&h, a2 + 99999);
+        assert_int_equal(h.ninj, 0);
+        fake_advance_to(&h, a2 + 200000);
+        assert_int_equal(h.ninj, 2);
+        assert_int_equal(h.inj[0].ns, a2 + 100000);
+        assert_int_equal(h.inj[1].ns, a2 + 200000);
+        tu_check_host(&h);
+    }
+}
+
+/* TDCR write while running: C = TMCCT(now), a = now, E = C, new rate. */
+static void tdcr_write_preserves_count_and_reanchors(void **state)
+{
+    (void)state;
+    static const uint32_t modes[] = {LAPICT_LVTT_ONESHOT, LAPICT_LVTT_PERIODIC};
+    const uint64_t bus = 134217728ull;
+    size_t b, m;
+    for (b = 0; b < TU_NBASES; b++)
+        for (m = 0; m < 2; m++) {
+            struct fake_host h;
+            struct lapict_timer t;
+            struct lapict_config c = tu_cfg();
+            const uint32_t N = 100000;
+            uint64_t a, a2, C, e1, e2;
+            c.bus_hz = bus;
+            tu_setup(&h, &t, &c, tu_bases[b], m == 1);
+            a = h.now_ns;
+            countdown(&t, 0xB, modes[m], VEC, N);
+            fake_advance(&h, 333333); /* mid-tick at 7.45 ns per tick */
+            C = N - oracle_ticks_in(333333, bus, 1);
+            assert_int_equal(lapict_tmcct_read(&t), C);
+            a2 = h.now_ns;
+            (void)a;
+            assert_int_equal(lapict_tdcr_write(&t, 0x1), LAPICT_OK); /* /4 */
+            assert_int_equal(lapict_tdcr_read(&t), 0x1);
+            assert_int_equal(lapict_tmcct_read(&t), C);
+            e1 = a2 + oracle_ns_for(C, bus, 4);
+            fake_advance_to(&h, e1 - 1);
+            assert_int_equal(h.ninj, 0);
+            assert_int_equal(lapict_tmcct_read(&t),
+                             C - oracle_ticks_in(e1 - 1 - a2, bus, 4));
+            fake_advance_to(&h, e1);
+            assert_int_equal(h.ninj, 1);
+            assert_int_equal(h.inj[0].ns, e1);
+            e2 = a2 + oracle_ns_for(C + N, bus, 4);
+            fake_advance_to(&h, e2);
+            assert_int_equal(h.ninj, m == 1 ? 2 : 1);
+            if (m == 1)
+                assert_int_equal(h.inj[1].ns, e2);
+            tu_check_host(&h);
+        }
+}
+
+static void tdcr_write_while_stopped_just_stores(void **state)
+{
+    (void)state;
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    tu_setup(&h, &t, &c, 0, false);
+    assert_int_equal(lapict_tdcr_write(&t, 0xA), LAPICT_OK);
+    assert_int_equal(lapict_tmcct_read(&t), 0);
+    assert_false(fake_armed(&h));
+    fake_advance(&h, 1000);
+    lapict_lvtt_write(&t, VEC);
+    lapict_tmict_write(&t, 10);
+    fake_advance(&h, 1279);
+    assert_int_equal(h.ninj, 0);
+    fake_advance(&h, 1);
+    assert_int_equal(h.ninj, 1);
+    assert_int_equal(h.inj[0].ns, 1000 + 1280);
+}
+
+enum md { MD_OS, MD_PER, MD_DL };
+static const uint32_t md_bits[] = {LAPICT_LVTT_ONESHOT, LAPICT_LVTT_PERIODIC,
+                                   LAPICT_LVTT_TSC_DEADLINE};
+static const char *const md_name[] = {"one-shot", "periodic", "deadline"};
+
+/* Every pair of modes: sections 3 (one-shot <-> periodic) and 4. */
+static void mode_switch_every_pair(void **state)
+{
+    (void)state;
+    size_t b, from, to;
+    for (b = 0; b < TU_NBASES; b++)
+        for (from = 0; from < 3; from++)
+            for (to = 0; to < 3; to++) {
+                struct fake_host h;
+                struct lapict_timer t;
+                struct lapict_config c = tu_cfg();
+                const uint64_t P = 1000000;
+                uint64_t a, want[4];
+                unsigned nwant = 0, i;
+                print_message("base %zu: %s -> %s\n", b, md_name[from],
+                              md_name[to]);
+                tu_setup(&h, &t, &c, tu_bases[b], b == 1);
+                h.tsc_offset = 0xFFFFFFFFFFF00000ull * b;
+                a = h.now_ns;
+                if (from == MD_DL) {
+                    lapict_lvtt_write(&t, md_bits[from] | VEC);
+                    lapict_tsc_deadline_write(&t, fake_tsc(&h) + P);
+                } else {
+                    countdown(&t, 0xB, md_bits[from], VEC, (uint32_t)P);
+                }
+                fake_advance(&h, 400000);
+                assert_int_equal(lapict_lvtt_write(&t, md_bits[to] | VEC2),
+                                 LAPICT_OK);
+                assert_int_equal(lapict_lvtt_read(&t), md_bits[to] | VEC2);
+                if (from == MD_DL && to == MD_DL) {
+                    want[nwant++] = a + P;
+                    assert_true(lapict_tsc_deadline_read(&t) != 0);
+                } else if (from == MD_DL || to == MD_DL) {
+                    /* Into or out of TSC-deadline: everything disarmed. */
+                    assert_int_equal(lapict_tmict_read(&t), 0);
+                    assert_int_equal(lapict_tmcct_read(&t), 0);
+                    assert_int_equal(lapict_tsc_deadline_read(&t), 0);
+                    assert_false(fake_armed(&h));
+                } else {
+                    /* Not re-anchored: the count carries on. */
+                    assert_int_equal(lapict_tmict_read(&t), P);
+                    assert_int_equal(lapict_tmcct_read(&t), P - 400000);
+                    want[nwant++] = a + P;
+                    if (to == MD_PER) {
+                        want[nwant++] = a + 2 * P;
+                        want[nwant++] = a + 3 * P;
+                    }
+                }
+                fake_advance_to(&h, a + 3 * P + P / 2);
+                assert_int_equal(h.ninj, nwant);
+                for (i = 0; i < nwant; i++) {
+                    assert_int_equal(h.inj[i].ns, want[i]);
+                    assert_int_equal(h.inj[i].vector, VEC2);
+                }
+                if (to == MD_DL)
+                    assert_int_equal(lapict_tsc_deadline_read(&t), 0);
+                tu_check_host(&h);
+            }
+}
+
+/* ---- Section 3: minimum period ------------------------------------ */
+
+static void min_period_clamp_slows_periodic_to_min_period(void **state)
+{
+    (void)state;
+    static const uint32_t counts[] = {1, 3, 7, 99999};
+    const uint32_t P = 200000;
+    size_t b, n;
+    for (b = 0; b < TU_NBASES; b++)
+        for (n = 0; n < 4; n++) {
+            struct fake_host h;
+            struct lapict_timer t;
+            struct lapict_config c = tu_cfg();
+            struct lapict_stats s;
+            uint32_t N = counts[n];
+            uint64_t a, k;
+            c.min_period_ns = P;
+            tu_setup(&h, &t, &c, tu_bases[b], false);
+            a = h.now_ns;
+            countdown(&t, 0x0, LAPICT_LVTT_PERIODIC, VEC, N); /* /2 */
+            assert_true(oracle_ns_for(N, 1000000000ull, 2) < P);
+            for (k = 1; k <= 3; k++) {
+                uint64_t g = oracle_ns_for_clamped(k * N, N, P);
+                uint64_t pts[3] = {g - 1, g, g + 1};
+                int i;
+                for (i = 0; i < 3; i++) {
+                    uint64_t T, want;
+                    fake_advance_to(&h, a + pts[i]);
+                    T = oracle_ticks_in_clamped(pts[i], N, P);
+                    want = N - T % N;
+                    assert_int_equal(lapict_tmcct_read(&t), want);
+                }
+                assert_int_equal(h.ninj, k);
+                assert_int_equal(h.inj[k - 1].ns, a + g);
+                assert_int_equal(g, k * P);
+            }
+            s = tu_stats(&t);
+            assert_true(s.clamps >= 1);
+            assert_true(s.clamp_reported);
+        }
+}
+
+static void min_period_not_applied_at_or_above_min(void **state)
+{
+    (void)state;
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    struct lapict_stats s;
+    c.min_period_ns = 200000;
+    tu_setup(&h, &t, &c, 0, false);
+    /* ns_for(100000) at /2 is exactly 200000: not below, not clamped. */
+    countdown(&t, 0x0, LAPICT_LVTT_PERIODIC, VEC, 100000);
+    fake_advance(&h, 400000);
+    assert_int_equal(h.ninj, 2);
+    s = tu_stats(&t);
+    assert_int_equal(s.clamps, 0);
+    assert_false(s.clamp_reported);
+}
+
+static void min_period_never_clamps_oneshot_or_deadline(void **state)
+{
+    (void)state;
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    struct lapict_stats s;
+    c.min_period_ns = 200000;
+    tu_setup(&h, &t, &c, TU_NEAR_WRAP, false);
+    countdown(&t, 0x0, LAPICT_LVTT_ONESHOT, VEC, 7);
+    fake_advance(&h, 13);
+    assert_int_equal(h.ninj, 0);
+    fake_advance(&h, 1);
+    assert_int_equal(h.ninj, 1);
+    lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
+    lapict_tsc_deadline_write(&t, fake_tsc(&h) + 10);
+    fake_advance(&h, 10);
+    assert_int_equal(h.ninj, 2);
+    s = tu_stats(&t);
+    assert_int_equal(s.clamps, 0);
+    assert_false(s.clamp_reported);
+}
+
+/* When the clamp starts or stops applying, the count is preserved. */
+static void min_period_clamp_start_stop_preserves_count(void **state)
+{
+    (void)state;
+    const uint32_t P = 200000;
+    size_t b;
+    for (b = 0; b < TU_NBASES; b++) {
+        struct fake_host h;
+        struct lapict_timer t;
+        struct lapict_config c = tu_cfg();
+        uint64_t a, C;
+        c.min_period_ns = P;
+
+        /* (a) TDCR write makes ns_for(N) drop below P: clamp starts. */
+        tu_setup(&h, &t, &c, tu_bases[b], false);
+        countdown(&t, 0xA, LAPICT_LVTT_PERIODIC, VEC, 2000); /* 256 us */
+        fake_advance(&h, 100000);
+        C = 2000 - 100000 / 128;
+        assert_int_equal(lapict_tmcct_read(&t), C);
+        a = h.now_ns;
+        lapict_tdcr_write(&t, 0x9); /* /64: 128 us < P */
+        assert_int_equal(lapict_tmcct_read(&t), C);
+        fake_advance_to(&h, a + oracle_ns_for_clamped(C, 2000, P) - 1);
+        assert_int_equal(h.ninj, 0);
+        fake_advance_to(&h, a + oracle_ns_for_clamped(C, 2000, P));
+        assert_int_equal(h.ninj, 1);
+        fake_advance_to(&h, a + oracle_ns_for_clamped(C + 2000, 2000, P));
+        assert_int_equal(h.ninj, 2);
+        assert_int_equal(h.inj[1].ns,
+                         a + oracle_ns_for_clamped(C + 2000, 2000, P));
+        assert_true(tu_stats(&t).clamps >= 1);
+
+        /* (b) periodic -> one-shot: clamp stops, count kept. */
+        tu_setup(&h, &t, &c, tu_bases[b], false);
+        countdown(&t, 0x0, LAPICT_LVTT_PERIODIC, VEC, 7);
+        fake_advance(&h, 100000);
+        C = 7 - oracle_ticks_in_clamped(100000, 7, P);
+        assert_int_equal(lapict_tmcct_read(&t), C);
+        a = h.now_ns;
+        lapict_lvtt_write(&t, LAPICT_LVTT_ONESHOT | VEC);
+        assert_int_equal(lapict_tmcct_read(&t), C);
+        fake_advance_to(&h, a + oracle_ns_for(C, 1000000000ull, 2) - 1);
+        assert_int_equal(h.ninj, 0);
+        fake_advance_to(&h, a + oracle_ns_for(C, 1000000000ull, 2));
+        assert_int_equal(h.ninj, 1);
+        fake_advance(&h, 1000000);
+        assert_int_equal(h.ninj, 1);
+
+        /* (c) running one-shot -> periodic: clamp starts, count kept. */
+        tu_setup(&h, &t, &c, tu_bases[b], false);
+        countdown(&t, 0x0, LAPICT_LVTT_ONESHOT, VEC, 7); /* 14 ns */
+        fake_advance(&h, 6);
+        C = 7 - 3;
+        assert_int_equal(lapict_tmcct_read(&t), C);
+        a = h.now_ns;
+        lapict_lvtt_write(&t, LAPICT_LVTT_PERIODIC | VEC);
+        assert_int_equal(lapict_tmcct_read(&t), C);
+        fake_advance_to(&h, a + 14);
+        assert_int_equal(h.ninj, 0);
+        fake_advance_to(&h, a + oracle_ns_for_clamped(C, 7, P));
+        assert_int_equal(h.ninj, 1);
+        assert_int_equal(h.inj[0].ns, a + oracle_ns_for_clamped(C, 7, P));
+        fake_advance_to(&h, a + oracle_ns_for_clamped(C + 7, 7, P));
+        assert_int_equal(h.ninj, 2);
+        assert_int_equal(h.inj[1].ns, a + oracle_ns_for_clamped(C + 7, 7, P));
+    }
+}
+
+/* ---- Section 4: TSC-deadline ---------------------------------------- */
+
+static void deadline_fires_when_guest_tsc_reaches_d(void **state)
+{
+    (void)state;
+    static const uint32_t khz[] = {1000000, 2000000, 2500000,
+                                   300000,  1,       100000000};
+    static const uint64_t deltas[] = {1, 999, 1000000, 123456789};
+    static const uint64_t offsets[] = {0, UINT64_MAX - 500000000ull};
+    size_t b, k, d, o;
+    for (b = 0; b < TU_NBASES; b++)
+        for (k = 0; k < 6; k++)
+            for (d = 0; d < 4; d++)
+                for (o = 0; o < 2; o++) {
+                    struct fake_host h;
+                    struct lapict_timer t;
+                    struct lapict_config c = tu_cfg();
+                    uint64_t a, D, dur;
+                    c.tsc_khz = khz[k];
+                    fake_host_init(&h, tu_bases[b], khz[k], offsets[o], o == 1);
+                    assert_int_equal(fake_attach(&h, &t, &c), LAPICT_OK);
+                    a = h.now_ns;
+                    lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
+                    D = fake_tsc(&h) + deltas[d];
+                    lapict_tsc_deadline_write(&t, D);
+                    assert_int_equal(lapict_tsc_deadline_read(&t), D);
+                    dur = oracle_tsc_ns(deltas[d], khz[k]);
+                    print_message("khz %u delta %llu -> %llu ns\n", khz[k],
+                                  (unsigned long long)deltas[d],
+                                  (unsigned long long)dur);
+                    if (dur > 1) {
+                        fake_advance_to(&h, a + dur - 1);
+                        assert_true(fake_tsc(&h) < D);
+                    }
+                    assert_int_equal(h.ninj, 0);
+                    fake_advance_to(&h, a + dur);
+                    assert_int_equal(h.ninj, 1);
+                    assert_int_equal(h.inj[0].ns, a + dur);
+                    assert_true(h.inj[0].tsc >= D);
+                    /* After the expiry the MSR reads 0. */
+                    assert_int_equal(lapict_tsc_deadline_read(&t), 0);
+                    fake_advance(&h, dur + 1000);
+                    assert_int_equal(h.ninj, 1);
+                    tu_check_host(&h);
+                }
+}
+
+static void
+deadline_msr_reads_zero_after_expiry_delivered_or_masked(void **state)
+{
+    (void)state;
+    size_t masked;
+    for (masked = 0; masked < 2; masked++) {
+        struct fake_host h;
+        struct lapict_timer t;
+        struct lapict_config c = tu_cfg();
+        tu_setup(&h, &t, &c, TU_NEAR_WRAP, false);
+        lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC |
+                                  (masked ? LAPICT_LVTT_MASK : 0));
+        lapict_tsc_deadline_write(&t, fake_tsc(&h) + 5000);
+        fake_advance(&h, 4999);
+        assert_int_equal(lapict_tsc_deadline_read(&t), h.tsc_offset + 5000);
+        fake_advance(&h, 1);
+        assert_int_equal(lapict_tsc_deadline_read(&t), 0);
+        assert_int_equal(h.ninj, masked ? 0 : 1);
+        assert_int_equal(tu_stats(&t).masked, masked);
+        assert_int_equal(tu_stats(&t).expiries, 1);
+    }
+}
+
+/* Regression: a deadline at or below the guest TSC must fire now, never be
+ * taken as a huge unsigned delta; one just above must not fire at once. */
+static void negative_delta_never_wraps_deadline(void **state)
+{
+    (void)state;
+    static const uint64_t offsets[] = {1000000000000ull, UINT64_MAX - 1000};
+    size_t b, o, k;
+    for (b = 0; b < TU_NBASES; b++)
+        for (o = 0; o < 2; o++)
+            for (k = 0; k < 5; k++) {
+                struct fake_host h;
+                struct lapict_timer t;
+                struct lapict_config c = tu_cfg();
+                uint64_t tsc, D = 0, a;
+                fake_host_init(&h, tu_bases[b], 1000000, offsets[o], b == 1);
+                assert_int_equal(fake_attach(&h, &t, &c), LAPICT_OK);
+                lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
+                fake_advance(&h, 10);
+                tsc = fake_tsc(&h);
+                a = h.now_ns;
+                switch (k) {
+                case 0:
+                    D = tsc - 1;
+                    break;
+                case 1:
+                    D = tsc;
+                    break;
+                case 2:
+                    D = 1;
+                    break;
+                case 3:
+                    D = tsc + 1;
+                    break;
+                case 4:
+                    D = UINT64_MAX;
+                    break;
+                }
+                print_message("base %zu offset %zu case %zu\n", b, o, k);
+                assert_int_equal(lapict_tsc_deadline_write(&t, D), LAPICT_OK);
+                if (k <= 2) {
+                    /* Expired at the write, at this very instant. */
+                    assert_int_equal(h.ninj, 1);
+                    assert_int_equal(h.inj[0].ns, a);
+                    assert_int_equal(lapict_tsc_deadline_read(&t), 0);
+                } else if (k == 3) {
+                    assert_int_equal(h.ninj, 0);
+                    fake_run_due(&h);
+                    assert_int_equal(h.ninj, 0);
+                    fake_advance(&h, 1);
+                    assert_int_equal(h.ninj, 1);
+                    assert_int_equal(h.inj[0].ns, a + 1);
+                } else if (o == 1) {
+                    /* TSC reaches 2^64-1 after 1000 - 10 ns. */
+                    fake_advance_to(&h, a + 989);
+                    assert_int_equal(h.ninj, 0);
+                    fake_advance_to(&h, a + 990);
+                    assert_int_equal(h.ninj, 1);
+                } else {
+                    assert_int_equal(h.ninj, 0);
+                    assert_true(fake_armed(&h));
+                    assert_true(fake_diff(h.now_ns, fake_armed_at(&h)) > 0);
+                    fake_advance(&h, 1000000000000ull);
+                    assert_int_equal(h.ninj, 0);
+                    assert_int_equal(lapict_tsc_deadline_read(&t), D);
+                }
+                tu_check_host(&h);
+            }
+}
+
+/* 2^64-1 at a 1 kHz TSC is ~1.8e25 ns away: saturate, never wrap. */
+static void deadline_max_at_slow_tsc_saturates(void **state)
+{
+    (void)state;
+    size_t b;
+    for (b = 0; b < TU_NBASES; b++) {
+        struct fake_host h;
+        struct lapict_timer t;
+        struct lapict_config c = tu_cfg();
+        c.tsc_khz = 1;
+        fake_host_init(&h, tu_bases[b], 1, 0, b == 1);
+        assert_int_equal(fake_attach(&h, &t, &c), LAPICT_OK);
+        lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
+        lapict_tsc_deadline_write(&t, UINT64_MAX);
+        assert_int_equal(h.ninj, 0);
+        assert_true(fake_armed(&h));
+        assert_true(fake_diff(h.now_ns, fake_armed_at(&h)) > 0);
+        fake_advance(&h, 1ull << 50);
+        assert_int_equal(h.ninj, 0);
+        assert_int_equal(lapict_tsc_deadline_read(&t), UINT64_MAX);
+        tu_check_host(&h);
+    }
+}
+
+static void deadline_zero_disarms(void **state)
+{
+    (void)state;
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    tu_setup(&h, &t, &c, TU_NEAR_WRAP, true);
+    lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
+    lapict_tsc_deadline_write(&t, fake_tsc(&h) + 100000);
+    assert_true(fake_armed(&h));
+    fake_advance(&h, 50000);
+    assert_int_equal(lapict_tsc_deadline_write(&t, 0), LAPICT_OK);
+    assert_int_equal(lapict_tsc_deadline_read(&t), 0);
+    fake_advance(&h, 10000000);
+    assert_int_equal(h.ninj, 0);
+    tu_check_host(&h);
+}
+
+static void deadline_write_drops_pending(void **state)
+{
+    (void)state;
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    uint64_t a;
+    tu_setup(&h, &t, &c, 0, false);
+    lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
+    fake_window(&h, false);
+    lapict_tsc_deadline_write(&t, fake_tsc(&h) + 1000);
+    fake_advance(&h, 1000);
+    assert_int_equal(tu_stats(&t).pending, 1);
+    a = h.now_ns;
+    lapict_tsc_deadline_write(&t, fake_tsc(&h) + 5000);
+    assert_int_equal(tu_stats(&t).pending, 0);
+    assert_int_equal(lapict_lvtt_read(&t) & LAPICT_LVTT_PENDING, 0);
+    fake_window(&h, true);
+    assert_int_equal(h.ninj, 0);
+    fake_advance(&h, 5000);
+    assert_int_equal(h.ninj, 1);
+    assert_int_equal(h.inj[0].ns, a + 5000);
+}
+
+static void deadline_rewrite_replaces_previous(void **state)
+{
+    (void)state;
+    size_t b;
+    for (b = 0; b < TU_NBASES; b++) {
+        struct fake_host h;
+        struct lapict_timer t;
+        struct lapict_config c = tu_cfg();
+        uint64_t a, tsc0;
+        tu_setup(&h, &t, &c, tu_bases[b], b == 0);
+        a = h.now_ns;
+        tsc0 = fake_tsc(&h);
+        lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
+        lapict_tsc_deadline_write(&t, tsc0 + 100000);
+        lapict_tsc_deadline_write(&t, tsc0 + 300000); /* later */
+        fake_advance_to(&h, a + 299999);
+        assert_int_equal(h.ninj, 0);
+        fake_advance_to(&h, a + 300000);
+        assert_int_equal(h.ninj, 1);
+        lapict_tsc_deadline_write(&t, tsc0 + 900000);
+        lapict_tsc_deadline_write(&t, tsc0 + 400000); /* earlier */
+        fake_advance_to(&h, a + 2000000);
+        assert_int_equal(h.ninj, 2);
+        assert_int_equal(h.inj[1].ns, a + 400000);
+        tu_check_host(&h);
+    }
+}
+
+/* ---- Section 5: mask and vector -------------------------------------- */
+
+static void masked_timer_keeps_counting_and_drops_expiries(void **state)
+{
+    (void)state;
+    size_t b;
+    for (b = 0; b < TU_NBASES; b++) {
+        struct fake_host h;
+        struct lapict_timer t;
+        struct lapict_config c = tu_cfg();
+        struct lapict_stats s;
+        uint64_t a;
+        tu_setup(&h, &t, &c, tu_bases[b], b == 1);
+        a = h.now_ns;
+        countdown(&t, 0xB, LAPICT_LVTT_PERIODIC | LAPICT_LVTT_MASK, VEC,
+                  1000000);
+        fake_advance_to(&h, a + 3500000);
+        assert_int_equal(h.ninj, 0);
+        assert_int_equal(lapict_tmcct_read(&t), 500000);
+        s = tu_stats(&t);
+        assert_int_equal(s.masked, 3);
+        assert_int_equal(s.expiries, 3);
+        assert_int_equal(s.injections, 0);
+        assert_int_equal(s.pending, 0);
+        /* Unmasking does not resurrect them; the grid goes on. */
+        lapict_lvtt_write(&t, LAPICT_LVTT_PERIODIC | VEC);
+        assert_int_equal(h.ninj, 0);
+        fake_advance_to(&h, a + 4000000);
+        assert_int_equal(h.ninj, 1);
+        assert_int_equal(h.inj[0].ns, a + 4000000);
+        s = tu_stats(&t);
+        assert_int_equal(s.expiries, 4);
+        assert_int_equal(s.injections, 1);
+        tu_check_host(&h);
+    }
+}
+
+static void pending_expiry_masked_before_delivery_is_dropped(void **state)
+{
+    (void)state;
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    tu_setup(&h, &t, &c, 0, false);
+    countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000);
+    fake_window(&h, false);
+    fake_advance(&h, 1000);
+    assert_int_equal(tu_stats(&t).pending, 1);
+    lapict_lvtt_write(&t, LAPICT_LVTT_ONESHOT | LAPICT_LVTT_MASK | VEC);
+    fake_window(&h, true);
+    assert_int_equal(h.ninj, 0);
+    assert_int_equal(tu_stats(&t).pending, 0);
+    assert_int_equal(lapict_lvtt_read(&t), LAPICT_LVTT_MASK | VEC);
+    /* Unmasked later: it stays dropped. */
+    lapict_lvtt_write(&t, LAPICT_LVTT_ONESHOT | VEC);
+    fake_window(&h, true);
+    fake_advance(&h, 100000);
+    assert_int_equal(h.ninj, 0);
+}
+
+static void pending_expiry_delivered_with_new_vector(void **state)
+{
+    (void)state;
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    tu_setup(&h, &t, &c, TU_NEAR_WRAP, false);
+    countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000);
+    fake_window(&h, false);
+    fake_advance(&h, 1000);
+    lapict_lvtt_write(&t, LAPICT_LVTT_ONESHOT | VEC2);
+    fake_window(&h, true);
+    assert_int_equal(h.ninj, 1);
+    assert_int_equal(h.inj[0].vector, VEC2);
+}
+
+static void illegal_vector_not_injected_and_reported(void **state)
+{
+    (void)state;
+    uint32_t v;
+    for (v = 0; v <= 16; v++) {
+        struct fake_host h;
+        struct lapict_timer t;
+        struct lapict_config c = tu_cfg();
+        struct lapict_stats s;
+        tu_setup(&h, &t, &c, 0, false);
+        countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, v, 1000);
+        fake_advance(&h, 1000);
+        s = tu_stats(&t);
+        assert_int_equal(s.expiries, 1);
+        if (v < 16) {
+            assert_int_equal(h.ninj, 0);
+            assert_int_equal(h.inject_calls, 0);
+            assert_int_equal(s.illegal_vector, 1);
+            assert_int_equal(s.injections, 0);
+            assert_int_equal(s.last_error, LAPICT_E_VECTOR);
+            assert_int_equal(h.nrep, 1);
+            assert_int_equal(h.rep[0].status, LAPICT_E_VECTOR);
+            assert_int_equal(h.rep[0].detail, v);
+            assert_int_equal(s.pending, 0);
+        } else {
+            assert_int_equal(h.ninj, 1);
+            assert_int_equal(h.inj[0].vector, 16);
+            assert_int_equal(s.illegal_vector, 0);
+            assert_int_equal(s.last_error, LAPICT_OK);
+            assert_int_equal(h.nrep, 0);
+        }
+    }
+}
+
+/* Without a report op the illegal vector is still counted, not injected. */
+static void illegal_vector_without_report_op(void **state)
+{
+    (void)state;
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    fake_host_init(&h, 0, 1000000, 0, false);
+    fake_ops_null(&h.ops, FAKE_OP_REPORT);
+    assert_int_equal(fake_attach(&h, &t, &c), LAPICT_OK);
+    countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, 3, 100000);
+    fake_advance(&h, 300000);
+    assert_int_equal(h.ninj, 0);
+    assert_int_equal(tu_stats(&t).illegal_vector, 3);
+}
+
+/* ---- Section 6: delivery, pending ------------------------------------ */
+
+static void refused_expiry_is_pending_and_delivered_once(void **state)
+{
+    (void)state;
+    size_t b;
+    for (b = 0; b < TU_NBASES; b++) {
+        struct fake_host h;
+        struct lapict_timer t;
+        struct lapict_config c = tu_cfg();
+        struct lapict_stats s;
+        uint64_t a;
+        tu_setup(&h, &t, &c, tu_bases[b], b == 1);
+        a = h.now_ns;
+        countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000);
+        fake_window(&h, false);
+        fake_advance(&h, 1000);
+        s = tu_stats(&t);
+        assert_int_equal(h.ninj, 0);
+        assert_true(h.refusals >= 1);
+        assert_int_equal(s.refused, h.refusals);
+        assert_int_equal(s.pending, 1);
+        fake_spurious_expire(&h);
+        fake_advance(&h, 5000);
+        assert_int_equal(h.ninj, 0);
+        assert_int_equal(fake_window(&h, true), LAPICT_OK);
+        assert_int_equal(h.ninj, 1);
+        assert_int_equal(h.inj[0].ns, a + 6000);
+        s = tu_stats(&t);
+        assert_int_equal(s.injections, 1);
+        assert_int_equal(s.pending, 0);
+        fake_window(&h, true);
+        fake_spurious_expire(&h);
+        fake_advance(&h, 1000000);
+        assert_int_equal(h.ninj, 1);
+        tu_check_host(&h);
+    }
+}
+
+/* Behaviour choice: a register access after an instant whose host timer
+ * has not fired yet processes the expiry right there. */
+static void register_access_after_instant_processes_expiry(void **state)
+{
+    (void)state;
+    size_t b;
+    for (b = 0; b < TU_NBASES; b++) {
+        struct fake_host h;
+        struct lapict_timer t;
+        struct lapict_config c = tu_cfg();
+        uint64_t a;
+        tu_setup(&h, &t, &c, tu_bases[b], b == 0);
+        a = h.now_ns;
+        countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000000);
+        fake_stall(&h, 1500000);
+        assert_int_equal(lapict_tmcct_read(&t), 0);
+        assert_int_equal(h.ninj, 1);
+        assert_int_equal(h.inj[0].ns, a + 1500000);
+        fake_run_due(&h); /* the late host timer: nothing more */
+        fake_advance(&h, 1000000);
+        assert_int_equal(h.ninj, 1);
+
+        /* Periodic: TMCCT already shows the reload; one interrupt. */
+        a = h.now_ns;
+        countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1000000);
+        fake_stall(&h, 2500000);
+        assert_int_equal(lapict_lvtt_read(&t), LAPICT_LVTT_PERIODIC | VEC);
+        assert_int_equal(h.ninj, 2);
+        assert_int_equal(h.inj[1].ns, a + 2500000);
+        assert_int_equal(lapict_tmcct_read(&t), 500000);
+        assert_int_equal(tu_stats(&t).coalesced, 1);
+        fake_run_due(&h);
+        assert_int_equal(h.ninj, 2);
+        fake_advance_to(&h, a + 3000000);
+        assert_int_equal(h.ninj, 3);
+        assert_int_equal(h.inj[2].ns, a + 3000000);
+        tu_check_host(&h);
+    }
+}
+
+static void early_late_duplicate_stale_callbacks_are_harmless(void **state)
+{
+    (void)state;
+    size_t b;
+    for (b = 0; b < TU_NBASES; b++) {
+        struct fake_host h;
+        struct lapict_timer t;
+        struct lapict_config c = tu_cfg();
+        uint64_t a;
+        tu_setup(&h, &t, &c, tu_bases[b], false);
+        a = h.now_ns;
+        countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000000);
+        /* Early callback: re-armed for the instant, nothing injected. */
+        fake_stall(&h, 400000);
+        fake_fire_sw(&h);
+        assert_int_equal(h.ninj, 0);
+        assert_true(h.sw_armed);
+        assert_int_equal(h.sw_at, a + 1000000);
+        /* Spurious/duplicate callback while armed. */
+        fake_spurious_expire(&h);
+        assert_int_equal(h.ninj, 0);
+        assert_true(h.sw_armed);
+        assert_int_equal(h.sw_at, a + 1000000);
+        fake_advance_to(&h, a + 999999);
+        assert_int_equal(h.ninj, 0);
+        fake_advance_to(&h, a + 1000000);
+        assert_int_equal(h.ninj, 1);
+        /* Duplicate after the expiry. */
+        fake_fire_sw(&h);
+        fake_spurious_expire(&h);
+        assert_int_equal(h.ninj, 1);
+        /* Stale: the timer was stopped, its old callback arrives. */
+        a = h.now_ns;
+        countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000);
+        lapict_tmict_write(&t, 0);
+        fake_stall(&h, 1000);
+        fake_fire_sw(&h);
+        fake_advance(&h, 100000);
+        assert_int_equal(h.ninj, 1);
+        tu_check_host(&h);
+    }
+}
+
+static void
+before_guest_entry_without_advanced_injection_does_not_spin(void **state)
+{
+    (void)state;
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    uint64_t now;
+    tu_setup(&h, &t, &c, 0, false);
+    countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000);
+    fake_advance(&h, 1000);
+    now = h.now_ns;
+    assert_int_equal(fake_enter(&h), LAPICT_OK);
+    assert_int_equal(h.spins, 0);
+    assert_int_equal(h.now_ns, now);
+    assert_int_equal(tu_stats(&t).spins, 0);
+    assert_int_equal(h.ndlv, 1);
+}
+
+/* ---- Section 6: missed ticks ---------------------------------------- */
+
+static void coalesce_keeps_at_most_one_pending(void **state)
+{
+    (void)state;
+    size_t b;
+    for (b = 0; b < TU_NBASES; b++) {
+        struct fake_host h;
+        struct lapict_timer t;
+        struct lapict_config c = tu_cfg();
+        struct lapict_stats s;
+        uint64_t a;
+        tu_setup(&h, &t, &c, tu_bases[b], b == 1);
+        a = h.now_ns;
+        countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1000000);
+        fake_window(&h, false);
+        fake_advance_to(&h, a + 5000000);
+        s = tu_stats(&t);
+        assert_int_equal(h.ninj, 0);
+        assert_int_equal(s.pending, 1);
+        assert_int_equal(s.coalesced, 4);
+        assert_int_equal(s.expiries, 5);
+        assert_true(s.refused >= 1);
+        fake_advance(&h, 100);
+        fake_window(&h, true);
+        assert_int_equal(h.ninj, 1);
+        s = tu_stats(&t);
+        assert_int_equal(s.pending, 0);
+        assert_int_equal(s.injections, 1);
+        fake_advance_to(&h, a + 6000000);
+        assert_int_equal(h.ninj, 2);
+        assert_int_equal(h.inj[1].ns, a + 6000000);
+        tu_check_host(&h);
+    }
+}
+
+static void catch_up_delivers_each_missed_tick_one_per_acceptance(void **state)
+{
+    (void)state;
+    size_t b;
+    for (b = 0; b < TU_NBASES; b++) {
+        struct fake_host h;
+        struct lapict_timer t;
+        struct lapict_config c = tu_cfg();
+        struct lapict_stats s;
+        uint64_t a;
+        unsigned calls;
+        c.missed_policy = LAPICT_MISSED_CATCH_UP;
+        tu_setup(&h, &t, &c, tu_bases[b], b == 0);
+        a = h.now_ns;
+        countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1000000);
+        fake_window(&h, false);
+        fake_advance_to(&h, a + 5000000);
+        s = tu_stats(&t);
+        assert_int_equal(h.ninj, 0);
+        assert_int_equal(s.pending, 5);
+        assert_int_equal(s.coalesced, 0);
+        assert_int_equal(s.dropped, 0);
+        assert_int_equal(lapict_lvtt_read(&t) & LAPICT_LVTT_PENDING,
+                         LAPICT_LVTT_PENDING);
+        calls = h.inject_calls;
+        fake_window(&h, true);
+        assert_int_equal(h.ninj, 5);
+        assert_int_equal(h.inject_calls - calls, 5);
+        s = tu_stats(&t);
+        assert_int_equal(s.pending, 0);
+        assert_int_equal(s.injections, 5);
+        /* The host accepts one, then refuses: one delivered per accept. */
+        fake_window(&h, false);
+        fake_advance_to(&h, a + 8000000);
+        assert_int_equal(tu_stats(&t).pending, 3);
+        h.accept_limited = true;
+        h.accept_budget = 1;
+        fake_window(&h, true);
+        assert_int_equal(h.ninj, 6);
+        assert_int_equal(tu_stats(&t).pending, 2);
+        h.accept_budget = 2;
+        fake_window(&h, true);
+        assert_int_equal(h.ninj, 8);
+        assert_int_equal(tu_stats(&t).pending, 0);
+        tu_check_host(&h);
+    }
+}
+
+static void catch_up_bound_drops_excess(void **state)
+{
+    (void)state;
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    struct lapict_stats s;
+    c.missed_policy = LAPICT_MISSED_CATCH_UP;
+    c.catch_up_max = 3;
+    tu_setup(&h, &t, &c, TU_NEAR_WRAP, false);
+    countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1000000);
+    fake_window(&h, false);
+    fake_advance(&h, 5000000);
+    s = tu_stats(&t);
+    assert_int_equal(s.pending, 3);
+    assert_int_equal(s.dropped, 2);
+    fake_window(&h, true);
+    assert_int_equal(h.ninj, 3);
+}
+
+static void catch_up_after_stall_delivers_all_missed_in_loop(void **state)
+{
+    (void)state;
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    uint64_t a;
+    c.missed_policy = LAPICT_MISSED_CATCH_UP;
+    tu_setup(&h, &t, &c, TU_NEAR_WRAP, false);
+    a = h.now_ns;
+    countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1000000);
+    fake_stall(&h, 5500000);
+    fake_run_due(&h);
+    assert_int_equal(h.ninj, 5);
+    assert_int_equal(tu_stats(&t).pending, 0);
+    assert_int_equal(fake_armed_at(&h), a + 6000000);
+}
+
+static void
+drop_policy_delivers_none_when_several_grid_points_passed(void **state)
+{
+    (void)state;
+    size_t b;
+    for (b = 0; b < TU_NBASES; b++) {
+        struct fake_host h;
+        struct lapict_timer t;
+        struct lapict_config c = tu_cfg();
+        struct lapict_stats s;
+        uint64_t a;
+        c.missed_policy = LAPICT_MISSED_DROP;
+        tu_setup(&h, &t, &c, tu_bases[b], b == 1);
+        a = h.now_ns;
+        countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1000000);
+        fake_stall(&h, 3500000);
+        fake_run_due(&h);
+        s = tu_stats(&t);
+        assert_int_equal(h.ninj, 0);
+        assert_int_equal(s.dropped, 3);
+        assert_int_equal(lapict_tmcct_read(&t), 500000);
+        fake_advance_to(&h, a + 4000000);
+        assert_int_equal(h.ninj, 1);
+        assert_int_equal(h.inj[0].ns, a + 4000000);
+        tu_check_host(&h);
+    }
+}
+
+static void drop_policy_delivers_merely_late_single_expiry(void **state)
+{
+    (void)state;
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    uint64_t a;
+    c.missed_policy = LAPICT_MISSED_DROP;
+    tu_setup(&h, &t, &c, 0, false);
+    a = h.now_ns;
+    countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1000000);
+    fake_stall(&h, 1500000);
+    fake_run_due(&h);
+    assert_int_equal(h.ninj, 1);
+    assert_int_equal(h.inj[0].ns, a + 1500000);
+    assert_int_equal(tu_stats(&t).dropped, 0);
+    fake_advance_to(&h, a + 2000000);
+    assert_int_equal(h.ninj, 2);
+}
+
+/* Regression: an hour-long host stall under a 1 ms periodic timer must be
+ * serviced by one computation: one interrupt, O(1) host-timer work. */
+static void hour_long_stall_gives_one_interrupt_with_o1_host_work(void **state)
+{
+    (void)state;
+    size_t b;
+    for (b = 0; b < TU_NBASES; b++) {
+        struct fake_host h;
+        struct lapict_timer t;
+        struct lapict_config c = tu_cfg();
+        struct lapict_stats s;
+        uint64_t a;
+        const uint64_t hour = 3600000000000ull;
+        tu_setup(&h, &t, &c, tu_bases[b], b == 1);
+        a = h.now_ns;
+        countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1000000);
+        fake_stall(&h, hour);
+        fake_clear_records(&h);
+        fake_run_due(&h);
+        s = tu_stats(&t);
+        assert_int_equal(h.expire_calls, 1);
+        assert_int_equal(h.ninj, 1);
+        assert_int_equal(h.inj[0].ns, a + hour);
+        assert_int_equal(s.coalesced, hour / 1000000 - 1);
+        assert_true(h.sw_arms + h.hv_arms <= 2);
+        assert_true(h.op_calls <= 16);
+        assert_true(fake_armed(&h));
+        assert_int_equal(fake_armed_at(&h), a + hour + 1000000);
+        assert_int_equal(lapict_tmcct_read(&t), 1000000);
+        fake_advance(&h, 1000000);
+        assert_int_equal(h.ninj, 2);
+        tu_check_host(&h);
+    }
+}
+
+/* 2^62 ns (146 years) of stall: a loop over periods would never end. */
+static void century_stall_is_serviced_in_constant_time(void **state)
+{
+    (void)state;
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    struct lapict_stats s;
+    const uint64_t stall = 1ull << 62;
+    const uint64_t k = stall / 1000000;
+    uint64_t a;
+    tu_setup(&h, &t, &c, TU_NEAR_WRAP, false);
+    a = h.now_ns;
+    countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1000000);
+    fake_stall(&h, stall);
+    fake_run_due(&h);
+    s = tu_stats(&t);
+    assert_int_equal(h.ninj, 1);
+    assert_true(s.coalesced == k - 1 || s.coalesced == UINT32_MAX);
+    assert_int_equal(fake_armed_at(&h), a + (k + 1) * 1000000);
+    assert_int_equal(lapict_tmcct_read(&t), 1000000 - stall % 1000000);
+}
+
+/* ---- Section 7: host timers ------------------------------------------ */
+
+static void hv_timer_used_when_offered_and_running(void **state)
+{
+    (void)state;
+    size_t b;
+    for (b = 0; b < TU_NBASES; b++) {
+        struct fake_host h;
+        struct lapict_timer t;
+        struct lapict_config c = tu_cfg();
+        uint64_t a;
+        tu_setup(&h, &t, &c, tu_bases[b], true);
+        a = h.now_ns;
+        countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000000);
+        assert_true(h.hv_armed);
+        assert_int_equal(h.hv_at, a + 1000000);
+        assert_false(h.sw_armed);
+        assert_int_equal(h.sw_arms, 0);
+        fake_advance(&h, 1000000);
+        assert_int_equal(h.ninj, 1);
+        assert_int_equal(h.hv_fires, 1);
+        assert_int_equal(h.sw_fires, 0);
+        tu_check_host(&h);
+    }
+}
+
+static void sw_timer_used_without_hv(void **state)
+{
+    (void)state;
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    tu_setup(&h, &t, &c, 0, false);
+    countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000000);
+    assert_true(h.sw_armed);
+    assert_int_equal(h.sw_at, 1000000);
+    assert_int_equal(h.sw_arms, 1);
+    /* Blocking/unblocking with no hv timer changes nothing. */
+    fake_block(&h);
+    fake_unblock(&h);
+    assert_true(h.sw_armed);
+    assert_int_equal(h.sw_at, 1000000);
+    assert_int_equal(tu_stats(&t).hv_to_sw, 0);
+    assert_int_equal(tu_stats(&t).sw_to_hv, 0);
+}
+
+static void vcpu_blocking_moves_hv_to_sw_and_back(void **state)
+{
+    (void)state;
+    size_t b;
+    for (b = 0; b < TU_NBASES; b++) {
+        struct fake_host h;
+        struct lapict_timer t;
+        struct lapict_config c = tu_cfg();
+        struct lapict_stats s;
+        uint64_t a;
+        tu_setup(&h, &t, &c, tu_bases[b], true);
+        a = h.now_ns;
+        countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000000);
+        fake_advance(&h, 100000);
+        assert_int_equal(fake_block(&h), LAPICT_OK);
+        assert_true(h.sw_armed);
+        assert_int_equal(h.sw_at, a + 1000000);
+        assert_false(h.hv_armed);
+        assert_true(h.hv_cancels >= 1);
+        s = tu_stats(&t);
+        assert_int_equal(s.hv_to_sw, 1);
+        assert_int_equal(fake_unblock(&h), LAPICT_OK);
+        assert_true(h.hv_armed);
+        assert_int_equal(h.hv_at, a + 1000000);
+        assert_false(h.sw_armed);
+        s = tu_stats(&t);
+        assert_int_equal(s.sw_to_hv, 1);
+        /* Blocked through the expiry: the sw timer wakes it, once. */
+        fake_block(&h);
+        fake_advance_to(&h, a + 1000000);
+        assert_int_equal(h.ninj, 1);
+        assert_int_equal(h.inj[0].ns, a + 1000000);
+        fake_unblock(&h);
+        fake_advance(&h, 5000000);
+        assert_int_equal(h.ninj, 1);
+        /* Nothing armed: blocking arms nothing. */
+        h.sw_arms = h.hv_arms = 0;
+        fake_block(&h);
+        fake_unblock(&h);
+        assert_int_equal(h.sw_arms + h.hv_arms, 0);
+        assert_false(fake_armed(&h));
+        tu_check_host(&h);
+    }
+}
+
+static void hv_refusal_falls_back_to_sw_until_next_rearm(void **state)
+{
+    (void)state;
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    uint64_t a;
+    tu_setup(&h, &t, &c, TU_NEAR_WRAP, true);
+    a = h.now_ns;
+    h.hv_refuse = true;
+    countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1000000);
+    assert_int_equal(h.hv_refusals, 1);
+    assert_true(h.sw_armed);
+    assert_int_equal(h.sw_at, a + 1000000);
+    assert_int_equal(tu_stats(&t).hv_refused, 1);
+    h.hv_refuse = false;
+    fake_advance_to(&h, a + 1000000);
+    assert_int_equal(h.ninj, 1);
+    assert_int_equal(h.sw_fires, 1);
+    /* The next re-arm tries the hardware timer again. */
+    assert_true(h.hv_armed);
+    assert_false(h.sw_armed);
+    assert_int_equal(h.hv_at, a + 2000000);
+    fake_advance_to(&h, a + 2000000);
+    assert_int_equal(h.ninj, 2);
+    assert_int_equal(h.hv_fires, 1);
+    tu_check_host(&h);
+}
+
+static void hv_refuses_beyond_range_uses_sw(void **state)
+{
+    (void)state;
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    uint64_t a;
+    tu_setup(&h, &t, &c, 0, true);
+    h.hv_max_ahead_ns = 1000000;
+    countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 5000000);
+    assert_true(h.sw_armed);
+    assert_false(h.hv_armed);
+    assert_int_equal(h.sw_at, 5000000);
+    a = h.now_ns;
+    lapict_tmict_write(&t, 500000);
+    assert_true(h.hv_armed);
+    assert_false(h.sw_armed);
+    assert_int_equal(h.hv_at, a + 500000);
+    fake_advance(&h, 10000000);
+    assert_int_equal(h.ninj, 1);
+    assert_int_equal(h.inj[0].ns, a + 500000);
+    tu_check_host(&h);
+}
+
+/* Regression: many hw<->sw moves while periodic runs; expiries stay on the
+ * grid a + ns_for(k N), none lost or doubled. */
+static void periodic_drift_across_hw_sw_switches(void **state)
+{
+    (void)state;
+    static const uint64_t rates[] = {1000000000ull, 134217728ull};
+    size_t b, r;
+    for (b = 0; b < TU_NBASES; b++)
+        for (r = 0; r < 2; r++) {
+            struct fake_host h;
+            struct lapict_timer t;
+            struct lapict_config c = tu_cfg();
+            uint32_t seed = 12345, N = (uint32_t)(rates[r] / 4000);
+            uint64_t a, end, k, n = 0;
+            int i;
+            c.bus_hz = rates[r];
+            tu_setup(&h, &t, &c, tu_bases[b], true);
+            a = h.now_ns;
+            countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, VEC, N);
+            for (i = 0; i < 600; i++) {
+                fake_advance(&h, 1 + lcg(&seed) % 400000);
+                if (h.blocked)
+                    fake_unblock(&h);
+                else
+                    fake_block(&h);
+                if (i % 7 == 0)
+                    fake_run_due(&h);
+            }
+            if (h.blocked)
+                fake_unblock(&h);
+            end = h.now_ns - a;
+            while (oracle_ns_for((n + 1) * N, rates[r], 1) <= end)
+                n++;
+            assert_int_equal(h.ninj, n);
+            for (k = 0; k < n && k < FAKE_MAX_EVENTS; k++)
+                assert_int_equal(h.inj[k].ns,
+                                 a + oracle_ns_for((k + 1) * N, rates[r], 1));
+            assert_true(tu_stats(&t).hv_to_sw >= 100);
+            assert_true(tu_stats(&t).sw_to_hv >= 100);
+            tu_check_host(&h);
+        }
+}
+
+/* Behaviour choice: the host timer is re-armed only when its target moves. */
+static void host_timer_rearmed_only_when_target_changes(void **state)
+{
+    (void)state;
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    int i;
+    tu_setup(&h, &t, &c, 0, true);
+    countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000000);
+    assert_int_equal(h.hv_arms, 1);
+    for (i = 0; i < 10; i++) {
+        fake_advance(&h, 1000);
+        lapict_tmcct_read(&t);
+        lapict_lvtt_read(&t);
+        lapict_tmict_read(&t);
+        lapict_lvtt_write(&t, LAPICT_LVTT_ONESHOT | (VEC + (uint32_t)i));
+        lapict_before_guest_entry(&t);
+        lapict_irq_window_open(&t);
+    }
+    assert_int_equal(h.hv_arms, 1);
+    assert_int_equal(h.sw_arms, 0);
+    assert_true(h.hv_armed);
+}
+
+/* ---- Section 7: advance -------------------------------------------- */
+
+static void fixed_advance_injects_early_and_spins_to_instant(void **state)
+{
+    (void)state;
+    size_t b;
+    for (b = 0; b < TU_NBASES; b++) {
+        struct fake_host h;
+        struct lapict_timer t;
+        struct lapict_config c = tu_cfg();
+        struct lapict_stats s;
+        uint64_t a, k;
+        c.advance_mode = LAPICT_ADVANCE_FIXED;
+        c.advance_ns = 5000;
+        tu_setup(&h, &t, &c, tu_bases[b], b == 1);
+        a = h.now_ns;
+        assert_int_equal(tu_stats(&t).advance_ns, 5000);
+        countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1000000);
+        for (k = 1; k <= 3; k++) {
+            uint64_t g = a + k * 1000000;
+            assert_int_equal(fake_armed_at(&h), g - 5000);
+            fake_advance_to(&h, g - 5001);
+            assert_int_equal(h.ninj, k - 1);
+            fake_advance_to(&h, g - 5000);
+            assert_int_equal(h.ninj, k);
+            assert_int_equal(h.inj[k - 1].ns, g - 5000);
+            fake_advance(&h, 700); /* exit + injection cost */
+            assert_int_equal(fake_enter(&h), LAPICT_OK);
+            assert_int_equal(h.ndlv, k);
+            assert_int_equal(h.dlv[k - 1].ns, g);
+            assert_int_equal(h.spins, k);
+            assert_int_equal(h.spin_to[k - 1], g);
+            /* A second entry does not wait again. */
+            fake_enter(&h);
+            assert_int_equal(h.spins, k);
+        }
+        s = tu_stats(&t);
+        assert_int_equal(s.spins, 3);
+        assert_int_equal(s.advance_ns, 5000);
+        tu_check_host(&h);
+    }
+}
+
+/* Behaviour choice: only lapict_expire() applies the advance. */
+static void only_expire_applies_advance(void **state)
+{
+    (void)state;
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    uint64_t a;
+    c.advance_mode = LAPICT_ADVANCE_FIXED;
+    c.advance_ns = 5000;
+    tu_setup(&h, &t, &c, TU_NEAR_WRAP, false);
+    a = h.now_ns;
+    countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000000);
+    fake_stall(&h, 1000000 - 100);
+    assert_int_equal(lapict_tmcct_read(&t), 100);
+    assert_int_equal(h.ninj, 0);
+    fake_run_due(&h); /* the late host timer */
+    assert_int_equal(h.ninj, 1);
+    assert_int_equal(h.inj[0].ns, a + 1000000 - 100);
+    fake_enter(&h);
+    assert_int_equal(h.dlv[0].ns, a + 1000000);
+}
+
+static void no_spin_op_means_no_advance(void **state)
+{
+    (void)state;
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    c.advance_mode = LAPICT_ADVANCE_FIXED;
+    c.advance_ns = 5000;
+    fake_host_init(&h, 0, 1000000, 0, false);
+    fake_ops_null(&h.ops, FAKE_OP_SPIN);
+    assert_int_equal(fake_attach(&h, &t, &c), LAPICT_OK);
+    countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000000);
+    assert_int_equal(h.sw_at, 1000000);
+    fake_advance(&h, 999999);
+    assert_int_equal(h.ninj, 0);
+    fake_advance(&h, 1);
+    assert_int_equal(h.ninj, 1);
+    assert_int_equal(h.inj[0].ns, 1000000);
+    fake_enter(&h);
+    assert_int_equal(h.dlv[0].ns, 1000000);
+    assert_int_equal(tu_stats(&t).spins, 0);
+}
+
+/* Regression: a deadline closer than the advance is injected at once and
+ * the guest still sees it no earlier than its instant. */
+static void deadline_closer_than_advance_fires_at_once(void **state)
+{
+    (void)state;
+    size_t b;
+    for (b = 0; b < TU_NBASES; b++) {
+        struct fake_host h;
+        struct lapict_timer t;
+        struct lapict_config c = tu_cfg();
+        uint64_t a, D;
+        c.advance_mode = LAPICT_ADVANCE_FIXED;
+        c.advance_ns = 5000;
+        tu_setup(&h, &t, &c, tu_bases[b], b == 1);
+        h.tsc_offset = b ? UINT64_MAX - 3000 : 0;
+        lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
+        a = h.now_ns;
+        D = fake_tsc(&h) + 1000;
+        lapict_tsc_deadline_write(&t, D);
+        fake_run_due(&h); /* no clock movement */
+        assert_int_equal(h.now_ns, a);
+        assert_int_equal(h.ninj, 1);
+        assert_int_equal(h.inj[0].ns, a);
+        assert_int_equal(h.ndlv, 0);
+        fake_enter(&h);
+        assert_int_equal(h.ndlv, 1);
+        assert_int_equal(h.dlv[0].ns, a + 1000);
+        assert_true(h.dlv[0].tsc >= D);
+        assert_int_equal(tu_stats(&t).spins, 1);
+        tu_check_host(&h);
+    }
+}
+
+static uint64_t random_tsc(struct fake_host *h)
+{
+    static uint64_t x = 88172645463325252ull;
+    (void)h;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return x;
+}
+
+/* One periodic period with adaptive advance: fire, wait @entry_ns, enter. */
+static void adaptive_round(struct fake_host *h, uint64_t entry_ns)
+{
+    fake_advance_to(h, fake_armed_at(h));
+    fake_stall(h, entry_ns);
+    fake_enter(h);
+}
+
+/* Regression: adaptive advance stays in [0, max] under absurd arrival
+ * errors, and each instance tunes its own. */
+static void adaptive_advance_stays_bounded_and_per_instance(void **state)
+{
+    (void)state;
+    struct fake_host ha, hb, hc;
+    struct lapict_timer ta, tb, tc;
+    struct lapict_config c = tu_cfg();
+    struct lapict_stats sa, sb;
+    uint32_t seed = 99;
+    int i;
+    c.advance_mode = LAPICT_ADVANCE_ADAPTIVE;
+    c.advance_ns = 1000;
+    c.advance_max_ns = 5000;
+    tu_setup(&ha, &ta, &c, 0, false);
+    tu_setup(&hb, &tb, &c, TU_NEAR_WRAP, true);
+    tu_setup(&hc, &tc, &c, 0, false);
+    hc.tsc_fn = random_tsc;
+    countdown(&ta, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1000000);
+    countdown(&tb, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1000000);
+    countdown(&tc, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1000000);
+    for (i = 0; i < 300; i++) {
+        /* A enters 3 us after the callback: late unless advance ~3 us. */
+        adaptive_round(&ha, 3000);
+        /* B enters at once: early by the whole advance. */
+        adaptive_round(&hb, 0);
+        /* C: a guest TSC of random values gives absurd errors. */
+        adaptive_round(&hc, lcg(&seed) % 3000000);
+        sa = tu_stats(&ta);
+        sb = tu_stats(&tb);
+        assert_true(sa.advance_ns <= 5000);
+        assert_true(sb.advance_ns <= 5000);
+        assert_true(tu_stats(&tc).advance_ns <= 5000);
+    }
+    /* Absurd late arrivals on A: still bounded. */
+    for (i = 0; i < 50; i++) {
+        adaptive_round(&ha, (i % 2) ? 50000000 : 9000);
+        assert_true(tu_stats(&ta).advance_ns <= 5000);
+    }
+    for (i = 0; i < 100; i++)
+        adaptive_round(&ha, 3000);
+    sa = tu_stats(&ta);
+    sb = tu_stats(&tb);
+    print_message("advance A %u B %u C %u\n", sa.advance_ns, sb.advance_ns,
+                  tu_stats(&tc).advance_ns);
+    assert_true(sa.advance_ns > sb.advance_ns + 1000);
+    assert_true(sa.advance_ns >= 2000);
+    assert_true(sb.advance_ns <= 1000);
+    /* Never delivered before the instant on B (1 GHz TSC = ns). */
+    for (i = 0; i < (int)hb.ndlv && i < (int)FAKE_MAX_EVENTS; i++)
+        assert_true(fake_diff(hb.start_ns + 1000000ull * (uint64_t)(i + 1),
+                              hb.dlv[i].ns) >= 0);
+    tu_check_host(&ha);
+    tu_check_host(&hb);
+}
+
+/* Let host timers fire one by one, entering the guest after each. */
+static void run_until_delivered(struct fake_host *h)
+{
+    int i;
+    fake_run_due(h);
+    fake_enter(h);
+    for (i = 0; i < 1000 && h->ndlv == 0 && fake_armed(h) && !h->runaway; i++) {
+        fake_advance_to(h, fake_armed_at(h));
+        fake_enter(h);
+    }
+}
+
+/* Regression: a guest TSC at 2x the host rate is converted exactly and
+ * the interrupt is never delivered before the TSC reaches the deadline. */
+static void guest_tsc_2x_rate_never_delivers_early(void **state)
+{
+    (void)state;
+    static const uint64_t deltas[] = {1, 2, 3, 999, 1000001};
+    size_t b, d, adv;
+    for (b = 0; b < TU_NBASES; b++)
+        for (adv = 0; adv < 2; adv++)
+            for (d = 0; d < 5; d++) {
+                struct fake_host h;
+                struct lapict_timer t;
+                struct lapict_config c = tu_cfg();
+                uint64_t a, D;
+                c.tsc_khz = 2000000;
+                if (adv) {
+                    c.advance_mode = LAPICT_ADVANCE_FIXED;
+                    c.advance_ns = 5000;
+                }
+                fake_host_init(&h, tu_bases[b], 2000000,
+                               b ? UINT64_MAX - 3000000 : 0, b == 1);
+                assert_int_equal(fake_attach(&h, &t, &c), LAPICT_OK);
+                a = h.now_ns;
+                lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
+                D = fake_tsc(&h) + deltas[d];
+                lapict_tsc_deadline_write(&t, D);
+                if (!adv)
+                    assert_int_equal(h.ninj, 0);
+                run_until_delivered(&h);
+                assert_int_equal(h.ndlv, 1);
+                assert_true(h.dlv[0].tsc >= D);
+                assert_int_equal(h.dlv[0].ns, a + (deltas[d] + 1) / 2);
+                if (!adv) {
+                    assert_int_equal(h.inj[0].ns, a + (deltas[d] + 1) / 2);
+                    assert_true(h.inj[0].tsc >= D);
+                }
+                tu_check_host(&h);
+            }
+}
+
+static void slow_guest_tsc_never_delivers_early(void **state)
+{
+    (void)state;
+    size_t b, adv;
+    for (b = 0; b < TU_NBASES; b++)
+        for (adv = 0; adv < 2; adv++) {
+            struct fake_host h;
+            struct lapict_timer t;
+            struct lapict_config c = tu_cfg();
+            uint64_t a, D;
+            if (adv) {
+                c.advance_mode = LAPICT_ADVANCE_FIXED;
+                c.advance_ns = 5000;
+            }
+            /* tsc_khz says 1 GHz; the guest TSC really runs at 500 MHz. */
+            fake_host_init(&h, tu_bases[b], 500000, 7, b == 1);
+            assert_int_equal(fake_attach(&h, &t, &c), LAPICT_OK);
+            a = h.now_ns;
+            lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
+            D = fake_tsc(&h) + 1000000;
+            lapict_tsc_deadline_write(&t, D);
+            run_until_delivered(&h);
+            /* No callback storm while the TSC lags behind the estimate. */
+            assert_false(h.runaway);
+            if (!adv)
+                assert_true(h.ninj == 0 || h.inj[0].tsc >= D);
+            fake_advance(&h, 4000000);
+            fake_enter(&h);
+            assert_int_equal(h.ndlv, 1);
+            assert_true(h.dlv[0].tsc >= D);
+            if (!adv)
+                assert_int_equal(h.inj[0].ns, a + 2000000);
+            tu_check_host(&h);
+        }
+}
+
+/* ---- reset ------------------------------------------------------- */
+
+static void reset_restores_reset_values_and_cancels_everything(void **state)
+{
+    (void)state;
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    struct lapict_stats s;
+    tu_setup(&h, &t, &c, TU_NEAR_WRAP, false);
+    countdown(&t, 0x3, LAPICT_LVTT_PERIODIC, VEC, 100000);
+    fake_window(&h, false);
+    fake_advance(&h, 1600000);
+    assert_int_equal(tu_stats(&t).pending, 1);
+    lapict_svr_write(&t, false);
+    assert_int_equal(lapict_reset(&t), LAPICT_OK);
+    assert_int_equal(lapict_lvtt_read(&t), 0x00010000u);
+    assert_int_equal(lapict_tdcr_read(&t), 0);
+    assert_int_equal(lapict_tmict_read(&t), 0);
+    assert_int_equal(lapict_tmcct_read(&t), 0);
+    assert_int_equal(lapict_tsc_deadline_read(&t), 0);
+    assert_false(fake_armed(&h));
+    s = tu_stats(&t);
+    assert_int_equal(s.pending, 0);
+    assert_true(s.refused >= 1); /* statistics kept */
+    assert_int_equal(s.expiries, 1);
+    fake_window(&h, true);
+    fake_advance(&h, 10000000);
+    assert_int_equal(h.ninj, 0);
+    /* The SVR disable survives the reset: writes still forced masked. */
+    lapict_lvtt_write(&t, LAPICT_LVTT_PERIODIC | VEC);
+    assert_int_equal(lapict_lvtt_read(&t),
+                     LAPICT_LVTT_PERIODIC | LAPICT_LVTT_MASK | VEC);
+    tu_check_host(&h);
+}
+
+static void reset_with_hw_timer_armed_cancels_it(void **state)
+{
+    (void)state;
+    size_t b;
+    for (b = 0; b < TU_NBASES; b++) {
+        struct fake_host h;
+        struct lapict_timer t;
+        struct lapict_config c = tu_cfg();
+        tu_setup(&h, &t, &c, tu_bases[b], true);
+        countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000000);
+        assert_true(h.hv_armed);
+        assert_int_equal(lapict_reset(&t), LAPICT_OK);
+        assert_true(h.hv_cancels >= 1);
+        assert_false(h.hv_armed);
+        assert_false(h.sw_armed);
+        fake_advance(&h, 1000000);
+        fake_fire_hv(&h); /* stale callback */
+        fake_advance(&h, 1000000);
+        assert_int_equal(h.ninj, 0);
+        assert_int_equal(tu_stats(&t).expiries, 0);
+    }
+}
+
+static void
+tsc_deadline_to_periodic_switch_with_hw_timer_armed_never_fires_old_deadline(
+    void **state)
+{
+    (void)state;
+    size_t b;
+    for (b = 0; b < TU_NBASES; b++) {
+        struct fake_host h;
+        struct lapict_timer t;
+        struct lapict_config c = tu_cfg();
+        uint64_t a;
+        tu_setup(&h, &t, &c, tu_bases[b], true);
+        lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
+        lapict_tsc_deadline_write(&t, fake_tsc(&h) + 500000);
+        assert_true(h.hv_armed);
+        fake_advance(&h, 100000);
+        lapict_lvtt_write(&t, LAPICT_LVTT_PERIODIC | VEC);
+        assert_false(h.hv_armed);
+        assert_true(h.hv_cancels >= 1);
+        fake_advance(&h, 400000);
+        fake_fire_hv(&h); /* a stale callback at the old deadline */
+        fake_advance(&h, 1000000);
+        assert_int_equal(h.ninj, 0);
+        assert_int_equal(tu_stats(&t).expiries, 0);
+        /* The periodic timer starts only with a TMICT write. */
+        a = h.now_ns;
+        lapict_tdcr_write(&t, 0xB);
+        lapict_tmict_write(&t, 300000);
+        fake_advance(&h, 600000);
+        assert_int_equal(h.ninj, 2);
+        assert_int_equal(h.inj[0].ns, a + 300000);
+        tu_check_host(&h);
+    }
+}
+
+/* ---- misc ---------------------------------------------------------- */
+
+static void instance_fits_in_256_bytes(void **state)
+{
+    (void)state;
+    assert_true(sizeof(struct lapict_timer) <= 256);
+}
+
+static void timer_calls_null_instance_are_inval(void **state)
+{
+    (void)state;
+    struct lapict_stats s;
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    tu_setup(&h, &t, &c, 0, false);
+    assert_int_equal(lapict_reset(NULL), LAPICT_E_INVAL);
+    assert_int_equal(lapict_expire(NULL), LAPICT_E_INVAL);
+    assert_int_equal(lapict_irq_window_open(NULL), LAPICT_E_INVAL);
+    assert_int_equal(lapict_vcpu_blocking(NULL), LAPICT_E_INVAL);
+    assert_int_equal(lapict_vcpu_unblocked(NULL), LAPICT_E_INVAL);
+    assert_int_equal(lapict_before_guest_entry(NULL), LAPICT_E_INVAL);
+    assert_int_equal(lapict_stats_get(NULL, &s), LAPICT_E_INVAL);
+    assert_int_equal(lapict_stats_get(&t, NULL), LAPICT_E_INVAL);
+}
+
+static void stats_start_at_zero(void **state)
+{
+    (void)state;
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    struct lapict_stats s;
+    tu_setup(&h, &t, &c, 0, true);
+    s = tu_stats(&t);
+    assert_int_equal(s.expiries + s.injections + s.refused + s.masked +
+                         s.coalesced + s.dropped + s.illegal_vector +
+                         s.mode_errors + s.clamps + s.hv_to_sw + s.sw_to_hv +
+                         s.hv_refused + s.spins,
+                     0);
+    assert_int_equal(s.pending, 0);
+    assert_int_equal(s.advance_ns, 0);
+    assert_int_equal(s.last_error, LAPICT_OK);
+    assert_false(s.clamp_reported);
+}
+
+int main(int argc, char **argv)
+{
+    /* Optional test name pattern, e.g. for debugging one test. */
+    if (argc > 1)
+        cmocka_set_test_filter(argv[1]);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(oneshot_expires_at_anchor_plus_ns_for_n),
+        cmocka_unit_test(tmcct_reads_n_at_reload_never_zero_while_periodic),
+        cmocka_unit_test(periodic_reload_is_drift_free),
+        cmocka_unit_test(tmict_zero_stops_timer_and_drops_pending),
+        cmocka_unit_test(tmict_write_reanchors_and_drops_pending),
+        cmocka_unit_test(tdcr_write_preserves_count_and_reanchors),
+        cmocka_unit_test(tdcr_write_while_stopped_just_stores),
+        cmocka_unit_test(mode_switch_every_pair),
+        cmocka_unit_test(min_period_clamp_slows_periodic_to_min_period),
+        cmocka_unit_test(min_period_not_applied_at_or_above_min),
+        cmocka_unit_test(min_period_never_clamps_oneshot_or_deadline),
+        cmocka_unit_test(min_period_clamp_start_stop_preserves_count),
+        cmocka_unit_test(deadline_fires_when_guest_tsc_reaches_d),
+        cmocka_unit_test(
+            deadline_msr_reads_zero_after_expiry_delivered_or_masked),
+        cmocka_unit_test(negative_delta_never_wraps_deadline),
+        cmocka_unit_test(deadline_max_at_slow_tsc_saturates),
+        cmocka_unit_test(deadline_zero_disarms),
+        cmocka_unit_test(deadline_write_drops_pending),
+        cmocka_unit_test(deadline_rewrite_replaces_previous),
+        cmocka_unit_test(masked_timer_keeps_counting_and_drops_expiries),
+        cmocka_unit_test(pending_expiry_masked_before_delivery_is_dropped),
+        cmocka_unit_test(pending_expiry_delivered_with_new_vector),
+        cmocka_unit_test(illegal_vector_not_injected_and_reported),
+        cmocka_unit_test(illegal_vector_without_report_op),
+        cmocka_unit_test(refused_expiry_is_pending_and_delivered_once),
+        cmocka_unit_test(register_access_after_instant_processes_expiry),
+        cmocka_unit_test(early_late_duplicate_stale_callbacks_are_harmless),
+        cmocka_unit_test(
+            before_guest_entry_without_advanced_injection_does_not_spin),
+        cmocka_unit_test(coalesce_keeps_at_most_one_pending),
+        cmocka_unit_test(catch_up_delivers_each_missed_tick_one_per_acceptance),
+        cmocka_unit_test(catch_up_bound_drops_excess),
+        cmocka_unit_test(catch_up_after_stall_delivers_all_missed_in_loop),
+        cmocka_unit_test(
+            drop_policy_delivers_none_when_several_grid_points_passed),
+        cmocka_unit_test(drop_policy_delivers_merely_late_single_expiry),
+        cmocka_unit_test(hour_long_stall_gives_one_interrupt_with_o1_host_work),
+        cmocka_unit_test(century_stall_is_serviced_in_constant_time),
+        cmocka_unit_test(hv_timer_used_when_offered_and_running),
+        cmocka_unit_test(sw_timer_used_without_hv),
+        cmocka_unit_test(vcpu_blocking_moves_hv_to_sw_and_back),
+        cmocka_unit_test(hv_refusal_falls_back_to_sw_until_next_rearm),
+        cmocka_unit_test(hv_refuses_beyond_range_uses_sw),
+        cmocka_unit_test(periodic_drift_across_hw_sw_switches),
+        cmocka_unit_test(host_timer_rearmed_only_when_target_changes),
+        cmocka_unit_test(fixed_advance_injects_early_and_spins_to_instant),
+        cmocka_unit_test(only_expire_applies_advance),
+        cmocka_unit_test(no_spin_op_means_no_advance),
+        cmocka_unit_test(deadline_closer_than_advance_fires_at_once),
+        cmocka_unit_test(adaptive_advance_stays_bounded_and_per_instance),
+        cmocka_unit_test(guest_tsc_2x_rate_never_delivers_early),
+        cmocka_unit_test(slow_guest_tsc_never_delivers_early),
+        cmocka_unit_test(reset_restores_reset_values_and_cancels_everything),
+        cmocka_unit_test(reset_with_hw_timer_armed_cancels_it),
+        cmocka_unit_test(
+            tsc_deadline_to_periodic_switch_with_hw_timer_armed_never_fires_old_deadline),
+        cmocka_unit_test(instance_fits_in_256_bytes),
+        cmocka_unit_test(timer_calls_null_instance_are_inval),
+        cmocka_unit_test(stats_start_at_zero),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
