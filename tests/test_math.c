@@ -186,7 +186,7 @@ static void conversions_match_formulas(void **state)
             t.tdcr = (uint8_t)(tdcr & 0xB);
             u128 div = (u128)1 << lapict__div_log2(tdcr);
             for (int k = 0; k < 300; k++) {
-                uint64_t dns = rnd() >> (rnd() % 64 + 1);
+                uint64_t dns = rnd() >> (rnd() % 63 + 1);
                 u128 want = (u128)dns * buses[b] / (div * 1000000000u);
                 if (want > UINT64_MAX)
                     want = UINT64_MAX; /* the library saturates */
@@ -232,7 +232,7 @@ static void tsc_to_ns_rounds_up(void **state)
         cfg.tsc_khz = khz[i];
         assert_int_equal(lapict_init(&t, &cfg, &ops, NULL), LAPICT_OK);
         for (int k = 0; k < 1000; k++) {
-            uint64_t d = rnd() >> (rnd() % 64 + 1);
+            uint64_t d = rnd() >> (rnd() % 63 + 1);
             u128 want = ((u128)d * 1000000u + khz[i] - 1) / khz[i];
             uint64_t w = want > UINT64_MAX ? UINT64_MAX : (uint64_t)want;
             assert_int_equal(lapict__ns_from_tsc(&t, d), w);
