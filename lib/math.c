@@ -96,7 +96,15 @@ lapict__u128 lapict__div128(lapict__u128 n, uint64_t d, const uint64_t r[2],
      * r = floor(2^128/d) underestimates 1/d by less than 2^-128, so the
      * product underestimates n/d by less than n/2^128 < 1: one correction.
      */
-    lapict__u128 q = mulhi128(n, r[0], r[1]);
+    lapict__u128 q;
+    if ((n >> 64) == 0) {
+        /* Common case: a 64-bit numerator needs two multiplies, not four. */
+        uint64_t n0 = (uint64_t)n;
+        q = ((lapict__u128)n0 * r[1] + (((lapict__u128)n0 * r[0]) >> 64)) >>
+            64;
+    } else {
+        q = mulhi128(n, r[0], r[1]);
+    }
     if (n - q * d >= d)
         q++;
     return q;

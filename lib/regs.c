@@ -174,6 +174,7 @@ int lapict_tsc_deadline_write(struct lapict_timer *t, uint64_t val)
         t->flags |= LAPICT__F_DL_ARMED;
     }
     lapict__update(t, now);
+    lapict__rearm(t, now);
     return LAPICT_OK;
 }
 

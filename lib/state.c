@@ -251,5 +251,6 @@ int lapict_state_restore(struct lapict_timer *t, const void *buf, size_t len)
     n.armed = LAPICT__ARMED_NONE;
     *t = n;
     lapict__update(t, now);
+    lapict__rearm(t, now);
     return LAPICT_OK;
 }

@@ -90,12 +90,16 @@ uint32_t lapict__tmcct(const struct lapict_timer *t, uint64_t now)
     if (is_periodic(t)) {
         if (T < E) {
             uint64_t r = E - T;
-            return (uint32_t)(r <= N ? r : (r - 1) % N + 1);
+            /* r > N cannot happen from guest input; a restored blob is
+             * checked. Reduce anyway, without a hardware divide. */
+            if (r > N)
+                r = (r - 1) - lapict__udiv128(r - 1, N) * N + 1;
+            return (uint32_t)r;
         }
         /* Late callback: the count already shows the reload. */
         uint64_t x = T - E;
         if (x >= N)
-            x %= N;
+            x -= lapict__udiv128(x, N) * N; /* rare: several periods late */
         return (uint32_t)(N - x);
     }
     return T >= E ? 0 : (uint32_t)(E - T);
@@ -234,37 +238,52 @@ static void expired(struct lapict_timer *t, uint64_t k, uint64_t instant)
     deliver(t);
 }
 
-/* Process the expiries whose instant is at or before @now. */
-static void process(struct lapict_timer *t, uint64_t now)
+/*
+ * Process the expiries whose instant is at or before @now. Return whether
+ * anything expired (the host timer then needs re-arming).
+ */
+static bool process(struct lapict_timer *t, uint64_t now)
 {
     if (t->flags & LAPICT__F_CD_ARMED) {
         uint64_t d = lapict__elapsed(t, now), k = 1, last = t->e_tick;
+        uint64_t instant = t->anchor_ns + t->next_rel_ns, next;
         if (d < t->next_rel_ns)
-            return;
+            return false;
         if (is_periodic(t)) {
-            /* One computation finds the grid point, whatever the stall. */
-            uint64_t x = lapict__ticks_in(t, d) - t->e_tick;
-            if (x >= t->tmict) {
-                k = x / t->tmict + 1;
-                last += (k - 1) * t->tmict;
-            }
             t->e_tick = last + t->tmict;
-            t->next_rel_ns = lapict__ns_for(t, t->e_tick);
+            next = lapict__ns_for(t, t->e_tick);
+            if (d >= next) {
+                /* Stalled past several grid points: one computation finds
+                 * them all, whatever the length of the stall. */
+                uint64_t x = lapict__ticks_in(t, d) - last;
+                k = lapict__udiv128(x, t->tmict) + 1;
+                last += (k - 1) * t->tmict;
+                instant = t->anchor_ns + lapict__ns_for(t, last);
+                t->e_tick = last + t->tmict;
+                next = lapict__ns_for(t, t->e_tick);
+            }
+            t->next_rel_ns = next;
         } else {
             t->flags &= (uint16_t)~(LAPICT__F_CD_ARMED | LAPICT__F_CD_ACTIVE);
         }
-        expired(t, k, t->anchor_ns + lapict__ns_for(t, last));
-    } else if (t->flags & LAPICT__F_DL_ARMED) {
+        expired(t, k, instant);
+        return true;
+    }
+    if (t->flags & LAPICT__F_DL_ARMED) {
         uint64_t tsc = lapict__tsc(t);
         if (tsc < t->deadline_tsc) {
             /* The TSC runs slower than estimated: aim again, later. */
-            if (lapict__after_eq(now, t->dl_ns))
+            if (lapict__after_eq(now, t->dl_ns)) {
                 t->dl_ns = lapict__deadline_ns(t, now, tsc, t->deadline_tsc);
-            return;
+                return true;
+            }
+            return false;
         }
         t->flags &= (uint16_t)~LAPICT__F_DL_ARMED;
         expired(t, 1, lapict__after_eq(now, t->dl_ns) ? t->dl_ns : now);
+        return true;
     }
+    return false;
 }
 
 /* Absolute host instant of the next expiry, capped LAPICT__FAR_NS ahead. */
@@ -312,8 +331,9 @@ void lapict__rearm(struct lapict_timer *t, uint64_t now)
 
 void lapict__update(struct lapict_timer *t, uint64_t now)
 {
-    process(t, now);
-    lapict__rearm(t, now);
+    /* Nothing expired: the armed host timer is still the right one. */
+    if (process(t, now))
+        lapict__rearm(t, now);
 }
 
 /* Inject the next expiry ahead of its instant if it is within the advance. */
