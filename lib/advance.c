@@ -1,27 +1,61 @@
 /* SPDX-License-Identifier: MIT */
-/* The adaptive advance tuner (TIMER.md section 7). */
+/*
+ * The adaptive advance tuner (TIMER.md section 7).
+ *
+ * Every sample is the host's wake-up latency L = (arrival - instant) + the
+ * advance in force: how long after the armed instant the vCPU was back at
+ * guest entry. The tuner keeps
+ *
+ *   adv_est  a fast running mean of L (gain 1/4),
+ *   adv_dev  a running mean absolute deviation of L around it (gain 1/4),
+ *   adv_ns   the advance itself: a peak hold of the accepted samples that
+ *            decays (1/64 of the gap per sample) towards est + 2 dev.
+ *
+ * Why a peak hold rather than a mean: an arrival earlier than the instant
+ * costs the host a short spin, but a later one is seen by the guest, so the
+ * advance must cover the upper end of the latency distribution, not its
+ * middle (KVM's rule centres on the mean, so half its arrivals are late
+ * under noise). A sample that comes within a quarter deviation of the
+ * advance, or beyond it, raises the advance at once to the sample plus a
+ * quarter deviation; other samples lower it slowly, so a long quiet spell
+ * gives the spin time back.
+ *
+ * Robustness: the first sample seeds the estimate (one expiry to converge,
+ * whatever the latency: KVM's 1/8 steps take tens of expiries and cannot
+ * pass 5 us). Samples further than 4 dev + est/2 + 1 us from the estimate
+ * are outliers and ignored, so a rare spike moves nothing. Consecutive
+ * outliers on the same side are a level shift and reseed the estimate: two
+ * late ones (the guest is seeing them), three early ones (only the host
+ * pays for those). Integer shifts only, bounded to [0, adv_max_ns].
+ *
+ * adv_outliers: bits 0-6 count consecutive outliers, bit 7 is set when
+ * they were late.
+ */
 #include "internal.h"
 
-static uint32_t half_step(uint32_t from, uint32_t to)
+#define OUTL_LATE 0x80u
+#define OUTL_COUNT 0x7Fu
+#define RESEED_LATE 2u
+#define RESEED_EARLY 3u
+/* Slack of the outlier gate, ns: below it nothing counts as an outlier. */
+#define GATE_FLOOR_NS 1000u
+
+/* from + (to - from) / 2^sh, without signed shifts. */
+static uint32_t ewma(uint32_t from, uint32_t to, unsigned sh)
 {
-    /* from + (to - from) / 4 without signed shifts. */
-    return to >= from ? from + ((to - from) >> 2) : from - ((from - to) >> 2);
+    return to >= from ? from + ((to - from) >> sh) : from - ((from - to) >> sh);
 }
 
-/*
- * Adaptive advance. The arrival error plus the advance in force is the
- * host's wake-up latency L. The tuner keeps an estimate of L and of its
- * mean deviation; the first sample seeds it (one expiry to converge),
- * samples far from the estimate are ignored unless three come in a row (a
- * real level shift), and the advance is the estimate plus two deviations:
- * most arrivals are then slightly early and absorbed by the wait, so the
- * guest sees the instant itself. Bounded to [0, advance_max_ns].
- */
+static void set_advance(struct lapict_timer *t, uint64_t a)
+{
+    t->adv_ns = a > t->adv_max_ns ? t->adv_max_ns : (uint32_t)a;
+}
+
 void lapict__tune(struct lapict_timer *t, int64_t err)
 {
     int64_t l = err + (int64_t)t->adv_ns;
-    uint32_t L, ad, thr;
-    uint64_t a;
+    uint32_t L, ad, n, late;
+    uint64_t thr, floor, a;
 
     if (t->adv_mode != LAPICT_ADVANCE_ADAPTIVE || !lapict__can_spin(t))
         return;
@@ -31,25 +65,37 @@ void lapict__tune(struct lapict_timer *t, int64_t err)
         l = 2 * (int64_t)LAPICT_ADVANCE_NS_LIMIT;
     L = (uint32_t)l;
     if (!(t->flags & LAPICT__F_HAVE_EST)) {
-        t->adv_est = L;
-        t->adv_dev = 0;
-        t->adv_outliers = 0;
         t->flags |= LAPICT__F_HAVE_EST;
-    } else {
-        ad = L > t->adv_est ? L - t->adv_est : t->adv_est - L;
-        thr = 4u * t->adv_dev + t->adv_est / 2u + 1000u;
-        if (ad > thr) {
-            if (++t->adv_outliers < 3)
-                return;
-            t->adv_est = L;
-            t->adv_dev = ad / 4u;
-            t->adv_outliers = 0;
-        } else {
-            t->adv_outliers = 0;
-            t->adv_est = half_step(t->adv_est, L);
-            t->adv_dev = half_step(t->adv_dev, ad);
-        }
+        goto reseed;
     }
-    a = (uint64_t)t->adv_est + 2u * (uint64_t)t->adv_dev;
-    t->adv_ns = a > t->adv_max_ns ? t->adv_max_ns : (uint32_t)a;
+    ad = L > t->adv_est ? L - t->adv_est : t->adv_est - L;
+    thr = 4ull * t->adv_dev + (t->adv_est >> 1) + GATE_FLOOR_NS;
+    if (ad > thr) {
+        late = L > t->adv_est ? OUTL_LATE : 0u;
+        n = (t->adv_outliers & OUTL_LATE) == late
+                ? (t->adv_outliers & OUTL_COUNT) + 1u
+                : 1u;
+        t->adv_outliers = (uint8_t)(late | n);
+        if (n < (late ? RESEED_LATE : RESEED_EARLY))
+            return;
+        goto reseed;
+    }
+    t->adv_outliers = 0;
+    t->adv_est = ewma(t->adv_est, L, 2);
+    t->adv_dev = ewma(t->adv_dev, ad, 2);
+    floor = (uint64_t)t->adv_est + 2ull * t->adv_dev;
+    if ((uint64_t)L + (t->adv_dev >> 2) > t->adv_ns)
+        a = (uint64_t)L + (t->adv_dev >> 2);
+    else if (t->adv_ns > floor)
+        a = t->adv_ns - ((t->adv_ns - floor) >> 6);
+    else
+        a = t->adv_ns;
+    set_advance(t, a > floor ? a : floor);
+    return;
+reseed:
+    /* A new level: trust the sample, forget the spread. */
+    t->adv_est = L;
+    t->adv_dev = 0;
+    t->adv_outliers = 0;
+    set_advance(t, L);
 }
