@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lapict-bench: hot-path cost, advance tuning study, memory figures and
+ * (when examples/bench/mux.c is built in) the multiplexing benchmark.
+ *
+ *   lapict-bench [--hotpath] [--tuning] [--memory] [--mux [ARGS...]]
+ *                [--smoke] [--runs=N] [--iters=N] [--dat=FILE]
+ *   lapict-bench --callgrind=OP | --callgrind=list
+ *
+ * No mode: --hotpath --tuning --memory. See README.md beside this file.
+ */
+#include "bench.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Defined by mux.c when it is part of the build; NULL otherwise. */
+__attribute__((weak)) int lapict_bench_mux(int argc, char **argv);
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: lapict-bench [--hotpath] [--tuning] [--memory] [--smoke]\n"
+            "                    [--runs=N] [--iters=N] [--dat=FILE]\n"
+            "       lapict-bench --mux [ARGS...]   (the rest goes to mux)\n"
+            "       lapict-bench --callgrind=OP|list\n"
+            "no mode given: --hotpath --tuning --memory\n");
+}
+
+static int parse_uint(const char *s, unsigned *out)
+{
+    char *end;
+    unsigned long v = strtoul(s, &end, 10);
+    if (!*s || *end || v == 0 || v > 100000000ul)
+        return -1;
+    *out = (unsigned)v;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct bench_opts o = {false, 0, 0, NULL, 0};
+    int hot = 0, tun = 0, mem = 0, i, rc = 0;
+
+    for (i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--hotpath")) {
+            hot = 1;
+        } else if (!strcmp(a, "--tuning")) {
+            tun = 1;
+        } else if (!strcmp(a, "--memory")) {
+            mem = 1;
+        } else if (!strcmp(a, "--smoke")) {
+            o.smoke = true;
+        } else if (!strncmp(a, "--runs=", 7)) {
+            if (parse_uint(a + 7, &o.runs))
+                goto bad;
+        } else if (!strncmp(a, "--iters=", 8)) {
+            if (parse_uint(a + 8, &o.iters))
+                goto bad;
+        } else if (!strncmp(a, "--seed=", 7)) {
+            unsigned s;
+            if (parse_uint(a + 7, &s))
+                goto bad;
+            o.seed = s;
+        } else if (!strncmp(a, "--dat=", 6) && a[6]) {
+            o.dat = a + 6;
+        } else if (!strcmp(a, "--callgrind")) {
+            return bench_callgrind(NULL) ? 1 : 0;
+        } else if (!strncmp(a, "--callgrind=", 12)) {
+            return bench_callgrind(a + 12) ? 1 : 0;
+        } else if (!strcmp(a, "--mux")) {
+            if (!lapict_bench_mux) {
+                fprintf(stderr, "lapict-bench: mux benchmark not built "
+                                "(mux.c is not part of this build)\n");
+                return 2;
+            }
+            /* mux gets its own argv: program name plus what follows. */
+            argv[i] = argv[0];
+            return lapict_bench_mux(argc - i, argv + i);
+        } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 0;
+        } else {
+            goto bad;
+        }
+    }
+    if (!hot && !tun && !mem)
+        hot = tun = mem = 1;
+    if (hot && bench_hotpath(&o))
+        rc = 1;
+    if (tun && bench_tuning(&o))
+        rc = 1;
+    if (mem && bench_memory(&o))
+        rc = 1;
+    return rc;
+bad:
+    fprintf(stderr, "lapict-bench: bad argument '%s'\n", argv[i]);
+    usage(stderr);
+    return 2;
+}
