@@ -1,0 +1,633 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The bare-metal multiplexer: per physical CPU, a binary min-heap of vCPU
+ * timer nodes keyed by (host ns deadline, arming sequence) in front of the
+ * one TSC-deadline timer. See README.md for the model and the quirk list.
+ *
+ * Freestanding: only the lapict public API, no libc. 128-bit multiplies
+ * only; the one division loop (calibration) runs bit by bit at init.
+ */
+#include "lapict_baremetal.h"
+
+#include <stddef.h>
+
+__extension__ typedef unsigned __int128 bm_u128;
+
+#define BM_CPU_MAGIC 0x424D4355u  /* "BMCU" */
+#define BM_NODE_MAGIC 0x424D4E44u /* "BMND" */
+/* Node flags. */
+#define BM_N_DETACHED_ARMED 0x1u
+/* Host distances beyond this are "far": lapict re-checks anyway. */
+#define BM_FAR_NS (1ull << 62)
+/* Guest TSC ratio lower bound: guest rate >= host rate / 2^16. */
+#define BM_RATIO_MIN (1ull << 32)
+/* ... and <= 16384 x (keeps the calibration's remainder below 2^63). */
+#define BM_RATIO_MAX (1ull << 62)
+/*
+ * Children per heap node: a 4-ary heap halves the depth of a binary one
+ * and its four children (96 bytes) share one or two cache lines, which is
+ * what matters at 10^5 timers.
+ */
+#define BM_ARITY 4
+/* Bound on the correction steps of an inverse estimate. */
+#define BM_FIX_STEPS 64
+
+/* ---- clock ---------------------------------------------------------- */
+
+/*
+ * floor(num * 2^s / den) (den < 2^62) for the smallest s <= 63 that
+ * brings the result to 2^61 or more, by long division one bit at a time (init
+ * only; avoids libgcc's __udivti3, which kernels do not link).
+ */
+static uint64_t fixed_ratio(uint64_t num, uint64_t den, uint8_t *shift)
+{
+    uint64_t q = num / den, r = num % den;
+    uint8_t s = 0;
+
+    while (s < 63 && q < (1ull << 61)) {
+        r <<= 1; /* r < den < 2^62: no overflow */
+        q <<= 1;
+        if (r >= den) {
+            r -= den;
+            q |= 1;
+        }
+        s++;
+    }
+    *shift = s;
+    return q;
+}
+
+int lapict_bm_clock_init(struct lapict_bm_clock *clk, uint32_t tsc_khz,
+                         uint64_t tsc_base, uint64_t ns_base)
+{
+    if (!clk || tsc_khz < LAPICT_TSC_KHZ_MIN || tsc_khz > LAPICT_TSC_KHZ_MAX)
+        return LAPICT_E_INVAL;
+    clk->tsc_base = tsc_base;
+    clk->ns_base = ns_base;
+    clk->tsc_khz = tsc_khz;
+    /* ns per tick = 10^6 / kHz; ticks per ns = kHz / 10^6. */
+    clk->ns_mult = fixed_ratio(1000000u, tsc_khz, &clk->ns_shift);
+    clk->tsc_mult = fixed_ratio(tsc_khz, 1000000u, &clk->tsc_shift);
+    return LAPICT_OK;
+}
+
+/* ns elapsed after @dtsc ticks, as 128 bits (monotonic in @dtsc). */
+static inline bm_u128 clk_f(const struct lapict_bm_clock *clk, uint64_t dtsc)
+{
+    return ((bm_u128)dtsc * clk->ns_mult) >> clk->ns_shift;
+}
+
+uint64_t lapict_bm_clock_ns(const struct lapict_bm_clock *clk, uint64_t tsc)
+{
+    return clk->ns_base + (uint64_t)clk_f(clk, tsc - clk->tsc_base);
+}
+
+uint64_t lapict_bm_clock_tsc(const struct lapict_bm_clock *clk,
+                             uint64_t host_ns)
+{
+    uint64_t d = host_ns - clk->ns_base;
+    bm_u128 e = ((bm_u128)d * clk->tsc_mult) >> clk->tsc_shift;
+    uint64_t x = e > UINT64_MAX ? UINT64_MAX : (uint64_t)e;
+    int i;
+
+    /*
+     * Both multipliers are rounded down, so the estimate never passes the
+     * answer (f(x) >= d needs x >= d * kHz / 10^6 >= the estimate) and is
+     * within a tick or two of it: walk up to the smallest x with
+     * f(x) >= d, so that "TSC >= result" is exactly "host ns >= host_ns"
+     * for every reader of this clock.
+     */
+    for (i = 0; i < BM_FIX_STEPS && x < UINT64_MAX && clk_f(clk, x) < d; i++)
+        x++;
+    return clk->tsc_base + x;
+}
+
+/* ---- heap ----------------------------------------------------------- */
+
+/* Deadline order on the wrapping host clock, ties by arming sequence. */
+static inline bool slot_less(const struct lapict_bm_slot *a,
+                             const struct lapict_bm_slot *b)
+{
+    int64_t d = (int64_t)(a->key_host_ns - b->key_host_ns);
+    return d < 0 || (d == 0 && a->seq < b->seq);
+}
+
+static inline void slot_put(struct lapict_bm_slot *h, uint32_t i,
+                            const struct lapict_bm_slot *s)
+{
+    h[i] = *s;
+    s->node->slot = i + 1;
+}
+
+static void sift_up(struct lapict_bm_cpu *cpu, uint32_t i,
+                    const struct lapict_bm_slot *s)
+{
+    struct lapict_bm_slot *h = cpu->heap;
+
+    while (i > 0) {
+        uint32_t p = (i - 1) / BM_ARITY;
+        if (!slot_less(s, &h[p]))
+            break;
+        slot_put(h, i, &h[p]);
+        i = p;
+    }
+    slot_put(h, i, s);
+}
+
+static void sift_down(struct lapict_bm_cpu *cpu, uint32_t i,
+                      const struct lapict_bm_slot *s)
+{
+    struct lapict_bm_slot *h = cpu->heap;
+    uint32_t n = cpu->n;
+
+    for (;;) {
+        uint32_t c = BM_ARITY * i + 1, k, end;
+        if (c >= n)
+            break;
+        end = c + BM_ARITY < n ? c + BM_ARITY : n;
+        for (k = c + 1; k < end; k++)
+            if (slot_less(&h[k], &h[c]))
+                c = k;
+        if (!slot_less(&h[c], s))
+            break;
+        slot_put(h, i, &h[c]);
+        i = c;
+    }
+    slot_put(h, i, s);
+}
+
+/* Put @s at position @i (a hole) wherever it belongs. */
+static void heap_fix(struct lapict_bm_cpu *cpu, uint32_t i,
+                     const struct lapict_bm_slot *s)
+{
+    if (i > 0 && slot_less(s, &cpu->heap[(i - 1) / BM_ARITY]))
+        sift_up(cpu, i, s);
+    else
+        sift_down(cpu, i, s);
+}
+
+static void heap_remove(struct lapict_bm_cpu *cpu, uint32_t i)
+{
+    struct lapict_bm_slot last;
+
+    cpu->heap[i].node->slot = 0;
+    cpu->n--;
+    if (i == cpu->n)
+        return;
+    last = cpu->heap[cpu->n];
+    heap_fix(cpu, i, &last);
+}
+
+/* ---- the physical timer --------------------------------------------- */
+
+static inline bool due(uint64_t key, uint64_t now)
+{
+    return (int64_t)(now - key) >= 0;
+}
+
+/*
+ * Write IA32_TSC_DEADLINE for the earliest node, only if that changes
+ * what the hardware holds. Quirks, handled here:
+ * - a deadline already reached: written as is (never 0, which disarms),
+ *   so the timer fires at once and the handler services it;
+ * - a deadline beyond the 2^64 TSC wrap: the hardware compares unsigned,
+ *   so writing it would fire at once; UINT64_MAX is written instead and
+ *   the (early) interrupt at the wrap re-arms.
+ */
+static void hw_program(struct lapict_bm_cpu *cpu, uint64_t cur)
+{
+    const struct lapict_bm_clock *clk = cpu->clock;
+    uint64_t key, tsc, v;
+
+    if (cpu->n == 0) {
+        if (cpu->hw_armed) {
+            cpu->hw->write_tsc_deadline(cpu->hw_ctx, 0);
+            cpu->hw_armed = false;
+            cpu->st.hw_writes++;
+        }
+        return;
+    }
+    key = cpu->heap[0].key_host_ns;
+    if (cpu->hw_armed && cpu->hw_req_ns == key)
+        return;
+    tsc = lapict_bm_clock_tsc(clk, key);
+    /* Reached, or before the clock's base (then tsc is meaningless). */
+    if ((int64_t)(key - clk->ns_base) < 0 || (int64_t)(tsc - cur) <= 0) {
+        tsc = v = cur ? cur : 1;
+        cpu->st.past_writes++;
+    } else {
+        v = tsc;
+        if (tsc < cur) {
+            v = UINT64_MAX;
+            cpu->st.wrap_clamps++;
+        }
+        /* Two deadlines within one TSC tick: nothing to write. */
+        if (cpu->hw_armed && cpu->hw_req_tsc == tsc) {
+            cpu->hw_req_ns = key;
+            return;
+        }
+    }
+    cpu->hw->write_tsc_deadline(cpu->hw_ctx, v);
+    cpu->hw_req_ns = key;
+    cpu->hw_req_tsc = tsc;
+    cpu->hw_armed = true;
+    cpu->st.hw_writes++;
+}
+
+static void hw_update(struct lapict_bm_cpu *cpu)
+{
+    if (cpu->n && cpu->hw_armed && cpu->hw_req_ns == cpu->heap[0].key_host_ns)
+        return;
+    hw_program(cpu, cpu->n ? cpu->hw->read_tsc(cpu->hw_ctx) : 0);
+}
+
+/* ---- nodes ---------------------------------------------------------- */
+
+static bool cpu_ok(const struct lapict_bm_cpu *cpu)
+{
+    return cpu && cpu->magic == BM_CPU_MAGIC;
+}
+
+static bool node_ok(const struct lapict_bm_node *node)
+{
+    return node && node->magic == BM_NODE_MAGIC && cpu_ok(node->cpu);
+}
+
+/* Armed, not counting the entry of the node whose callback is running. */
+static bool node_armed(const struct lapict_bm_node *node)
+{
+    const struct lapict_bm_cpu *cpu = node->cpu;
+    return node->slot &&
+           !(cpu->cur == node && cpu->heap[node->slot - 1].seq == cpu->cur_seq);
+}
+
+int lapict_bm_cpu_init(struct lapict_bm_cpu *cpu,
+                       const struct lapict_bm_cpu_config *cfg,
+                       const struct lapict_bm_hw *hw, void *hw_ctx,
+                       struct lapict_bm_slot *slots, uint32_t nslots)
+{
+    if (!cpu || !cfg || !cfg->clock || !hw || !slots || nslots == 0 ||
+        nslots > (1u << 31) || hw->version == 0 || !hw->read_tsc ||
+        !hw->write_tsc_deadline || !hw->eoi || cfg->preempt_shift > 31)
+        return LAPICT_E_INVAL;
+    *cpu = (struct lapict_bm_cpu){0};
+    cpu->hw = hw;
+    cpu->hw_ctx = hw_ctx;
+    cpu->clock = cfg->clock;
+    cpu->heap = slots;
+    cpu->cap = nslots;
+    cpu->max_rounds =
+        cfg->max_rounds ? cfg->max_rounds : LAPICT_BM_MAX_ROUNDS_DEFAULT;
+    cpu->preempt_shift = cfg->preempt_shift;
+    cpu->magic = BM_CPU_MAGIC;
+    return LAPICT_OK;
+}
+
+int lapict_bm_node_init(struct lapict_bm_node *node, struct lapict_bm_cpu *cpu,
+                        struct lapict_timer *timer, uint64_t tsc_ratio,
+                        uint64_t tsc_offset, void *user)
+{
+    uint64_t inv;
+    uint8_t shift;
+
+    if (!node || !cpu_ok(cpu) || tsc_ratio < BM_RATIO_MIN ||
+        tsc_ratio >= BM_RATIO_MAX)
+        return LAPICT_E_INVAL;
+    /* Host ticks per guest tick = 2^48 / ratio, as a fixed-point value. */
+    inv = fixed_ratio(1ull << 48, tsc_ratio, &shift);
+    *node = (struct lapict_bm_node){0};
+    node->cpu = cpu;
+    node->timer = timer;
+    node->user = user;
+    node->tsc_ratio = tsc_ratio;
+    node->tsc_offset = tsc_offset;
+    node->tsc_inv = inv;
+    node->tsc_inv_shift = shift;
+    node->magic = BM_NODE_MAGIC;
+    return LAPICT_OK;
+}
+
+void lapict_bm_node_set_fire(struct lapict_bm_node *node, lapict_bm_fire_fn fn)
+{
+    if (node && node->magic == BM_NODE_MAGIC)
+        node->fire = fn;
+}
+
+void *lapict_bm_node_user(const struct lapict_bm_node *node)
+{
+    return node ? node->user : NULL;
+}
+
+uint64_t lapict_bm_now_ns(const struct lapict_bm_cpu *cpu)
+{
+    return lapict_bm_clock_ns(cpu->clock, cpu->hw->read_tsc(cpu->hw_ctx));
+}
+
+/* VMX TSC scaling: the low 64 bits of (tsc * ratio) >> 48, plus offset. */
+static inline uint64_t guest_at(const struct lapict_bm_node *node,
+                                uint64_t host_tsc)
+{
+    return (uint64_t)(((bm_u128)host_tsc * node->tsc_ratio) >> 48) +
+           node->tsc_offset;
+}
+
+uint64_t lapict_bm_guest_tsc(const struct lapict_bm_node *node)
+{
+    return guest_at(node, node->cpu->hw->read_tsc(node->cpu->hw_ctx));
+}
+
+int lapict_bm_arm(struct lapict_bm_node *node, uint64_t host_ns)
+{
+    struct lapict_bm_cpu *cpu;
+    struct lapict_bm_slot s;
+
+    if (!node_ok(node))
+        return LAPICT_E_INVAL;
+    cpu = node->cpu;
+    s.key_host_ns = host_ns;
+    s.seq = cpu->seq++;
+    s.node = node;
+    if (node->slot) {
+        /* Arming replaces: move the node to its new place. */
+        heap_fix(cpu, node->slot - 1, &s);
+    } else {
+        if (cpu->n == cpu->cap)
+            return LAPICT_E_INVAL;
+        cpu->n++;
+        sift_up(cpu, cpu->n - 1, &s);
+    }
+    node->deadline_host_ns = host_ns;
+    cpu->st.arms++;
+    if (!cpu->in_service)
+        hw_update(cpu);
+    return LAPICT_OK;
+}
+
+int lapict_bm_cancel(struct lapict_bm_node *node)
+{
+    struct lapict_bm_cpu *cpu;
+
+    if (!node_ok(node))
+        return LAPICT_E_INVAL;
+    cpu = node->cpu;
+    cpu->st.cancels++;
+    if (!node->slot)
+        return LAPICT_OK;
+    /* (Also the entry of a node inside its callback: it stays cancelled.) */
+    heap_remove(cpu, node->slot - 1);
+    if (!cpu->in_service)
+        hw_update(cpu);
+    return LAPICT_OK;
+}
+
+bool lapict_bm_node_armed(const struct lapict_bm_node *node, uint64_t *host_ns)
+{
+    if (!node || node->magic != BM_NODE_MAGIC || !node->cpu ||
+        !node_armed(node))
+        return false;
+    if (host_ns)
+        *host_ns = node->deadline_host_ns;
+    return true;
+}
+
+int lapict_bm_node_detach(struct lapict_bm_node *node)
+{
+    bool armed;
+    int rc;
+
+    if (!node_ok(node))
+        return LAPICT_E_INVAL;
+    armed = node_armed(node);
+    rc = lapict_bm_cancel(node);
+    if (rc != LAPICT_OK)
+        return rc;
+    node->flags = armed ? BM_N_DETACHED_ARMED : 0;
+    node->cpu = NULL;
+    return LAPICT_OK;
+}
+
+int lapict_bm_node_attach(struct lapict_bm_node *node,
+                          struct lapict_bm_cpu *cpu)
+{
+    if (!node || node->magic != BM_NODE_MAGIC || node->cpu || !cpu_ok(cpu))
+        return LAPICT_E_INVAL;
+    node->cpu = cpu;
+    if (node->flags & BM_N_DETACHED_ARMED) {
+        node->flags = 0;
+        return lapict_bm_arm(node, node->deadline_host_ns);
+    }
+    return LAPICT_OK;
+}
+
+/* ---- servicing ------------------------------------------------------ */
+
+static void fire(struct lapict_bm_node *node)
+{
+    if (node->fire)
+        node->fire(node);
+    else if (node->timer)
+        lapict_expire(node->timer);
+}
+
+static int service(struct lapict_bm_cpu *cpu, bool irq)
+{
+    uint32_t rounds = 0;
+    bool fired = false;
+    uint64_t cur, now;
+
+    if (!cpu_ok(cpu) || cpu->in_service)
+        return LAPICT_E_INVAL;
+    cpu->in_service = 1;
+    if (irq) {
+        cpu->st.irqs++;
+        /* A TSC-deadline timer that fired is disarmed (the MSR reads 0). */
+        cpu->hw_armed = false;
+    } else {
+        cpu->st.preempt_exits++;
+    }
+    cur = cpu->hw->read_tsc(cpu->hw_ctx);
+    now = lapict_bm_clock_ns(cpu->clock, cur);
+    while (cpu->n && due(cpu->heap[0].key_host_ns, now)) {
+        /* Nodes armed from now on (re-arms by the callbacks) wait. */
+        uint64_t round_seq = cpu->seq;
+
+        if (rounds == cpu->max_rounds) {
+            /* hw_program() writes a reached deadline: it fires again. */
+            cpu->st.round_limits++;
+            break;
+        }
+        rounds++;
+        while (cpu->n && due(cpu->heap[0].key_host_ns, now) &&
+               cpu->heap[0].seq < round_seq) {
+            struct lapict_bm_node *node = cpu->heap[0].node;
+            uint64_t seq = cpu->heap[0].seq;
+            /*
+             * The node counts as off the heap during its callback (see
+             * cur_seq): lapict_expire() re-arms it, which moves its entry
+             * down from the top in one sift (the common case), or cancels
+             * it; host code may touch other nodes. Whatever it does, the
+             * heap is consistent at every call.
+             */
+            cpu->cur = node;
+            cpu->cur_seq = seq;
+            cpu->st.fired++;
+            fired = true;
+            fire(node);
+            cpu->cur = NULL;
+            /* Neither re-armed nor cancelled: take it off now. */
+            if (node->cpu == cpu && node->slot &&
+                cpu->heap[node->slot - 1].seq == seq)
+                heap_remove(cpu, node->slot - 1);
+        }
+        cur = cpu->hw->read_tsc(cpu->hw_ctx);
+        now = lapict_bm_clock_ns(cpu->clock, cur);
+    }
+    if (!fired && irq)
+        cpu->st.early_irqs++;
+    cpu->in_service = 0;
+    hw_program(cpu, cur);
+    if (irq)
+        cpu->hw->eoi(cpu->hw_ctx);
+    return LAPICT_OK;
+}
+
+int lapict_bm_timer_irq(struct lapict_bm_cpu *cpu)
+{
+    return service(cpu, true);
+}
+
+int lapict_bm_preempt_exit(struct lapict_bm_cpu *cpu)
+{
+    return service(cpu, false);
+}
+
+int lapict_bm_guest_entry(struct lapict_bm_cpu *cpu)
+{
+    uint64_t cur, key, d;
+
+    if (!cpu_ok(cpu))
+        return LAPICT_E_INVAL;
+    if (!cpu->hw->write_preempt || cpu->n == 0)
+        return LAPICT_OK;
+    cur = cpu->hw->read_tsc(cpu->hw_ctx);
+    key = cpu->heap[0].key_host_ns;
+    d = due(key, lapict_bm_clock_ns(cpu->clock, cur))
+            ? 0
+            : lapict_bm_clock_tsc(cpu->clock, key) - cur;
+    if ((int64_t)d <= 0) {
+        cpu->hw->write_preempt(cpu->hw_ctx, 0);
+    } else {
+        /*
+         * The count drops when bit preempt_shift of the TSC changes, so
+         * the first step can come early: one extra tick, never early.
+         */
+        uint64_t t = (d >> cpu->preempt_shift) + 1;
+        cpu->hw->write_preempt(cpu->hw_ctx,
+                               t > UINT32_MAX ? UINT32_MAX : (uint32_t)t);
+    }
+    return LAPICT_OK;
+}
+
+int lapict_bm_stats_get(const struct lapict_bm_cpu *cpu,
+                        struct lapict_bm_stats *out)
+{
+    if (!cpu_ok(cpu) || !out)
+        return LAPICT_E_INVAL;
+    *out = cpu->st;
+    out->armed = cpu->n;
+    out->capacity = cpu->cap;
+    return LAPICT_OK;
+}
+
+/* ---- the lapict ops of a node (ctx = node) ---------------------------- */
+
+static uint64_t op_now_ns(void *ctx)
+{
+    const struct lapict_bm_node *node = ctx;
+    return lapict_bm_now_ns(node->cpu);
+}
+
+static uint64_t op_guest_tsc(void *ctx)
+{
+    return lapict_bm_guest_tsc(ctx);
+}
+
+static void op_arm(void *ctx, uint64_t host_ns)
+{
+    (void)lapict_bm_arm(ctx, host_ns);
+}
+
+static void op_cancel(void *ctx)
+{
+    (void)lapict_bm_cancel(ctx);
+}
+
+/*
+ * The first host ns at which the guest TSC reaches @d: find the first host
+ * TSC h with guest(h) >= d (estimate, then correct with the forward map),
+ * and return the first ns value that only TSC values >= h produce.
+ */
+static uint64_t op_tsc_to_host_ns(void *ctx, uint64_t d)
+{
+    const struct lapict_bm_node *node = ctx;
+    const struct lapict_bm_clock *clk = node->cpu->clock;
+    uint64_t h0 = node->cpu->hw->read_tsc(node->cpu->hw_ctx);
+    uint64_t g0 = guest_at(node, h0), dg = d - g0, h, dh, frac;
+    bm_u128 e, p;
+    int i;
+
+    if (d <= g0)
+        return lapict_bm_clock_ns(clk, h0);
+    if (dg >= BM_FAR_NS)
+        return lapict_bm_clock_ns(clk, h0) + BM_FAR_NS;
+    /*
+     * dg guest ticks take dg * 2^48 / ratio host ticks, less the fraction
+     * of a guest tick already elapsed at h0 (the low 48 bits of the
+     * scaled product).
+     */
+    frac = (uint64_t)((bm_u128)h0 * node->tsc_ratio) & ((1ull << 48) - 1);
+    e = ((bm_u128)dg * node->tsc_inv) >> node->tsc_inv_shift;
+    p = ((bm_u128)frac * node->tsc_inv) >> (48 + node->tsc_inv_shift);
+    if (e > p + BM_FAR_NS)
+        return lapict_bm_clock_ns(clk, h0) + BM_FAR_NS;
+    dh = e > p + 1 ? (uint64_t)(e - p) : 1;
+    h = h0 + dh;
+    for (i = 0;
+         i < BM_FIX_STEPS && h != h0 + 1 && guest_at(node, h - 1) - g0 >= dg;
+         i++)
+        h--;
+    for (i = 0; i < BM_FIX_STEPS && guest_at(node, h) - g0 < dg; i++)
+        h++;
+    return lapict_bm_clock_ns(clk, h - 1) + 1;
+}
+
+static void op_spin_until(void *ctx, uint64_t host_ns)
+{
+    const struct lapict_bm_node *node = ctx;
+    const struct lapict_bm_cpu *cpu = node->cpu;
+    uint64_t tsc = lapict_bm_clock_tsc(cpu->clock, host_ns);
+
+    while ((int64_t)(cpu->hw->read_tsc(cpu->hw_ctx) - tsc) < 0) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+    }
+}
+
+void lapict_bm_ops_fill(struct lapict_ops *ops,
+                        bool (*inject)(void *node, uint8_t vector),
+                        void (*report)(void *node, int status, uint32_t detail))
+{
+    if (!ops)
+        return;
+    *ops = (struct lapict_ops){0};
+    ops->version = LAPICT_OPS_VERSION;
+    ops->now_ns = op_now_ns;
+    ops->guest_tsc = op_guest_tsc;
+    ops->sw_timer_arm = op_arm;
+    ops->sw_timer_cancel = op_cancel;
+    ops->inject = inject;
+    ops->spin_until = op_spin_until;
+    ops->report = report;
+    ops->tsc_to_host_ns = op_tsc_to_host_ns;
+}

@@ -1,0 +1,1137 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * adapters/baremetal: the per-CPU timer multiplexer against a fake physical
+ * LAPIC (a TSC the test advances and one TSC-deadline timer that fires when
+ * TSC >= deadline, unsigned, as the SDM's "TSC-Deadline Mode" says), a
+ * brute-force oracle (a plain array scanned linearly) and K real lapict
+ * instances checked against their architectural instants. Time cases run
+ * at TSC / host-ns bases 0 and near 2^64.
+ */
+/* clang-format off */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+/* clang-format on */
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <lapict/lapict.h>
+
+#include "lapict_baremetal.h"
+
+__extension__ typedef unsigned __int128 u128;
+
+#define NEAR_WRAP (UINT64_MAX - 5000000u)
+static const uint64_t bases[] = {0, NEAR_WRAP};
+#define NBASES 2
+
+/* ---- fake physical LAPIC ---------------------------------------------- */
+
+struct fake_hw {
+    uint64_t tsc;
+    bool armed;
+    uint64_t deadline;
+    unsigned writes, eois, irqs, preempt_writes;
+    uint32_t preempt;
+    bool in_irq;
+    struct lapict_bm_cpu *cpu;
+    /* Called at the start of each interrupt (oracle bookkeeping). */
+    void (*on_irq)(struct fake_hw *f);
+};
+
+static uint64_t hw_read_tsc(void *ctx)
+{
+    return ((struct fake_hw *)ctx)->tsc;
+}
+
+static void hw_write_deadline(void *ctx, uint64_t v)
+{
+    struct fake_hw *f = ctx;
+    f->deadline = v;
+    f->armed = v != 0;
+    f->writes++;
+}
+
+static void hw_eoi(void *ctx)
+{
+    struct fake_hw *f = ctx;
+    assert_true(f->in_irq);
+    f->eois++;
+}
+
+static void hw_preempt(void *ctx, uint32_t ticks)
+{
+    struct fake_hw *f = ctx;
+    f->preempt = ticks;
+    f->preempt_writes++;
+}
+
+static const struct lapict_bm_hw fake_ops = {
+    .version = LAPICT_BM_HW_VERSION,
+    .read_tsc = hw_read_tsc,
+    .write_tsc_deadline = hw_write_deadline,
+    .eoi = hw_eoi,
+    .write_preempt = hw_preempt,
+};
+
+/* The timer fires: the MSR clears, the handler runs. */
+static void fake_irq(struct fake_hw *f)
+{
+    f->armed = false;
+    f->irqs++;
+    if (f->on_irq)
+        f->on_irq(f);
+    f->in_irq = true;
+    assert_int_equal(lapict_bm_timer_irq(f->cpu), LAPICT_OK);
+    f->in_irq = false;
+}
+
+/*
+ * Advance the TSC by @dt ticks (wrapping), taking every interrupt on the
+ * way at the tick it fires. An interrupt that follows another one at the
+ * same tick is taken one tick later: a handler takes time.
+ */
+static void fake_run(struct fake_hw *f, uint64_t dt)
+{
+    uint64_t left = dt;
+    unsigned chain = 0;
+    bool fired_here = false;
+    uint64_t last = 0;
+
+    for (;;) {
+        uint64_t dist;
+        if (!f->armed)
+            break;
+        dist = f->deadline > f->tsc ? f->deadline - f->tsc : 0;
+        if (dist > left)
+            break;
+        f->tsc += dist;
+        left -= dist;
+        if (fired_here && f->tsc == last) {
+            f->tsc++;
+            if (left)
+                left--;
+        }
+        fired_here = true;
+        last = f->tsc;
+        fake_irq(f);
+        assert_true(++chain < 1000000u); /* no interrupt storm */
+    }
+    f->tsc += left;
+}
+
+struct rig {
+    struct fake_hw hw;
+    struct lapict_bm_clock clk;
+    struct lapict_bm_cpu cpu;
+    struct lapict_bm_slot slots[256];
+    struct lapict_bm_node nodes[256];
+};
+
+static void rig_init(struct rig *r, uint32_t khz, uint64_t tsc_base,
+                     uint64_t ns_base, unsigned nnodes)
+{
+    struct lapict_bm_cpu_config cc = {0};
+    unsigned i;
+    memset(r, 0, sizeof(*r));
+    r->hw.tsc = tsc_base;
+    assert_int_equal(lapict_bm_clock_init(&r->clk, khz, tsc_base, ns_base),
+                     LAPICT_OK);
+    cc.clock = &r->clk;
+    cc.preempt_shift = 5;
+    assert_int_equal(
+        lapict_bm_cpu_init(&r->cpu, &cc, &fake_ops, &r->hw, r->slots, 256),
+        LAPICT_OK);
+    r->hw.cpu = &r->cpu;
+    for (i = 0; i < nnodes; i++)
+        assert_int_equal(lapict_bm_node_init(&r->nodes[i], &r->cpu, NULL,
+                                             LAPICT_BM_RATIO_ONE, 0,
+                                             (void *)(uintptr_t)i),
+                         LAPICT_OK);
+}
+
+static uint64_t now_ns(struct rig *r)
+{
+    return lapict_bm_now_ns(&r->cpu);
+}
+
+/* Fire log of hook-driven tests. */
+static unsigned fire_log[4096], nfire;
+static uint64_t fire_ns[4096];
+
+static void log_fire(struct lapict_bm_node *n)
+{
+    assert_true(nfire < 4096);
+    fire_ns[nfire] = lapict_bm_now_ns(n->cpu);
+    fire_log[nfire++] = (unsigned)(uintptr_t)lapict_bm_node_user(n);
+}
+
+static void hook_all(struct rig *r, unsigned nnodes, lapict_bm_fire_fn fn)
+{
+    unsigned i;
+    for (i = 0; i < nnodes; i++)
+        lapict_bm_node_set_fire(&r->nodes[i], fn);
+    nfire = 0;
+}
+
+static uint64_t rng_state;
+static uint64_t rnd(void)
+{
+    /* xorshift64*: deterministic, seeded per test. */
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return rng_state * 2685821657736338717ull;
+}
+static uint64_t rnd_below(uint64_t n)
+{
+    return n ? rnd() % n : 0;
+}
+
+/* ---- clock ------------------------------------------------------------ */
+
+/* Rule: host ns = floor(dTSC * 10^6 / kHz) within the multiply-shift's
+ * rounding; clock_tsc() is the exact inverse (first TSC with ns >= x). */
+static void clock_multiply_shift_matches_exact_and_inverts(void **state)
+{
+    static const uint32_t khzs[] = {1,       1000,    999983,  1000000,
+                                    2000000, 2500000, 3000007, 100000000};
+    size_t k, b;
+    int i;
+    (void)state;
+    rng_state = 0x1234;
+    for (k = 0; k < sizeof(khzs) / sizeof(khzs[0]); k++)
+        for (b = 0; b < NBASES; b++) {
+            struct lapict_bm_clock c;
+            uint64_t tb = bases[b], nb = bases[NBASES - 1 - b];
+            assert_int_equal(lapict_bm_clock_init(&c, khzs[k], tb, nb),
+                             LAPICT_OK);
+            assert_int_equal(lapict_bm_clock_ns(&c, tb), nb);
+            for (i = 0; i < 2000; i++) {
+                /* Up to ~2^44 ticks: hours at GHz rates. */
+                uint64_t dt = rnd() >> (20 + rnd_below(40));
+                uint64_t exact = (uint64_t)((u128)dt * 1000000u / khzs[k]);
+                uint64_t got = lapict_bm_clock_ns(&c, tb + dt) - nb;
+                uint64_t x, t;
+                /* Relative error below 2^-40, never above the exact. */
+                assert_true(got <= exact);
+                assert_true(exact - got <= 1 + (exact >> 40));
+                /* Inverse: the first TSC whose ns reaches x. */
+                x = nb + got + rnd_below(3);
+                t = lapict_bm_clock_tsc(&c, x);
+                assert_true((int64_t)(lapict_bm_clock_ns(&c, t) - x) >= 0);
+                if (t != tb)
+                    assert_true((int64_t)(lapict_bm_clock_ns(&c, t - 1) - x) <
+                                0);
+            }
+        }
+    assert_int_equal(lapict_bm_clock_init(NULL, 1, 0, 0), LAPICT_E_INVAL);
+    {
+        struct lapict_bm_clock c;
+        assert_int_equal(lapict_bm_clock_init(&c, 0, 0, 0), LAPICT_E_INVAL);
+        assert_int_equal(lapict_bm_clock_init(&c, 100000001u, 0, 0),
+                         LAPICT_E_INVAL);
+    }
+}
+
+/* Rule: the host clock is continuous across the 2^64 TSC wrap. */
+static void clock_continuous_across_tsc_wrap(void **state)
+{
+    struct lapict_bm_clock c;
+    uint64_t prev, t;
+    (void)state;
+    assert_int_equal(lapict_bm_clock_init(&c, 1000000u, UINT64_MAX - 10, 7),
+                     LAPICT_OK);
+    prev = lapict_bm_clock_ns(&c, UINT64_MAX - 10);
+    for (t = UINT64_MAX - 9; t != 20; t++) {
+        uint64_t ns = lapict_bm_clock_ns(&c, t);
+        assert_int_equal(ns, prev + 1);
+        prev = ns;
+    }
+    assert_int_equal(lapict_bm_clock_tsc(&c, 7 + 11), 0);
+}
+
+/* ---- ordering, ties, cancel, re-arm ------------------------------------ */
+
+/* Rule: deadline order; the hardware holds the earliest deadline. */
+static void fires_in_deadline_order(void **state)
+{
+    static const uint64_t off[] = {5000, 1000, 3000, 2000, 4000};
+    size_t b, i;
+    (void)state;
+    for (b = 0; b < NBASES; b++) {
+        struct rig r;
+        uint64_t t0;
+        rig_init(&r, 2500000u, bases[b], bases[NBASES - 1 - b], 5);
+        hook_all(&r, 5, log_fire);
+        t0 = now_ns(&r);
+        for (i = 0; i < 5; i++)
+            assert_int_equal(lapict_bm_arm(&r.nodes[i], t0 + off[i]),
+                             LAPICT_OK);
+        assert_true(r.hw.armed);
+        assert_int_equal(r.hw.deadline, lapict_bm_clock_tsc(&r.clk, t0 + 1000));
+        /* Only changes of the earliest deadline reach the hardware. */
+        assert_int_equal(r.hw.writes, 2);
+        fake_run(&r.hw, 100000);
+        assert_int_equal(nfire, 5);
+        assert_int_equal(fire_log[0], 1);
+        assert_int_equal(fire_log[1], 3);
+        assert_int_equal(fire_log[2], 2);
+        assert_int_equal(fire_log[3], 4);
+        assert_int_equal(fire_log[4], 0);
+        for (i = 0; i < 5; i++) {
+            uint64_t want = t0 + off[fire_log[i]];
+            /* Never early; late by less than one TSC tick (0.4 ns). */
+            assert_true((int64_t)(fire_ns[i] - want) >= 0);
+            assert_true(fire_ns[i] - want <= 1);
+        }
+        assert_false(r.hw.armed);
+        assert_int_equal(r.hw.irqs, 5);
+        assert_int_equal(r.hw.eois, 5);
+    }
+}
+
+/* Rule: equal deadlines fire in arming order; re-arming moves to the end. */
+static void ties_fire_in_arming_order(void **state)
+{
+    struct rig r;
+    uint64_t t0;
+    unsigned i;
+    (void)state;
+    rig_init(&r, 1000000u, 0, 0, 8);
+    hook_all(&r, 8, log_fire);
+    t0 = now_ns(&r);
+    for (i = 0; i < 8; i++)
+        lapict_bm_arm(&r.nodes[(i * 5) % 8], t0 + 100);
+    /* Re-arm node 0 at the same instant: it is now the last of the tie. */
+    lapict_bm_arm(&r.nodes[0], t0 + 100);
+    fake_run(&r.hw, 1000);
+    assert_int_equal(nfire, 8);
+    for (i = 0; i < 7; i++)
+        assert_int_equal(fire_log[i], ((i + 1) * 5) % 8);
+    assert_int_equal(fire_log[7], 0);
+    /* One interrupt for the whole tie. */
+    assert_int_equal(r.hw.irqs, 1);
+}
+
+/* Rule: cancel of the head reprograms to the next; cancel is idempotent;
+ * a cancelled node never fires; an empty CPU disarms the timer. */
+static void cancel_head_reprograms_and_is_idempotent(void **state)
+{
+    struct rig r;
+    uint64_t t0;
+    unsigned w;
+    (void)state;
+    rig_init(&r, 1000000u, NEAR_WRAP, 0, 3);
+    hook_all(&r, 3, log_fire);
+    t0 = now_ns(&r);
+    lapict_bm_arm(&r.nodes[0], t0 + 100);
+    lapict_bm_arm(&r.nodes[1], t0 + 200);
+    lapict_bm_arm(&r.nodes[2], t0 + 300);
+    assert_int_equal(r.hw.deadline, NEAR_WRAP + 100);
+    lapict_bm_cancel(&r.nodes[0]);
+    assert_int_equal(r.hw.deadline, NEAR_WRAP + 200);
+    w = r.hw.writes;
+    assert_int_equal(lapict_bm_cancel(&r.nodes[0]), LAPICT_OK);
+    assert_int_equal(r.hw.writes, w);
+    /* Cancel of a non-head: no write. */
+    lapict_bm_cancel(&r.nodes[2]);
+    assert_int_equal(r.hw.writes, w);
+    assert_false(lapict_bm_node_armed(&r.nodes[2], NULL));
+    lapict_bm_cancel(&r.nodes[1]);
+    assert_false(r.hw.armed);
+    assert_int_equal(r.hw.writes, w + 1);
+    fake_run(&r.hw, 1000);
+    assert_int_equal(nfire, 0);
+    assert_int_equal(r.hw.irqs, 0);
+}
+
+/* Rule: re-arming replaces; the hardware follows the earliest deadline. */
+static void rearm_earlier_and_later(void **state)
+{
+    struct rig r;
+    uint64_t t0, at;
+    unsigned w;
+    (void)state;
+    rig_init(&r, 1000000u, 0, 0, 3);
+    hook_all(&r, 3, log_fire);
+    t0 = now_ns(&r);
+    lapict_bm_arm(&r.nodes[0], t0 + 500);
+    lapict_bm_arm(&r.nodes[1], t0 + 700);
+    lapict_bm_arm(&r.nodes[2], t0 + 900);
+    w = r.hw.writes;
+    /* A non-head later: nothing to write. */
+    lapict_bm_arm(&r.nodes[2], t0 + 950);
+    assert_int_equal(r.hw.writes, w);
+    /* A non-head earlier than the head: written. */
+    lapict_bm_arm(&r.nodes[2], t0 + 100);
+    assert_int_equal(r.hw.deadline, 100);
+    /* The head later: the next earliest is written. */
+    lapict_bm_arm(&r.nodes[2], t0 + 800);
+    assert_int_equal(r.hw.deadline, 500);
+    /* The head later but still first. */
+    lapict_bm_arm(&r.nodes[0], t0 + 600);
+    assert_int_equal(r.hw.deadline, 600);
+    assert_true(lapict_bm_node_armed(&r.nodes[0], &at));
+    assert_int_equal(at, t0 + 600);
+    fake_run(&r.hw, 2000);
+    assert_int_equal(nfire, 3);
+    assert_int_equal(fire_log[0], 0);
+    assert_int_equal(fire_log[1], 1);
+    assert_int_equal(fire_log[2], 2);
+    assert_int_equal(fire_ns[0], t0 + 600);
+    assert_int_equal(fire_ns[1], t0 + 700);
+    assert_int_equal(fire_ns[2], t0 + 800);
+}
+
+/* Quirk: an interrupt before the programmed TSC deadline delivers nothing
+ * and re-arms the same deadline. */
+static void early_interrupt_rearms(void **state)
+{
+    size_t b;
+    (void)state;
+    for (b = 0; b < NBASES; b++) {
+        struct rig r;
+        struct lapict_bm_stats st;
+        uint64_t t0, dl;
+        rig_init(&r, 3000000u, bases[b], bases[b], 2);
+        hook_all(&r, 2, log_fire);
+        t0 = now_ns(&r);
+        lapict_bm_arm(&r.nodes[0], t0 + 1000);
+        dl = r.hw.deadline;
+        fake_run(&r.hw, 2000); /* 667 ns: before it */
+        fake_irq(&r.hw);       /* e.g. a host LAPIC that fires early */
+        assert_int_equal(nfire, 0);
+        assert_true(r.hw.armed);
+        assert_int_equal(r.hw.deadline, dl);
+        assert_int_equal(r.hw.eois, 1);
+        lapict_bm_stats_get(&r.cpu, &st);
+        assert_int_equal(st.early_irqs, 1);
+        fake_run(&r.hw, dl - r.hw.tsc - 1);
+        assert_int_equal(nfire, 0);
+        fake_run(&r.hw, 1);
+        assert_int_equal(nfire, 1);
+        assert_true(fire_ns[0] - (t0 + 1000) <= 1);
+        /* A spurious interrupt on an empty CPU: nothing, and no write. */
+        fake_irq(&r.hw);
+        assert_false(r.hw.armed);
+        lapict_bm_stats_get(&r.cpu, &st);
+        assert_int_equal(st.early_irqs, 2);
+    }
+}
+
+/* Quirk: a deadline already reached when programmed fires at once (the
+ * value written is at or below the TSC, never 0, which would disarm). */
+static void past_deadline_fires_at_once(void **state)
+{
+    size_t b;
+    (void)state;
+    for (b = 0; b < NBASES; b++) {
+        struct rig r;
+        struct lapict_bm_stats st;
+        uint64_t t0;
+        rig_init(&r, 1000000u, bases[b], bases[b], 3);
+        hook_all(&r, 3, log_fire);
+        fake_run(&r.hw, 100);
+        t0 = now_ns(&r);
+        lapict_bm_arm(&r.nodes[0], t0 + 50);
+        lapict_bm_arm(&r.nodes[1], t0 - 10);
+        assert_true(r.hw.armed);
+        assert_true(r.hw.deadline != 0 && r.hw.deadline <= r.hw.tsc);
+        /* Before the clock's base, too. */
+        lapict_bm_arm(&r.nodes[2], t0 - 1000);
+        fake_run(&r.hw, 0);
+        assert_int_equal(nfire, 2);
+        assert_int_equal(fire_log[0], 2);
+        assert_int_equal(fire_log[1], 1);
+        assert_int_equal(fire_ns[0], t0);
+        fake_run(&r.hw, 50);
+        assert_int_equal(nfire, 3);
+        lapict_bm_stats_get(&r.cpu, &st);
+        assert_true(st.past_writes >= 1);
+    }
+    {
+        /* TSC 0 exactly: the write must not be 0. */
+        struct rig r;
+        rig_init(&r, 1000000u, 0, 0, 1);
+        hook_all(&r, 1, log_fire);
+        lapict_bm_arm(&r.nodes[0], 0);
+        assert_int_equal(r.hw.deadline, 1);
+        fake_run(&r.hw, 1);
+        assert_int_equal(nfire, 1);
+    }
+}
+
+/* Quirk: a deadline past the 2^64 TSC wrap cannot be written (the timer
+ * compares unsigned): UINT64_MAX is written, the early interrupt at the
+ * wrap re-arms, and the node fires on time after the wrap. */
+static void deadline_across_tsc_wrap(void **state)
+{
+    struct rig r;
+    struct lapict_bm_stats st;
+    uint64_t t0;
+    (void)state;
+    rig_init(&r, 1000000u, UINT64_MAX - 3000, 0, 3);
+    hook_all(&r, 3, log_fire);
+    t0 = now_ns(&r);
+    lapict_bm_arm(&r.nodes[0], t0 + 5000);
+    assert_int_equal(r.hw.deadline, UINT64_MAX);
+    lapict_bm_arm(&r.nodes[1], t0 + 1000);
+    assert_int_equal(r.hw.deadline, UINT64_MAX - 2000);
+    lapict_bm_arm(&r.nodes[2], t0 + 4000);
+    fake_run(&r.hw, 10000);
+    assert_int_equal(nfire, 3);
+    assert_int_equal(fire_log[0], 1);
+    assert_int_equal(fire_log[1], 2);
+    assert_int_equal(fire_log[2], 0);
+    assert_true(fire_ns[1] - (t0 + 4000) <= 1);
+    assert_true(fire_ns[2] - (t0 + 5000) <= 1);
+    assert_true((int64_t)(fire_ns[1] - (t0 + 4000)) >= 0);
+    lapict_bm_stats_get(&r.cpu, &st);
+    assert_true(st.wrap_clamps >= 1);
+    assert_true(st.early_irqs >= 1);
+    assert_true(r.hw.irqs <= 6);
+}
+
+/* ---- re-entrancy --------------------------------------------------------- */
+
+static struct rig *re_rig;
+static unsigned re_mode;
+
+static void hook_reenter(struct lapict_bm_node *n)
+{
+    unsigned id = (unsigned)(uintptr_t)lapict_bm_node_user(n);
+    uint64_t now = lapict_bm_now_ns(n->cpu);
+    log_fire(n);
+    /* No nested service. */
+    assert_int_equal(lapict_bm_timer_irq(n->cpu), LAPICT_E_INVAL);
+    if (re_mode == 0 && id == 0 && nfire == 1) {
+        /* Cancel another node that is also due: it never fires. */
+        lapict_bm_cancel(&re_rig->nodes[1]);
+        /* Re-arm self in the past: serviced in the next round. */
+        lapict_bm_arm(n, now - 5);
+    } else if (re_mode == 1) {
+        /* Always re-arm in the past: the handler yields after max_rounds. */
+        lapict_bm_arm(n, now);
+    }
+}
+
+/* Rule: callbacks may arm and cancel from inside the handler; each node
+ * is off the heap during its callback; rounds are bounded. */
+static void reentrant_arm_and_cancel(void **state)
+{
+    struct rig r;
+    struct lapict_bm_stats st;
+    uint64_t t0;
+    (void)state;
+    rig_init(&r, 1000000u, 0, 0, 3);
+    re_rig = &r;
+    hook_all(&r, 3, hook_reenter);
+    t0 = now_ns(&r);
+    re_mode = 0;
+    lapict_bm_arm(&r.nodes[0], t0 + 10);
+    lapict_bm_arm(&r.nodes[1], t0 + 10);
+    lapict_bm_arm(&r.nodes[2], t0 + 10);
+    fake_run(&r.hw, 10);
+    /* 0; then (1 was cancelled) 0 again, re-armed 5 ns before 2's
+     * deadline, in a second round; then 2. */
+    assert_int_equal(nfire, 3);
+    assert_int_equal(fire_log[0], 0);
+    assert_int_equal(fire_log[1], 0);
+    assert_int_equal(fire_log[2], 2);
+    assert_int_equal(r.hw.irqs, 1);
+
+    rig_init(&r, 1000000u, 0, 0, 1);
+    re_rig = &r;
+    hook_all(&r, 1, hook_reenter);
+    re_mode = 1;
+    fake_run(&r.hw, 10);
+    lapict_bm_arm(&r.nodes[0], now_ns(&r));
+    fake_irq(&r.hw);
+    lapict_bm_stats_get(&r.cpu, &st);
+    assert_int_equal(st.round_limits, 1);
+    assert_int_equal(nfire, LAPICT_BM_MAX_ROUNDS_DEFAULT);
+    assert_true(r.hw.armed && r.hw.deadline <= r.hw.tsc);
+    re_mode = 2;
+    fake_run(&r.hw, 0);
+    assert_int_equal(nfire, LAPICT_BM_MAX_ROUNDS_DEFAULT + 1);
+    assert_false(r.hw.armed);
+}
+
+/* ---- random operations against a brute-force oracle --------------------- */
+
+#define OR_NODES 97
+
+struct oracle {
+    bool armed[OR_NODES];
+    uint64_t key[OR_NODES], seq[OR_NODES];
+    uint64_t seqc;
+    /* The handler's current round. */
+    uint64_t round_seq;
+    unsigned rounds;
+};
+
+static struct oracle orc;
+static struct rig *orig;
+static unsigned or_fires;
+
+static void or_arm(unsigned i, uint64_t key)
+{
+    assert_int_equal(lapict_bm_arm(&orig->nodes[i], key), LAPICT_OK);
+    orc.armed[i] = true;
+    orc.key[i] = key;
+    orc.seq[i] = orc.seqc++;
+}
+
+static void or_cancel(unsigned i)
+{
+    assert_int_equal(lapict_bm_cancel(&orig->nodes[i]), LAPICT_OK);
+    orc.armed[i] = false;
+}
+
+static bool or_before(unsigned a, unsigned b)
+{
+    int64_t d = (int64_t)(orc.key[a] - orc.key[b]);
+    return d < 0 || (d == 0 && orc.seq[a] < orc.seq[b]);
+}
+
+/* Linear scan: the earliest armed node, optionally only due ones. */
+static int or_min(bool due_only, uint64_t now, bool round_only)
+{
+    int best = -1;
+    unsigned i;
+    for (i = 0; i < OR_NODES; i++) {
+        if (!orc.armed[i])
+            continue;
+        if (due_only && (int64_t)(now - orc.key[i]) < 0)
+            continue;
+        if (round_only && orc.seq[i] >= orc.round_seq)
+            continue;
+        if (best < 0 || or_before(i, (unsigned)best))
+            best = (int)i;
+    }
+    return best;
+}
+
+static void or_on_irq(struct fake_hw *f)
+{
+    (void)f;
+    orc.round_seq = orc.seqc;
+    orc.rounds = 1;
+}
+
+static void or_hook(struct lapict_bm_node *n)
+{
+    unsigned id = (unsigned)(uintptr_t)lapict_bm_node_user(n);
+    uint64_t now = lapict_bm_now_ns(n->cpu);
+    int want = or_min(true, now, false);
+    assert_true(want >= 0);
+    if (orc.seq[want] >= orc.round_seq) {
+        /* Armed during this round and first in line: the round ends, the
+         * handler starts the next one. */
+        orc.round_seq = orc.seqc;
+        orc.rounds++;
+        assert_true(orc.rounds <= LAPICT_BM_MAX_ROUNDS_DEFAULT);
+    }
+    assert_int_equal(id, want);
+    /* Never early. */
+    assert_true((int64_t)(now - orc.key[id]) >= 0);
+    assert_false(lapict_bm_node_armed(n, NULL));
+    orc.armed[id] = false;
+    or_fires++;
+    switch (rnd_below(8)) {
+    case 0: /* periodic-like re-arm */
+        or_arm(id, now + 1 + rnd_below(20000));
+        break;
+    case 1: /* re-arm at or before now: the next round */
+        or_arm(id, now - rnd_below(3));
+        break;
+    case 2:
+        or_arm((unsigned)rnd_below(OR_NODES), now + rnd_below(5000));
+        break;
+    case 3:
+        or_cancel((unsigned)rnd_below(OR_NODES));
+        break;
+    default:
+        break;
+    }
+}
+
+static void or_check_state(void)
+{
+    unsigned i, n = 0;
+    struct lapict_bm_stats st;
+    for (i = 0; i < OR_NODES; i++) {
+        uint64_t at;
+        bool a = lapict_bm_node_armed(&orig->nodes[i], &at);
+        assert_int_equal(a, orc.armed[i]);
+        if (a) {
+            assert_int_equal(at, orc.key[i]);
+            n++;
+        }
+    }
+    lapict_bm_stats_get(&orig->cpu, &st);
+    assert_int_equal(st.armed, n);
+}
+
+/* The hardware deadline the oracle expects, if any. */
+static void or_check_hw(void)
+{
+    uint64_t now = lapict_bm_now_ns(&orig->cpu);
+    int m = or_min(false, 0, false);
+    if (m < 0) {
+        assert_false(orig->hw.armed);
+        return;
+    }
+    assert_true(orig->hw.armed);
+    if ((int64_t)(now - orc.key[m]) >= 0) {
+        assert_true(orig->hw.deadline <= orig->hw.tsc ||
+                    orig->hw.deadline == 1);
+    } else {
+        uint64_t t = lapict_bm_clock_tsc(&orig->clk, orc.key[m]);
+        if (t < orig->hw.tsc)
+            assert_int_equal(orig->hw.deadline, UINT64_MAX);
+        else
+            assert_int_equal(orig->hw.deadline, t);
+    }
+}
+
+/* Rule: 100 000 random arm / re-arm / cancel / advance / early-interrupt
+ * operations, including re-entrant ones from the callbacks, match a
+ * brute-force oracle: same fire order, never early, nothing lost, hardware
+ * written exactly when the earliest deadline's TSC value changes. */
+static void random_ops_match_oracle(void **state)
+{
+    size_t b;
+    (void)state;
+    for (b = 0; b < NBASES; b++) {
+        static struct rig r;
+        unsigned op, i;
+        uint64_t prev_tsc = 0;
+        bool prev_ok = false;
+        rig_init(&r, 2999999u, bases[b], bases[NBASES - 1 - b], OR_NODES);
+        hook_all(&r, OR_NODES, or_hook);
+        memset(&orc, 0, sizeof(orc));
+        orig = &r;
+        or_fires = 0;
+        r.hw.on_irq = or_on_irq;
+        rng_state = 0x9e3779b97f4a7c15ull + b;
+        for (op = 0; op < 100000; op++) {
+            uint64_t now = now_ns(&r);
+            unsigned w = r.hw.writes, pick = (unsigned)rnd_below(100);
+            unsigned id = (unsigned)rnd_below(OR_NODES);
+            int m;
+            if (pick < 40) {
+                uint64_t key;
+                unsigned other = (unsigned)rnd_below(OR_NODES);
+                if (rnd_below(10) == 0 && orc.armed[other])
+                    key = orc.key[other]; /* a tie */
+                else
+                    key = now - 1000 + rnd_below(100000);
+                or_arm(id, key);
+            } else if (pick < 60) {
+                or_cancel(id);
+            } else if (pick < 95) {
+                fake_run(&r.hw, rnd_below(60000));
+                now = now_ns(&r);
+                /* Nothing due is left behind. */
+                for (i = 0; i < OR_NODES; i++)
+                    assert_false(orc.armed[i] &&
+                                 (int64_t)(now - orc.key[i]) >= 0 &&
+                                 r.hw.armed && r.hw.deadline > r.hw.tsc);
+            } else {
+                fake_irq(&r.hw); /* early, or exactly due */
+            }
+            or_check_state();
+            or_check_hw();
+            /* Written iff the earliest deadline (as a TSC value) changed. */
+            m = or_min(false, 0, false);
+            if (pick < 60 && m >= 0 && prev_ok &&
+                (int64_t)(now - orc.key[m]) < 0 &&
+                lapict_bm_clock_tsc(&r.clk, orc.key[m]) == prev_tsc)
+                assert_int_equal(r.hw.writes, w);
+            prev_ok = m >= 0 && r.hw.armed;
+            prev_tsc = m >= 0 ? lapict_bm_clock_tsc(&r.clk, orc.key[m]) : 0;
+        }
+        /* Drain: everything still armed fires, in order. */
+        fake_run(&r.hw, 10000000);
+        hook_all(&r, OR_NODES, NULL);
+        for (i = 0; i < OR_NODES; i++)
+            if (orc.armed[i])
+                assert_true((int64_t)(now_ns(&r) - orc.key[i]) < 0);
+        print_message("base %zu: %u fires, %u irqs, %u writes\n", b, or_fires,
+                      r.hw.irqs, r.hw.writes);
+        assert_true(or_fires > 10000);
+    }
+}
+
+/* ---- end to end: K lapict instances through the multiplexer ---------------
+ */
+
+#define K 64
+#define VEC 0x40u
+
+enum { M_ONESHOT, M_PERIODIC, M_DEADLINE };
+
+struct vcpu {
+    struct lapict_timer t;
+    unsigned mode, div;
+    bool armed;
+    uint64_t anchor_ns, period_ns; /* count-down */
+    uint64_t deadline_tsc;         /* TSC-deadline */
+    uint64_t k;                    /* periodic: deliveries so far */
+    uint64_t deliveries;
+    uint64_t max_late_ns;
+};
+
+static struct vcpu vcpus[K];
+static struct rig *e2e;
+static uint64_t e2e_deliveries;
+
+static const uint32_t tdcr_of[] = {0xB, 0x0, 0x1, 0x2, 0x3, 0x8, 0x9, 0xA};
+static const uint32_t div_of[] = {1, 2, 4, 8, 16, 32, 64, 128};
+
+static bool e2e_inject(void *ctx, uint8_t vector)
+{
+    struct lapict_bm_node *n = ctx;
+    unsigned i = (unsigned)(uintptr_t)lapict_bm_node_user(n);
+    struct vcpu *v = &vcpus[i];
+    uint64_t now = lapict_bm_now_ns(n->cpu), want, late;
+    assert_int_equal(vector, VEC + (i % 16));
+    if (v->mode == M_DEADLINE) {
+        uint64_t g = lapict_bm_guest_tsc(n);
+        assert_true(v->armed);
+        assert_true(g >= v->deadline_tsc); /* never early */
+        late = g - v->deadline_tsc;
+        assert_true(late <= 2); /* guest ticks */
+        v->armed = false;
+    } else {
+        if (v->mode == M_ONESHOT) {
+            assert_true(v->armed); /* not doubled */
+            want = v->anchor_ns + v->period_ns;
+            v->armed = false;
+        } else {
+            want = v->anchor_ns + (v->k + 1) * v->period_ns;
+            v->k++;
+            /* Not lost: the next grid point is still ahead. */
+            assert_true((int64_t)(now - (want + v->period_ns)) < 0);
+        }
+        assert_true((int64_t)(now - want) >= 0); /* never early */
+        late = now - want;
+        assert_true(late <= 1); /* less than one host TSC tick */
+    }
+    if (late > v->max_late_ns)
+        v->max_late_ns = late;
+    v->deliveries++;
+    e2e_deliveries++;
+    return true;
+}
+
+static void e2e_start(unsigned i)
+{
+    struct vcpu *v = &vcpus[i];
+    struct lapict_bm_node *n = &e2e->nodes[i];
+    if (v->mode == M_DEADLINE) {
+        v->deadline_tsc = lapict_bm_guest_tsc(n) + 1 + rnd_below(300000);
+        assert_int_equal(lapict_tsc_deadline_write(&v->t, v->deadline_tsc),
+                         LAPICT_OK);
+    } else {
+        /* Periods of at least 200 us: no minimum-period clamp. */
+        uint32_t cnt = (uint32_t)((200000u + rnd_below(600000)) / v->div);
+        if (v->mode == M_ONESHOT && rnd_below(2))
+            cnt = (uint32_t)(1 + rnd_below(100000)); /* short ones too */
+        v->anchor_ns = lapict_bm_now_ns(&e2e->cpu);
+        v->period_ns = (uint64_t)cnt * v->div;
+        v->k = 0;
+        assert_int_equal(lapict_tmict_write(&v->t, cnt), LAPICT_OK);
+    }
+    v->armed = true;
+}
+
+/* Rule: K instances (one-shot, periodic, TSC-deadline; divides 1..128;
+ * guest TSC at 1x and 0.5x the host) on one physical timer: every delivery
+ * at or after its architectural instant, within a TSC tick, none lost,
+ * none doubled. */
+static void e2e_instances_through_mux(void **state)
+{
+    size_t b;
+    (void)state;
+    for (b = 0; b < NBASES; b++) {
+        static struct rig r;
+        struct lapict_ops ops;
+        uint64_t end, now;
+        unsigned i, step;
+        rng_state = 77 + b;
+        e2e = &r;
+        e2e_deliveries = 0;
+        rig_init(&r, 2000000u, bases[b], bases[b], 0);
+        lapict_bm_ops_fill(&ops, e2e_inject, NULL);
+        for (i = 0; i < K; i++) {
+            struct vcpu *v = &vcpus[i];
+            struct lapict_config c;
+            /* At the wrap base only 1:1 (VMX scaling is not continuous
+             * across the host TSC wrap); the guest TSC starts small. */
+            bool half = b == 0 && (i % 4) >= 2;
+            uint64_t ratio =
+                half ? LAPICT_BM_RATIO_ONE / 2 : LAPICT_BM_RATIO_ONE;
+            uint64_t off = b == 0 ? 1000 * i : (uint64_t)0 - bases[b];
+            memset(v, 0, sizeof(*v));
+            v->mode = i % 3;
+            v->div = div_of[i % 8];
+            assert_int_equal(lapict_bm_node_init(&r.nodes[i], &r.cpu, &v->t,
+                                                 ratio, off,
+                                                 (void *)(uintptr_t)i),
+                             LAPICT_OK);
+            lapict_config_default(&c);
+            c.tsc_khz = half ? 1000000u : 2000000u;
+            assert_int_equal(lapict_init(&v->t, &c, &ops, &r.nodes[i]),
+                             LAPICT_OK);
+            assert_int_equal(lapict_tdcr_write(&v->t, tdcr_of[i % 8]),
+                             LAPICT_OK);
+            assert_int_equal(
+                lapict_lvtt_write(
+                    &v->t, (v->mode == M_PERIODIC   ? LAPICT_LVTT_PERIODIC
+                            : v->mode == M_DEADLINE ? LAPICT_LVTT_TSC_DEADLINE
+                                                    : LAPICT_LVTT_ONESHOT) |
+                               (VEC + (i % 16))),
+                LAPICT_OK);
+            e2e_start(i);
+        }
+        end = now_ns(&r) + 500000000u; /* 0.5 s of host time */
+        for (step = 0;; step++) {
+            fake_run(&r.hw, 1 + rnd_below(400000));
+            now = now_ns(&r);
+            if ((int64_t)(now - end) >= 0)
+                break;
+            for (i = 0; i < K; i++) {
+                struct vcpu *v = &vcpus[i];
+                if (!v->armed && v->mode != M_PERIODIC)
+                    e2e_start(i);
+                else if (v->mode == M_PERIODIC && rnd_below(500) == 0)
+                    e2e_start(i); /* TMICT rewrite: a new anchor */
+            }
+        }
+        /* Nothing lost: whatever is due has been delivered. */
+        for (i = 0; i < K; i++) {
+            struct vcpu *v = &vcpus[i];
+            if (v->mode == M_DEADLINE)
+                assert_false(v->armed && lapict_bm_guest_tsc(&r.nodes[i]) >=
+                                             v->deadline_tsc);
+            else if (v->mode == M_ONESHOT)
+                assert_false(v->armed && (int64_t)(now - (v->anchor_ns +
+                                                          v->period_ns)) >= 0);
+            else
+                assert_int_equal(v->k, (now - v->anchor_ns) / v->period_ns);
+            assert_true(v->deliveries > 0);
+        }
+        print_message("base %zu: %llu deliveries over %u steps, %u irqs\n", b,
+                      (unsigned long long)e2e_deliveries, step, r.hw.irqs);
+        assert_true(e2e_deliveries > 10000);
+    }
+}
+
+/* ---- guest TSC, preemption timer, migration, arguments --------------------
+ */
+
+/* Rule: guest TSC = (host TSC x ratio >> 48) + offset; tsc_to_host_ns gives
+ * the first host ns at which the guest TSC reaches the value. */
+static void guest_tsc_scaling_and_inverse(void **state)
+{
+    static const uint64_t ratios[] = {
+        LAPICT_BM_RATIO_ONE, LAPICT_BM_RATIO_ONE / 2,
+        LAPICT_BM_RATIO_ONE * 3 + 12345, (LAPICT_BM_RATIO_ONE / 7) * 5,
+        1ull << 32};
+    struct lapict_ops ops;
+    size_t k;
+    int i;
+    (void)state;
+    rng_state = 5;
+    lapict_bm_ops_fill(&ops, NULL, NULL);
+    assert_non_null(ops.tsc_to_host_ns);
+    assert_null(ops.hv_timer_arm);
+    for (k = 0; k < sizeof(ratios) / sizeof(ratios[0]); k++) {
+        struct rig r;
+        struct lapict_bm_node *n;
+        rig_init(&r, 2400000u, 1000, 0, 0);
+        n = &r.nodes[0];
+        assert_int_equal(
+            lapict_bm_node_init(n, &r.cpu, NULL, ratios[k], 77, NULL),
+            LAPICT_OK);
+        for (i = 0; i < 300; i++) {
+            uint64_t g, d, at, t;
+            fake_run(&r.hw, rnd_below(1000000));
+            g = lapict_bm_guest_tsc(n);
+            assert_int_equal(g, (uint64_t)(((u128)r.hw.tsc * ratios[k]) >> 48) +
+                                    77);
+            assert_int_equal(ops.guest_tsc(n), g);
+            assert_int_equal(ops.now_ns(n), now_ns(&r));
+            d = g + 1 + rnd_below(100000);
+            at = ops.tsc_to_host_ns(n, d);
+            /* At the first TSC tick whose ns reaches @at: reached... */
+            t = lapict_bm_clock_tsc(&r.clk, at);
+            assert_true((uint64_t)(((u128)t * ratios[k]) >> 48) + 77 >= d);
+            /* ...and one ns earlier not yet. */
+            t = lapict_bm_clock_tsc(&r.clk, at - 1);
+            if (lapict_bm_clock_ns(&r.clk, t) == at - 1)
+                assert_true((uint64_t)(((u128)t * ratios[k]) >> 48) + 77 < d);
+            /* A value already reached: now. */
+            assert_int_equal(ops.tsc_to_host_ns(n, g), now_ns(&r));
+        }
+    }
+    {
+        struct rig r;
+        rig_init(&r, 1000000u, 0, 0, 0);
+        assert_int_equal(lapict_bm_node_init(&r.nodes[0], &r.cpu, NULL,
+                                             (1ull << 32) - 1, 0, NULL),
+                         LAPICT_E_INVAL);
+    }
+}
+
+/* Rule: the VMX-preemption timer is loaded with the distance to the
+ * earliest deadline, rounded so that it never exits early. */
+static void preemption_timer_value(void **state)
+{
+    struct rig r;
+    uint64_t t0;
+    (void)state;
+    rig_init(&r, 1000000u, 0, 0, 2);
+    hook_all(&r, 2, log_fire);
+    assert_int_equal(lapict_bm_guest_entry(&r.cpu), LAPICT_OK);
+    assert_int_equal(r.hw.preempt_writes, 0);
+    t0 = now_ns(&r);
+    lapict_bm_arm(&r.nodes[0], t0 + 1000);
+    lapict_bm_guest_entry(&r.cpu);
+    assert_int_equal(r.hw.preempt, (1000 >> 5) + 1);
+    lapict_bm_arm(&r.nodes[1], t0 + (1ull << 40));
+    lapict_bm_cancel(&r.nodes[0]);
+    lapict_bm_guest_entry(&r.cpu);
+    assert_int_equal(r.hw.preempt, UINT32_MAX);
+    lapict_bm_arm(&r.nodes[0], t0 - 1);
+    lapict_bm_guest_entry(&r.cpu);
+    assert_int_equal(r.hw.preempt, 0);
+    /* The preemption exit services without an EOI. */
+    assert_int_equal(lapict_bm_preempt_exit(&r.cpu), LAPICT_OK);
+    assert_int_equal(nfire, 1);
+    assert_int_equal(r.hw.eois, 0);
+}
+
+/* Rule: a vCPU moves between CPUs keeping its deadline. */
+static void migration_keeps_deadline(void **state)
+{
+    static struct rig a, b;
+    struct lapict_bm_cpu_config cc = {0};
+    uint64_t t0, at;
+    (void)state;
+    rig_init(&a, 1000000u, 0, 0, 1);
+    rig_init(&b, 1000000u, 0, 0, 0);
+    /* One clock shared by both CPUs. */
+    cc.clock = &a.clk;
+    assert_int_equal(
+        lapict_bm_cpu_init(&b.cpu, &cc, &fake_ops, &b.hw, b.slots, 4),
+        LAPICT_OK);
+    hook_all(&a, 1, log_fire);
+    t0 = now_ns(&a);
+    lapict_bm_arm(&a.nodes[0], t0 + 500);
+    assert_int_equal(lapict_bm_node_detach(&a.nodes[0]), LAPICT_OK);
+    assert_false(a.hw.armed);
+    assert_int_equal(lapict_bm_arm(&a.nodes[0], 1), LAPICT_E_INVAL);
+    assert_int_equal(lapict_bm_node_attach(&a.nodes[0], &b.cpu), LAPICT_OK);
+    assert_true(lapict_bm_node_armed(&a.nodes[0], &at));
+    assert_int_equal(at, t0 + 500);
+    assert_int_equal(b.hw.deadline, 500);
+    assert_int_equal(lapict_bm_node_attach(&a.nodes[0], &b.cpu),
+                     LAPICT_E_INVAL);
+    fake_run(&b.hw, 600);
+    assert_int_equal(nfire, 1);
+    /* Detached unarmed: attach leaves it unarmed. */
+    assert_int_equal(lapict_bm_node_detach(&a.nodes[0]), LAPICT_OK);
+    assert_int_equal(lapict_bm_node_attach(&a.nodes[0], &a.cpu), LAPICT_OK);
+    assert_false(lapict_bm_node_armed(&a.nodes[0], NULL));
+}
+
+/* Rule: host misuse returns LAPICT_E_INVAL, nothing else happens. */
+static void invalid_arguments(void **state)
+{
+    static struct rig r;
+    struct lapict_bm_cpu_config cc = {0};
+    struct lapict_bm_hw bad = fake_ops;
+    struct lapict_bm_cpu cpu;
+    struct lapict_bm_node n;
+    struct lapict_bm_stats st;
+    unsigned i;
+    (void)state;
+    rig_init(&r, 1000000u, 0, 0, 4);
+    cc.clock = &r.clk;
+    assert_int_equal(lapict_bm_cpu_init(NULL, &cc, &fake_ops, NULL, r.slots, 1),
+                     LAPICT_E_INVAL);
+    assert_int_equal(lapict_bm_cpu_init(&cpu, &cc, &fake_ops, NULL, r.slots, 0),
+                     LAPICT_E_INVAL);
+    bad.eoi = NULL;
+    assert_int_equal(lapict_bm_cpu_init(&cpu, &cc, &bad, NULL, r.slots, 1),
+                     LAPICT_E_INVAL);
+    bad = fake_ops;
+    bad.version = 0;
+    assert_int_equal(lapict_bm_cpu_init(&cpu, &cc, &bad, NULL, r.slots, 1),
+                     LAPICT_E_INVAL);
+    cc.clock = NULL;
+    assert_int_equal(lapict_bm_cpu_init(&cpu, &cc, &fake_ops, NULL, r.slots, 1),
+                     LAPICT_E_INVAL);
+    memset(&n, 0, sizeof(n));
+    assert_int_equal(lapict_bm_arm(&n, 0), LAPICT_E_INVAL);
+    assert_int_equal(lapict_bm_cancel(&n), LAPICT_E_INVAL);
+    assert_int_equal(lapict_bm_arm(NULL, 0), LAPICT_E_INVAL);
+    assert_int_equal(lapict_bm_node_detach(NULL), LAPICT_E_INVAL);
+    assert_int_equal(
+        lapict_bm_node_init(&n, NULL, NULL, LAPICT_BM_RATIO_ONE, 0, NULL),
+        LAPICT_E_INVAL);
+    assert_int_equal(lapict_bm_timer_irq(NULL), LAPICT_E_INVAL);
+    assert_int_equal(lapict_bm_preempt_exit(NULL), LAPICT_E_INVAL);
+    assert_int_equal(lapict_bm_guest_entry(NULL), LAPICT_E_INVAL);
+    assert_int_equal(lapict_bm_stats_get(&r.cpu, NULL), LAPICT_E_INVAL);
+    assert_null(lapict_bm_node_user(NULL));
+    assert_false(lapict_bm_node_armed(NULL, NULL));
+    lapict_bm_ops_fill(NULL, NULL, NULL);
+    /* A full heap refuses, the others keep working. */
+    cc.clock = &r.clk;
+    assert_int_equal(
+        lapict_bm_cpu_init(&r.cpu, &cc, &fake_ops, &r.hw, r.slots, 3),
+        LAPICT_OK);
+    for (i = 0; i < 4; i++)
+        assert_int_equal(lapict_bm_node_init(&r.nodes[i], &r.cpu, NULL,
+                                             LAPICT_BM_RATIO_ONE, 0, NULL),
+                         LAPICT_OK);
+    for (i = 0; i < 3; i++)
+        assert_int_equal(lapict_bm_arm(&r.nodes[i], 100 + i), LAPICT_OK);
+    assert_int_equal(lapict_bm_arm(&r.nodes[3], 50), LAPICT_E_INVAL);
+    assert_int_equal(lapict_bm_arm(&r.nodes[2], 50), LAPICT_OK);
+    lapict_bm_stats_get(&r.cpu, &st);
+    assert_int_equal(st.armed, 3);
+    assert_int_equal(st.capacity, 3);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(clock_multiply_shift_matches_exact_and_inverts),
+        cmocka_unit_test(clock_continuous_across_tsc_wrap),
+        cmocka_unit_test(fires_in_deadline_order),
+        cmocka_unit_test(ties_fire_in_arming_order),
+        cmocka_unit_test(cancel_head_reprograms_and_is_idempotent),
+        cmocka_unit_test(rearm_earlier_and_later),
+        cmocka_unit_test(early_interrupt_rearms),
+        cmocka_unit_test(past_deadline_fires_at_once),
+        cmocka_unit_test(deadline_across_tsc_wrap),
+        cmocka_unit_test(reentrant_arm_and_cancel),
+        cmocka_unit_test(random_ops_match_oracle),
+        cmocka_unit_test(e2e_instances_through_mux),
+        cmocka_unit_test(guest_tsc_scaling_and_inverse),
+        cmocka_unit_test(preemption_timer_value),
+        cmocka_unit_test(migration_keeps_deadline),
+        cmocka_unit_test(invalid_arguments),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
