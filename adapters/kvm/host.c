@@ -1,0 +1,486 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Host side of the KVM adapter: the lapict ops on Linux primitives, the
+ * timer thread and the vCPU run loop.
+ */
+#define _GNU_SOURCE
+#include "kvm_internal.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+#include <x86intrin.h>
+
+#define NS_PER_S 1000000000ull
+#define MSR_IA32_TSC 0x10u
+
+/*
+ * The kick signal handler needs the run structure of the thread it
+ * interrupts; a thread-local pointer is the only way to reach it from a
+ * handler. One vCPU per thread.
+ */
+static _Thread_local struct kvm_run *tl_run;
+
+static struct lapict_kvm *K(void *ctx)
+{
+    return ctx;
+}
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t lapict_kvm_guest_tsc(const struct lapict_kvm *k)
+{
+    return __rdtsc() + (uint64_t)k->tsc_offset;
+}
+
+static uint64_t op_now(void *ctx)
+{
+    (void)ctx;
+    return mono_ns();
+}
+
+static uint64_t op_tsc(void *ctx)
+{
+    return lapict_kvm_guest_tsc(K(ctx));
+}
+
+static uint64_t op_tsc_to_ns(void *ctx, uint64_t guest_tsc)
+{
+    struct lapict_kvm *k = K(ctx);
+    /* Anchor on a fresh (TSC, clock) pair: deltas are short, so the kHz
+     * rounding of tsc_khz costs at most ppm of the delta. */
+    uint64_t tsc = lapict_kvm_guest_tsc(k), now = mono_ns();
+    uint64_t d = guest_tsc - tsc;
+    unsigned __int128 p;
+
+    if ((int64_t)d <= 0)
+        return now;
+    p = (unsigned __int128)d * 1000000u;
+    return now + (uint64_t)((p + k->tsc_khz - 1) / k->tsc_khz);
+}
+
+static void op_sw_arm(void *ctx, uint64_t host_ns)
+{
+    struct itimerspec its = {0};
+
+    /* it_value 0 would disarm: the earliest absolute instant is 1 ns. */
+    if (!host_ns)
+        host_ns = 1;
+    its.it_value.tv_sec = (time_t)(host_ns / NS_PER_S);
+    its.it_value.tv_nsec = (long)(host_ns % NS_PER_S);
+    timerfd_settime(K(ctx)->timer_fd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
+static void op_sw_cancel(void *ctx)
+{
+    struct itimerspec its = {0};
+    timerfd_settime(K(ctx)->timer_fd, 0, &its, NULL);
+}
+
+static bool op_inject(void *ctx, uint8_t vector)
+{
+    struct lapict_kvm *k = K(ctx);
+    struct kvm_run *r = k->run;
+
+    /*
+     * Refused while the guest cannot take it on the next entry (IF clear,
+     * an injection already queued by KVM, or its IRR bit busy): the core
+     * holds it, and does not pre-inject ahead of the instant, until
+     * lapict_irq_window_open(). An interrupt accepted ahead and then left
+     * waiting for a window would arrive late by a whole exit.
+     */
+    if (!r->if_flag || !r->ready_for_interrupt_injection ||
+        !lapict_kvm_set_irq(k, vector)) {
+        k->timer_refused = true;
+        return false;
+    }
+    return true;
+}
+
+static void op_spin(void *ctx, uint64_t host_ns)
+{
+    (void)ctx;
+    while ((int64_t)(mono_ns() - host_ns) < 0)
+        _mm_pause();
+}
+
+static void op_report(void *ctx, int status, uint32_t detail)
+{
+    (void)detail;
+    if (status == LAPICT_E_VECTOR)
+        K(ctx)->esr_pending |= 0x40u; /* received illegal vector */
+}
+
+const struct lapict_ops lapict_kvm_ops = {
+    .version = LAPICT_OPS_VERSION,
+    .now_ns = op_now,
+    .guest_tsc = op_tsc,
+    .sw_timer_arm = op_sw_arm,
+    .sw_timer_cancel = op_sw_cancel,
+    .inject = op_inject,
+    .spin_until = op_spin,
+    .report = op_report,
+    .tsc_to_host_ns = op_tsc_to_ns,
+};
+
+static void kick_handler(int sig)
+{
+    (void)sig;
+    /* KVM_RUN returns -EINTR at once if entered after this. */
+    if (tl_run)
+        __atomic_store_n(&tl_run->immediate_exit, 1, __ATOMIC_RELAXED);
+}
+
+static void *timer_thread(void *arg)
+{
+    struct lapict_kvm *k = arg;
+    struct pollfd p[2] = {{.fd = k->timer_fd, .events = POLLIN},
+                          {.fd = k->stop_fd, .events = POLLIN}};
+    uint64_t n;
+
+    for (;;) {
+        if (poll(p, 2, -1) < 0)
+            continue;
+        if (p[1].revents)
+            break;
+        /* The vCPU thread may have read it first while halted. */
+        if (read(k->timer_fd, &n, sizeof(n)) != (ssize_t)sizeof(n))
+            continue;
+        atomic_store_explicit(&k->expired, 1, memory_order_seq_cst);
+        if (!atomic_load_explicit(&k->in_halt, memory_order_seq_cst))
+            pthread_kill(k->vcpu_thread, k->kick_signal);
+        n = 1;
+        if (write(k->wake_fd, &n, sizeof(n)) < 0)
+            continue;
+    }
+    return NULL;
+}
+
+static int read_tsc_offset(struct lapict_kvm *k)
+{
+    /* struct kvm_msrs ends in a flexible array: room for one entry. */
+    union {
+        struct kvm_msrs h;
+        uint8_t raw[sizeof(struct kvm_msrs) + sizeof(struct kvm_msr_entry)];
+    } m;
+    struct kvm_msr_entry *e = (struct kvm_msr_entry *)(m.raw + sizeof(m.h));
+    uint64_t off = 0, best = UINT64_MAX;
+    struct kvm_device_attr a = {.group = KVM_VCPU_TSC_CTRL,
+                                .attr = KVM_VCPU_TSC_OFFSET,
+                                .addr = (uint64_t)(uintptr_t)&off};
+
+    /* Exact where KVM exposes it (guest TSC = host TSC + offset). */
+    if (ioctl(k->vcpu_fd, KVM_GET_DEVICE_ATTR, &a) == 0) {
+        k->tsc_offset = (int64_t)off;
+        return 0;
+    }
+    /*
+     * Else one IA32_TSC read bracketed by host TSC reads; an ioctl costs
+     * microseconds here, so keep the tightest of a few brackets.
+     */
+    for (int i = 0; i < 8; i++) {
+        uint64_t before, after;
+        memset(&m, 0, sizeof(m));
+        m.h.nmsrs = 1;
+        e->index = MSR_IA32_TSC;
+        before = __rdtsc();
+        if (ioctl(k->vcpu_fd, KVM_GET_MSRS, &m) != 1)
+            return -errno;
+        after = __rdtsc();
+        if (after - before >= best)
+            continue;
+        best = after - before;
+        /* Within the read's own window of the host TSC: no offset. */
+        if (e->data >= before && e->data <= after)
+            k->tsc_offset = 0;
+        else
+            k->tsc_offset =
+                (int64_t)(e->data - (before + (after - before) / 2));
+    }
+    return 0;
+}
+
+int lapict_kvm_init(struct lapict_kvm *k, int vcpu_fd, struct kvm_run *run,
+                    const struct lapict_kvm_config *cfg)
+{
+    struct lapict_kvm_config def = {.timer_thread = true};
+    struct lapict_config tc;
+    struct sigaction sa;
+    int rc;
+
+    if (!k || !run)
+        return -EINVAL;
+    if (!cfg)
+        cfg = &def;
+    memset(k, 0, sizeof(*k));
+    k->vcpu_fd = vcpu_fd;
+    k->run = run;
+    k->timer_fd = k->stop_fd = k->wake_fd = -1;
+    k->kick_signal = cfg->kick_signal ? cfg->kick_signal : SIGUSR1;
+    k->vcpu_thread = pthread_self();
+    k->fake_last_vector = -1;
+    atomic_init(&k->expired, 0);
+    atomic_init(&k->stop, 0);
+    atomic_init(&k->in_halt, 0);
+    k->apic_base = LAPICT_KVM_APIC_BASE_DEFAULT | LAPICT_KVM_APIC_BASE_EN |
+                   LAPICT_KVM_APIC_BASE_BSP;
+
+    k->tsc_khz = cfg->tsc_khz;
+    if (!k->tsc_khz && vcpu_fd >= 0) {
+        rc = ioctl(vcpu_fd, KVM_GET_TSC_KHZ, 0);
+        if (rc <= 0)
+            return rc < 0 ? -errno : -ENODEV;
+        k->tsc_khz = (uint32_t)rc;
+    }
+    if (!k->tsc_khz)
+        return -EINVAL;
+    if (vcpu_fd >= 0 && (rc = read_tsc_offset(k)) < 0)
+        return rc;
+
+    lapict_config_default(&tc);
+    tc.tsc_khz = k->tsc_khz;
+    if (cfg->bus_hz)
+        tc.bus_hz = cfg->bus_hz;
+    tc.advance_mode = cfg->advance_mode;
+    tc.advance_ns = cfg->advance_ns;
+    if (cfg->advance_max_ns)
+        tc.advance_max_ns = cfg->advance_max_ns;
+    rc = lapict_init(&k->timer, &tc, &lapict_kvm_ops, k);
+    if (rc)
+        return rc;
+
+    /* The default 50 us slack would dominate every timer latency. */
+    prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+    k->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    k->stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    k->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (k->timer_fd < 0 || k->stop_fd < 0 || k->wake_fd < 0) {
+        rc = -errno;
+        goto fail;
+    }
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = kick_handler;
+    /* KVM_RUN and ppoll return EINTR regardless; other calls restart. */
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(k->kick_signal, &sa, NULL) < 0) {
+        rc = -errno;
+        goto fail;
+    }
+    tl_run = run;
+
+    /* APIC state: enabled at the default base, SVR software-disabled. */
+    lapict_kvm__reset(k);
+
+    if (cfg->timer_thread) {
+        sigset_t all, old;
+        /* The timer thread takes no signals: kicks target the vCPU. */
+        sigfillset(&all);
+        pthread_sigmask(SIG_BLOCK, &all, &old);
+        rc = pthread_create(&k->thread, NULL, timer_thread, k);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        if (rc) {
+            rc = -rc;
+            goto fail;
+        }
+        k->thread_started = true;
+    }
+    return 0;
+
+fail:
+    lapict_kvm_destroy(k);
+    return rc;
+}
+
+void lapict_kvm_destroy(struct lapict_kvm *k)
+{
+    uint64_t one = 1;
+
+    if (!k)
+        return;
+    if (k->thread_started) {
+        if (write(k->stop_fd, &one, sizeof(one)) == (ssize_t)sizeof(one))
+            pthread_join(k->thread, NULL);
+        k->thread_started = false;
+    }
+    if (tl_run == k->run)
+        tl_run = NULL;
+    if (k->timer_fd >= 0)
+        close(k->timer_fd);
+    if (k->stop_fd >= 0)
+        close(k->stop_fd);
+    if (k->wake_fd >= 0)
+        close(k->wake_fd);
+    k->timer_fd = k->stop_fd = k->wake_fd = -1;
+}
+
+void lapict_kvm_stop(struct lapict_kvm *k)
+{
+    uint64_t one = 1;
+
+    atomic_store_explicit(&k->stop, 1, memory_order_seq_cst);
+    if (write(k->wake_fd, &one, sizeof(one)) < 0)
+        return;
+    pthread_kill(k->vcpu_thread, k->kick_signal);
+}
+
+static bool poll_expiry(struct lapict_kvm *k, bool read_fd)
+{
+    bool fired = atomic_exchange_explicit(&k->expired, 0,
+                                          memory_order_seq_cst);
+    uint64_t n;
+
+    if (read_fd && read(k->timer_fd, &n, sizeof(n)) == (ssize_t)sizeof(n))
+        fired = true;
+    if (fired) {
+        k->st.kicks_seen++;
+        lapict_expire(&k->timer);
+    }
+    return fired;
+}
+
+bool lapict_kvm_poll(struct lapict_kvm *k)
+{
+    return poll_expiry(k, true);
+}
+
+/* The guest halted with interrupts enabled: sleep until there is work. */
+static void halt(struct lapict_kvm *k)
+{
+    struct pollfd p[2] = {{.fd = k->timer_fd, .events = POLLIN},
+                          {.fd = k->wake_fd, .events = POLLIN}};
+    uint64_t n;
+
+    k->st.halt_sleeps++;
+    lapict_vcpu_blocking(&k->timer);
+    atomic_store_explicit(&k->in_halt, 1, memory_order_seq_cst);
+    for (;;) {
+        poll_expiry(k, true);
+        if (lapict_kvm__can_deliver(k) ||
+            atomic_load_explicit(&k->stop, memory_order_seq_cst))
+            break;
+        poll(p, 2, -1);
+        if (read(k->wake_fd, &n, sizeof(n)) < 0)
+            continue;
+    }
+    atomic_store_explicit(&k->in_halt, 0, memory_order_seq_cst);
+    /* A timer thread that saw in_halt set did not kick: look again. */
+    poll_expiry(k, false);
+    lapict_vcpu_unblocked(&k->timer);
+}
+
+/*
+ * After a kick (KVM_RUN -EINTR) run->if_flag and
+ * ready_for_interrupt_injection still describe the previous exit on these
+ * hosts; the guest may have set IF since without exiting, and a refused
+ * timer interrupt would then wait for an interrupt-window exit that comes
+ * late. Read RFLAGS instead (one ioctl, only on kicks).
+ */
+static void refresh_if(struct lapict_kvm *k)
+{
+    struct kvm_regs regs;
+
+    if (k->vcpu_fd < 0 || ioctl(k->vcpu_fd, KVM_GET_REGS, &regs) < 0)
+        return;
+    k->run->if_flag = (regs.rflags >> 9) & 1u;
+    k->run->ready_for_interrupt_injection = k->run->if_flag;
+}
+
+int lapict_kvm_run(struct lapict_kvm *k)
+{
+    struct kvm_run *r = k->run;
+
+    for (;;) {
+        if (atomic_load_explicit(&k->stop, memory_order_seq_cst)) {
+            r->exit_reason = KVM_EXIT_INTR;
+            return 0;
+        }
+        poll_expiry(k, !k->thread_started);
+        lapict_kvm__window(k);
+        lapict_kvm_deliver(k);
+        lapict_before_guest_entry(&k->timer);
+        if (!k->injected)
+            lapict_kvm_deliver(k);
+        r->cr8 = k->tpr >> 4;
+        k->st.runs++;
+        if (ioctl(k->vcpu_fd, KVM_RUN, 0) < 0) {
+            k->injected = false;
+            if (errno == EINTR || errno == EAGAIN) {
+                __atomic_store_n(&r->immediate_exit, 0, __ATOMIC_RELAXED);
+                refresh_if(k);
+                continue;
+            }
+            return -errno;
+        }
+        k->injected = false;
+        lapict_kvm__sync_tpr(k);
+        if (r->exit_reason == KVM_EXIT_HLT) {
+            k->st.hlt++;
+            lapict_kvm__window(k);
+            if (lapict_kvm__can_deliver(k) && r->if_flag)
+                continue;
+            if (!r->if_flag)
+                return 0; /* nothing can wake it: the VMM decides */
+            halt(k);
+            continue;
+        }
+        if (lapict_kvm_handle_exit(k))
+            continue;
+        return 0;
+    }
+}
+
+int lapict_kvm_vm_setup(int vm_fd)
+{
+    static const uint8_t deny = 0; /* bit clear: exit to userspace */
+    struct kvm_enable_cap cap = {
+        .cap = KVM_CAP_X86_USER_SPACE_MSR,
+        .args = {KVM_MSR_EXIT_REASON_INVAL | KVM_MSR_EXIT_REASON_UNKNOWN |
+                 KVM_MSR_EXIT_REASON_FILTER},
+    };
+    struct kvm_msr_filter f;
+
+    if (ioctl(vm_fd, KVM_ENABLE_CAP, &cap) < 0)
+        return -errno;
+    memset(&f, 0, sizeof(f));
+    f.flags = KVM_MSR_FILTER_DEFAULT_ALLOW;
+    f.ranges[0].flags = KVM_MSR_FILTER_READ | KVM_MSR_FILTER_WRITE;
+    f.ranges[0].nmsrs = 1;
+    f.ranges[0].base = LAPICT_MSR_TSC_DEADLINE;
+    f.ranges[0].bitmap = (uint8_t *)&deny;
+    f.ranges[1] = f.ranges[0];
+    f.ranges[1].base = LAPICT_KVM_MSR_APIC_BASE;
+    if (ioctl(vm_fd, KVM_X86_SET_MSR_FILTER, &f) < 0)
+        return -errno;
+    return 0;
+}
+
+void lapict_kvm_cpuid_fixup(struct kvm_cpuid2 *cpuid, bool x2apic)
+{
+    for (uint32_t i = 0; i < cpuid->nent; i++) {
+        struct kvm_cpuid_entry2 *e = &cpuid->entries[i];
+        if (e->function != 1)
+            continue;
+        e->edx |= 1u << 9;
+        e->ecx |= 1u << 24;
+        if (x2apic)
+            e->ecx |= 1u << 21;
+        else
+            e->ecx &= ~(1u << 21);
+        e->ebx &= 0x00FFFFFFu;
+    }
+}

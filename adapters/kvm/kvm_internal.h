@@ -1,0 +1,15 @@
+/* SPDX-License-Identifier: MIT */
+/* Cross-file helpers of the KVM adapter; not installed. */
+#ifndef LAPICT_KVM_INTERNAL_H
+#define LAPICT_KVM_INTERNAL_H
+
+#include "lapict_kvm.h"
+
+bool lapict_kvm__x2apic(const struct lapict_kvm *k);
+void lapict_kvm__sync_tpr(struct lapict_kvm *k);
+void lapict_kvm__reset(struct lapict_kvm *k);
+bool lapict_kvm__can_deliver(struct lapict_kvm *k);
+/* Give the core its held interrupt back if the guest can take it now. */
+void lapict_kvm__window(struct lapict_kvm *k);
+
+#endif

@@ -1,0 +1,241 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lapict on Linux KVM with no in-kernel irqchip: a minimal userspace local
+ * APIC around the lapict timer, the host ops (CLOCK_MONOTONIC, host TSC,
+ * timerfd, a timer thread that kicks the vCPU with a signal) and the vCPU
+ * run loop pieces (MMIO/MSR exit decoding, KVM_INTERRUPT, interrupt
+ * windows, HLT). See README.md beside this file.
+ *
+ * Threading (TIMER.md "Concurrency"): every function here runs on the vCPU
+ * thread, except lapict_kvm_stop(). The adapter's timer thread only reads
+ * the timerfd, stores an atomic flag (release) and sends the kick signal to
+ * the vCPU thread; the vCPU thread consumes the flag (acquire) and calls
+ * lapict_expire().
+ */
+#ifndef LAPICT_KVM_H
+#define LAPICT_KVM_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <linux/kvm.h>
+
+#include <lapict/lapict.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LAPICT_KVM_APIC_BASE_DEFAULT 0xFEE00000u
+#define LAPICT_KVM_MSR_APIC_BASE 0x1Bu
+/* IA32_APIC_BASE bits. */
+#define LAPICT_KVM_APIC_BASE_BSP 0x100u
+#define LAPICT_KVM_APIC_BASE_EXTD 0x400u
+#define LAPICT_KVM_APIC_BASE_EN 0x800u
+/* Version register: 0x14 (integrated APIC), max LVT index 5. */
+#define LAPICT_KVM_APIC_VERSION 0x00050014u
+
+struct lapict_kvm_config {
+    /* Guest TSC rate; 0: ask KVM_GET_TSC_KHZ (and fail without it). */
+    uint32_t tsc_khz;
+    /* Kick signal for the vCPU thread; 0: SIGUSR1. */
+    int kick_signal;
+    /* lapict advance: LAPICT_ADVANCE_*, starting/fixed value, bound. */
+    uint32_t advance_mode;
+    uint32_t advance_ns;
+    uint32_t advance_max_ns;
+    /* APIC timer input clock, Hz; 0: 1 GHz (KVM's in-kernel default). */
+    uint64_t bus_hz;
+    /* Start the timer thread (false: the owner calls lapict_kvm_poll()). */
+    bool timer_thread;
+};
+
+/* Counters for tests and benchmarks; owner thread only. */
+struct lapict_kvm_stats {
+    uint64_t runs, mmio, rdmsr, wrmsr, gp, hlt, halt_sleeps, kicks_seen;
+    uint64_t window_exits, window_requests, interrupts, eois;
+};
+
+/*
+ * One vCPU's userspace LAPIC. Caller-allocated; fields are private to the
+ * adapter except where a test says otherwise.
+ */
+struct lapict_kvm {
+    struct lapict_timer timer;
+    int vcpu_fd;          /* -1: a fake vCPU (tests): no ioctls */
+    struct kvm_run *run;  /* the vCPU's mmap'ed run structure */
+    int timer_fd;         /* timerfd, CLOCK_MONOTONIC */
+    int stop_fd;          /* eventfd that stops the timer thread */
+    int wake_fd;          /* eventfd that wakes a halted vCPU */
+    int kick_signal;
+    bool thread_started;
+    pthread_t thread, vcpu_thread;
+    atomic_int expired;   /* timer thread -> vCPU thread */
+    atomic_int stop;      /* lapict_kvm_stop() -> vCPU thread */
+    atomic_int in_halt;   /* the vCPU sleeps in halt(): no signal */
+    uint32_t tsc_khz;
+    int64_t tsc_offset;   /* guest TSC - host TSC */
+    /* LAPIC state beyond the timer. */
+    uint64_t apic_base;   /* IA32_APIC_BASE */
+    uint32_t id, tpr, ldr, dfr, svr, esr, esr_pending, icr_lo, icr_hi;
+    uint32_t lvt_cmci, lvt_thermal, lvt_perf, lvt_lint0, lvt_lint1, lvt_err;
+    uint32_t irr[8], isr[8];
+    bool timer_refused;   /* the core holds an interrupt for the window */
+    bool injected;        /* KVM_INTERRUPT done for the coming entry */
+    /* Fake vCPU: the last vector "injected" and how many. */
+    int fake_last_vector;
+    uint64_t fake_injections;
+    struct lapict_kvm_stats st;
+};
+
+/**
+ * lapict_kvm_vm_setup() - per-VM setup for a userspace LAPIC.
+ * @vm_fd: the VM, without an in-kernel irqchip.
+ *
+ * Enables KVM_CAP_X86_USER_SPACE_MSR (FILTER, UNKNOWN, INVAL exits) and
+ * filters IA32_TSC_DEADLINE and IA32_APIC_BASE to userspace.
+ *
+ * Return: 0 or -errno.
+ */
+int lapict_kvm_vm_setup(int vm_fd);
+
+/**
+ * lapict_kvm_cpuid_fixup() - CPUID bits for the emulated LAPIC.
+ * @cpuid: entries from KVM_GET_SUPPORTED_CPUID, changed in place.
+ * @x2apic: advertise x2APIC.
+ *
+ * Leaf 1: APIC (EDX 9) and TSC-deadline (ECX 24) set, x2APIC (ECX 21) per
+ * @x2apic, initial APIC ID 0 (EBX 31:24).
+ */
+void lapict_kvm_cpuid_fixup(struct kvm_cpuid2 *cpuid, bool x2apic);
+
+/**
+ * lapict_kvm_init() - set up the LAPIC of one vCPU.
+ * @k: caller-allocated.
+ * @vcpu_fd: the vCPU, or -1 for a fake vCPU (tests: no ioctls, injections
+ * recorded in @k).
+ * @run: its kvm_run (for a fake vCPU, any zeroed struct kvm_run).
+ * @cfg: configuration; NULL for defaults (timer thread on, advance off).
+ *
+ * Must be called on the vCPU thread (the kick targets the caller).
+ *
+ * Return: 0, -errno, or a LAPICT_E_* code from lapict_init().
+ */
+int lapict_kvm_init(struct lapict_kvm *k, int vcpu_fd, struct kvm_run *run,
+                    const struct lapict_kvm_config *cfg);
+
+/**
+ * lapict_kvm_destroy() - stop the timer thread, close the descriptors.
+ * @k: the LAPIC.
+ */
+void lapict_kvm_destroy(struct lapict_kvm *k);
+
+/**
+ * lapict_kvm_run() - run the vCPU until an exit the LAPIC does not handle.
+ * @k: the LAPIC.
+ *
+ * Handles timer kicks, APIC MMIO, APIC/timer MSRs, interrupt windows and
+ * HLT (sleeping on the timerfd). Returns with run->exit_reason set for the
+ * VMM (I/O, other MMIO, shutdown, ...); KVM_EXIT_HLT is returned only when
+ * the guest halts with interrupts disabled and nothing can wake it, and
+ * KVM_EXIT_INTR after lapict_kvm_stop().
+ *
+ * Return: 0, or -errno of KVM_RUN.
+ */
+int lapict_kvm_run(struct lapict_kvm *k);
+
+/**
+ * lapict_kvm_stop() - make lapict_kvm_run() return (any thread).
+ * @k: the LAPIC.
+ */
+void lapict_kvm_stop(struct lapict_kvm *k);
+
+/**
+ * lapict_kvm_handle_exit() - handle the exit in run, if it is the LAPIC's.
+ * @k: the LAPIC.
+ *
+ * Return: true if handled (the vCPU can re-enter), false if not ours.
+ * HLT is not handled here (lapict_kvm_run() sleeps for it).
+ */
+bool lapict_kvm_handle_exit(struct lapict_kvm *k);
+
+/**
+ * lapict_kvm_mmio() - an xAPIC MMIO access at @gpa.
+ * @k: the LAPIC.
+ * @gpa: guest physical address.
+ * @data: bytes read or written (little-endian).
+ * @len: 1, 2, 4 or 8.
+ * @write: direction.
+ *
+ * Return: true if @gpa is in the APIC page (handled), false otherwise.
+ */
+bool lapict_kvm_mmio(struct lapict_kvm *k, uint64_t gpa, uint8_t *data,
+                     uint32_t len, bool write);
+
+/**
+ * lapict_kvm_rdmsr() - RDMSR of an APIC MSR.
+ * @k: the LAPIC.
+ * @msr: the index.
+ * @val: receives the value.
+ *
+ * Return: 0, LAPICT_E_GP (inject #GP), LAPICT_E_NOREG (not an APIC MSR).
+ */
+int lapict_kvm_rdmsr(struct lapict_kvm *k, uint32_t msr, uint64_t *val);
+
+/**
+ * lapict_kvm_wrmsr() - WRMSR of an APIC MSR.
+ * @k: the LAPIC.
+ * @msr: the index.
+ * @val: the value.
+ *
+ * Return: 0, LAPICT_E_GP, LAPICT_E_NOREG.
+ */
+int lapict_kvm_wrmsr(struct lapict_kvm *k, uint32_t msr, uint64_t val);
+
+/**
+ * lapict_kvm_set_irq() - raise a fixed interrupt (IRR) from the platform.
+ * @k: the LAPIC.
+ * @vector: 16-255.
+ *
+ * Return: true if set, false if already pending or illegal.
+ */
+bool lapict_kvm_set_irq(struct lapict_kvm *k, uint8_t vector);
+
+/**
+ * lapict_kvm_deliver() - inject the highest deliverable IRR vector.
+ * @k: the LAPIC.
+ *
+ * KVM_INTERRUPT when the guest accepts interrupts
+ * (ready_for_interrupt_injection and IF), else requests an interrupt window.
+ *
+ * Return: the vector injected, or -1.
+ */
+int lapict_kvm_deliver(struct lapict_kvm *k);
+
+/**
+ * lapict_kvm_poll() - consume the expiry flag and a readable timerfd.
+ * @k: the LAPIC.
+ *
+ * Calls lapict_expire() if the host timer fired. Used by lapict_kvm_run()
+ * and by hosts without the timer thread.
+ *
+ * Return: true if an expiry was processed.
+ */
+bool lapict_kvm_poll(struct lapict_kvm *k);
+
+/**
+ * lapict_kvm_guest_tsc() - the guest TSC now (host TSC plus the offset).
+ * @k: the LAPIC.
+ */
+uint64_t lapict_kvm_guest_tsc(const struct lapict_kvm *k);
+
+/** lapict_kvm_ops - the host ops; ctx is a struct lapict_kvm *. */
+extern const struct lapict_ops lapict_kvm_ops;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LAPICT_KVM_H */

@@ -1,0 +1,555 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The lapict-vmm guest: freestanding, 64-bit, one vCPU. Parameters come in
+ * the mailbox; lines go out through PORT_PUTS; samples are left in memory
+ * for the VMM. Uses the xAPIC MMIO page and IA32_TSC_DEADLINE.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "mailbox.h"
+
+#define APIC 0xFEE00000ull
+#define A_EOI 0xB0u
+#define A_SVR 0xF0u
+#define A_ESR 0x280u
+#define A_LVTT 0x320u
+#define A_TMICT 0x380u
+#define A_TMCCT 0x390u
+#define A_TDCR 0x3E0u
+#define MSR_TSC_DEADLINE 0x6E0u
+#define VEC 0x40u
+#define MODE_ONESHOT 0x00000u
+#define MODE_PERIODIC 0x20000u
+#define MODE_TSCDL 0x40000u
+#define MASKED 0x10000u
+
+static struct mailbox *const mb = (struct mailbox *)(uintptr_t)MB_ADDR;
+static uint64_t *const samples = (uint64_t *)(uintptr_t)SAMPLES_ADDR;
+
+struct idt_entry {
+    uint16_t off0, sel;
+    uint8_t ist, type;
+    uint16_t off1;
+    uint32_t off2, zero;
+};
+static struct idt_entry idt[256];
+
+extern void timer_stub(void);
+extern void spurious_stub(void);
+extern const uint64_t exc_stubs[20];
+
+/* What the timer ISR does with an interrupt. */
+enum isr_mode { ISR_COUNT, ISR_LATENCY_DL, ISR_LATENCY_OS, ISR_PERIODIC };
+static volatile int isr_mode;
+static volatile uint64_t n_irq, expected, last_irq_tsc;
+static uint64_t delta, os_ticks, early;
+
+static inline uint64_t rdtsc(void)
+{
+    uint32_t lo, hi;
+    __asm__ volatile("lfence; rdtsc" : "=a"(lo), "=d"(hi)::"memory");
+    return ((uint64_t)hi << 32) | lo;
+}
+
+static inline void wrmsr(uint32_t msr, uint64_t v)
+{
+    __asm__ volatile("wrmsr" ::"c"(msr), "a"((uint32_t)v),
+                     "d"((uint32_t)(v >> 32))
+                     : "memory");
+}
+
+static inline uint64_t rdmsr(uint32_t msr)
+{
+    uint32_t lo, hi;
+    __asm__ volatile("rdmsr" : "=a"(lo), "=d"(hi) : "c"(msr) : "memory");
+    return ((uint64_t)hi << 32) | lo;
+}
+
+static inline void outl(uint16_t port, uint32_t v)
+{
+    __asm__ volatile("outl %0, %1" ::"a"(v), "Nd"(port) : "memory");
+}
+
+static inline uint32_t apic_read(uint32_t off)
+{
+    return *(volatile uint32_t *)(uintptr_t)(APIC + off);
+}
+
+static inline void apic_write(uint32_t off, uint32_t v)
+{
+    *(volatile uint32_t *)(uintptr_t)(APIC + off) = v;
+}
+
+static void puts_(const char *s)
+{
+    outl(PORT_PUTS, (uint32_t)(uintptr_t)s);
+}
+
+/* A tiny formatter: %s %u (uint64) %x (uint64) %d (int64). */
+static char line[256];
+static void out(const char *fmt, ...)
+{
+    __builtin_va_list ap;
+    char *p = line, *end = line + sizeof(line) - 1;
+    char tmp[24];
+
+    __builtin_va_start(ap, fmt);
+    for (; *fmt && p < end; fmt++) {
+        if (*fmt != '%') {
+            *p++ = *fmt;
+            continue;
+        }
+        fmt++;
+        if (*fmt == 's') {
+            const char *s = __builtin_va_arg(ap, const char *);
+            while (*s && p < end)
+                *p++ = *s++;
+            continue;
+        }
+        uint64_t v = __builtin_va_arg(ap, uint64_t);
+        unsigned base = *fmt == 'x' ? 16 : 10;
+        int n = 0;
+        if (*fmt == 'd' && (int64_t)v < 0) {
+            *p++ = '-';
+            v = -v;
+        }
+        do {
+            tmp[n++] = "0123456789abcdef"[v % base];
+            v /= base;
+        } while (v && n < 24);
+        while (n && p < end)
+            *p++ = tmp[--n];
+    }
+    *p = 0;
+    __builtin_va_end(ap);
+    puts_(line);
+}
+
+void exception(uint64_t vec)
+{
+    out("EXCEPTION vector=%u", vec);
+    outl(PORT_DONE, 100u + (uint32_t)vec);
+}
+
+static void set_gate(unsigned v, uint64_t fn)
+{
+    idt[v].off0 = (uint16_t)fn;
+    idt[v].sel = 0x08;
+    idt[v].ist = 0;
+    idt[v].type = 0x8E; /* present, 64-bit interrupt gate */
+    idt[v].off1 = (uint16_t)(fn >> 16);
+    idt[v].off2 = (uint32_t)(fn >> 32);
+    idt[v].zero = 0;
+}
+
+static void setup_idt(void)
+{
+    struct __attribute__((packed)) {
+        uint16_t limit;
+        uint64_t base;
+    } d = {sizeof(idt) - 1, (uint64_t)(uintptr_t)idt};
+
+    for (unsigned i = 0; i < 20; i++)
+        set_gate(i, exc_stubs[i]);
+    set_gate(VEC, (uint64_t)(uintptr_t)timer_stub);
+    set_gate(0xFF, (uint64_t)(uintptr_t)spurious_stub);
+    __asm__ volatile("lidt %0" ::"m"(d));
+}
+
+static uint64_t ns_to_tsc_floor(uint64_t ns)
+{
+    return ns * mb->tsc_khz / 1000000u;
+}
+
+static uint64_t tsc_to_ns_floor(uint64_t tsc)
+{
+    return tsc * 1000000u / mb->tsc_khz;
+}
+
+/* Timer ticks (divide by 1) for a TSC delta, rounded down. */
+static uint64_t tsc_to_ticks(uint64_t tsc)
+{
+    return tsc_to_ns_floor(tsc) * (mb->bus_hz / 1000000u) / 1000u;
+}
+
+static uint64_t ticks_to_tsc_floor(uint64_t ticks)
+{
+    return ns_to_tsc_floor(ticks * 1000u / (mb->bus_hz / 1000000u));
+}
+
+static void record_latency(uint64_t now)
+{
+    uint64_t n = n_irq;
+    if ((int64_t)(now - expected) < 0)
+        early++;
+    if (n < mb->samples)
+        samples[n] = now - expected;
+    n_irq = n + 1;
+}
+
+void timer_isr(void)
+{
+    uint64_t now = rdtsc();
+
+    switch (isr_mode) {
+    case ISR_LATENCY_DL:
+        record_latency(now);
+        apic_write(A_EOI, 0);
+        if (n_irq < mb->samples) {
+            expected = rdtsc() + delta;
+            wrmsr(MSR_TSC_DEADLINE, expected);
+        }
+        return;
+    case ISR_LATENCY_OS:
+        record_latency(now);
+        apic_write(A_EOI, 0);
+        if (n_irq < mb->samples) {
+            expected = rdtsc() + ticks_to_tsc_floor(os_ticks);
+            apic_write(A_TMICT, (uint32_t)os_ticks);
+        }
+        return;
+    case ISR_PERIODIC:
+        if (n_irq < mb->samples)
+            samples[n_irq] = now;
+        n_irq = n_irq + 1;
+        if (n_irq >= mb->samples)
+            apic_write(A_TMICT, 0);
+        apic_write(A_EOI, 0);
+        return;
+    default:
+        last_irq_tsc = now;
+        n_irq = n_irq + 1;
+        apic_write(A_EOI, 0);
+        return;
+    }
+}
+
+/* Wait (interrupts on) until n_irq reaches @n, by HLT or by spinning. */
+static void wait_irqs(uint64_t n)
+{
+    if (mb->wait == W_SPIN) {
+        __asm__ volatile("sti" ::: "memory");
+        while (n_irq < n)
+            __asm__ volatile("pause" ::: "memory");
+        __asm__ volatile("cli" ::: "memory");
+        return;
+    }
+    while (n_irq < n)
+        __asm__ volatile("sti; hlt; cli" ::: "memory");
+}
+
+/* Spin with interrupts on for @ns; returns early when n_irq reaches @n. */
+static bool spin_ns(uint64_t ns, uint64_t n)
+{
+    uint64_t end = rdtsc() + ns_to_tsc_floor(ns);
+    __asm__ volatile("sti" ::: "memory");
+    while ((int64_t)(rdtsc() - end) < 0 && n_irq < n)
+        __asm__ volatile("pause" ::: "memory");
+    __asm__ volatile("cli" ::: "memory");
+    return n_irq >= n;
+}
+
+static void test_tscdeadline(void)
+{
+    isr_mode = ISR_LATENCY_DL;
+    apic_write(A_LVTT, MODE_TSCDL | VEC);
+    expected = rdtsc() + delta;
+    wrmsr(MSR_TSC_DEADLINE, expected);
+    wait_irqs(mb->samples);
+}
+
+static void test_oneshot(void)
+{
+    isr_mode = ISR_LATENCY_OS;
+    os_ticks = tsc_to_ticks(delta);
+    apic_write(A_TDCR, 0xB);
+    apic_write(A_LVTT, MODE_ONESHOT | VEC);
+    expected = rdtsc() + ticks_to_tsc_floor(os_ticks);
+    apic_write(A_TMICT, (uint32_t)os_ticks);
+    wait_irqs(mb->samples);
+}
+
+static void test_periodic(void)
+{
+    uint64_t ticks = mb->period_ns * (mb->bus_hz / 1000000u) / 1000u;
+
+    isr_mode = ISR_PERIODIC;
+    apic_write(A_TDCR, 0xB);
+    apic_write(A_LVTT, MODE_PERIODIC | VEC);
+    mb->t_start = rdtsc();
+    apic_write(A_TMICT, (uint32_t)ticks);
+    wait_irqs(mb->samples);
+}
+
+static void test_exit(void)
+{
+    for (uint64_t i = 0; i < mb->samples; i++) {
+        uint64_t t0 = rdtsc();
+        outl(PORT_PING, (uint32_t)t0);
+        samples[i] = rdtsc() - t0;
+    }
+    n_irq = mb->samples;
+}
+
+/* --- selftest -------------------------------------------------------- */
+
+static uint64_t pass, fail;
+
+static void check(bool ok, const char *name, uint64_t a, uint64_t b)
+{
+    if (ok) {
+        pass++;
+        out("PASS %s", name);
+    } else {
+        fail++;
+        out("FAIL %s (%u %u)", name, a, b);
+    }
+}
+
+static void timer_off(void)
+{
+    apic_write(A_TMICT, 0);
+    apic_write(A_LVTT, MASKED);
+    wrmsr(MSR_TSC_DEADLINE, 0);
+}
+
+static void st_deadline_once(void)
+{
+    bool ok = true;
+    uint64_t bad_n = 0, bad_msr = 0;
+
+    apic_write(A_LVTT, MODE_TSCDL | VEC);
+    for (int i = 0; i < 5; i++) {
+        uint64_t n0 = n_irq, d = rdtsc() + ns_to_tsc_floor(200000);
+        wrmsr(MSR_TSC_DEADLINE, d);
+        spin_ns(100000000, n0 + 1);
+        spin_ns(600000, n0 + 2); /* would see a second interrupt */
+        uint64_t msr = rdmsr(MSR_TSC_DEADLINE);
+        if (n_irq != n0 + 1 || msr != 0 || last_irq_tsc < d) {
+            ok = false;
+            bad_n = n_irq - n0;
+            bad_msr = msr;
+        }
+    }
+    check(ok, "tscdeadline: one interrupt per write, not early, MSR reads 0 "
+              "after",
+          bad_n, bad_msr);
+}
+
+static void st_deadline_past(void)
+{
+    uint64_t n0 = n_irq;
+    apic_write(A_LVTT, MODE_TSCDL | VEC);
+    wrmsr(MSR_TSC_DEADLINE, rdtsc() - 1000);
+    bool got = spin_ns(2000000, n0 + 1);
+    check(got && rdmsr(MSR_TSC_DEADLINE) == 0,
+          "tscdeadline: a deadline in the past fires at once", n_irq - n0, 0);
+}
+
+static void st_oneshot_never_early(void)
+{
+    uint64_t worst = 0, bad = 0;
+    bool ok = true;
+
+    apic_write(A_TDCR, 0xB);
+    apic_write(A_LVTT, MODE_ONESHOT | VEC);
+    for (int i = 0; i < 20; i++) {
+        uint64_t ticks = 50000u + 25000u * (uint64_t)i; /* ns at 1 GHz */
+        ticks = ticks * (mb->bus_hz / 1000000u) / 1000u;
+        uint64_t n0 = n_irq, t0 = rdtsc();
+        apic_write(A_TMICT, (uint32_t)ticks);
+        spin_ns(100000000, n0 + 1);
+        uint64_t exp = t0 + ticks_to_tsc_floor(ticks);
+        if (n_irq != n0 + 1 || (int64_t)(last_irq_tsc - exp) < 0) {
+            ok = false;
+            bad = exp - last_irq_tsc;
+        }
+        if (apic_read(A_TMCCT) != 0)
+            ok = false;
+        worst = n_irq - n0;
+    }
+    check(ok, "oneshot: never early, one interrupt, TMCCT 0 after", bad,
+          worst);
+}
+
+static void st_tmict_zero_stops(void)
+{
+    uint64_t n0 = n_irq;
+    apic_write(A_TDCR, 0xB);
+    apic_write(A_LVTT, MODE_ONESHOT | VEC);
+    apic_write(A_TMICT, tsc_to_ticks(ns_to_tsc_floor(2000000)));
+    apic_write(A_TMICT, 0);
+    uint32_t cct = apic_read(A_TMCCT);
+    spin_ns(4000000, n0 + 1);
+    check(n_irq == n0 && cct == 0, "oneshot: TMICT 0 stops the timer",
+          n_irq - n0, cct);
+}
+
+static void st_mode_switch(void)
+{
+    uint64_t n0, ticks = tsc_to_ticks(ns_to_tsc_floor(1000000));
+    uint32_t cct;
+    bool ok;
+
+    apic_write(A_TDCR, 0xB);
+    /* Periodic running, switched to one-shot: one more expiry, then 0. */
+    apic_write(A_LVTT, MODE_PERIODIC | VEC);
+    n0 = n_irq;
+    apic_write(A_TMICT, (uint32_t)ticks);
+    spin_ns(2500000, ~0ull);
+    cct = apic_read(A_TMCCT);
+    ok = n_irq - n0 >= 2 && cct > 0 && cct <= ticks;
+    check(ok, "periodic: reloads, TMCCT in (0, TMICT]", n_irq - n0, cct);
+    apic_write(A_LVTT, MODE_ONESHOT | VEC);
+    n0 = n_irq;
+    spin_ns(3500000, ~0ull);
+    cct = apic_read(A_TMCCT);
+    check(n_irq - n0 == 1 && cct == 0,
+          "periodic->oneshot: fires once more, then TMCCT 0", n_irq - n0, cct);
+    /* Running one-shot switched to periodic: it reloads. */
+    n0 = n_irq;
+    apic_write(A_TMICT, (uint32_t)ticks);
+    apic_write(A_LVTT, MODE_PERIODIC | VEC);
+    spin_ns(3500000, ~0ull);
+    cct = apic_read(A_TMCCT);
+    check(n_irq - n0 >= 3 && cct > 0,
+          "oneshot->periodic: reloads at expiry, TMCCT nonzero", n_irq - n0,
+          cct);
+    apic_write(A_TMICT, 0);
+}
+
+static void st_deadline_outside_mode(void)
+{
+    uint64_t n0 = n_irq;
+    apic_write(A_LVTT, MODE_ONESHOT | VEC);
+    apic_write(A_TMICT, 0);
+    wrmsr(MSR_TSC_DEADLINE, rdtsc() + ns_to_tsc_floor(100000));
+    uint64_t msr = rdmsr(MSR_TSC_DEADLINE);
+    spin_ns(1000000, n0 + 1);
+    check(msr == 0 && n_irq == n0,
+          "tscdeadline: MSR writes ignored outside the mode", msr,
+          n_irq - n0);
+}
+
+static void st_tmict_inside_deadline(void)
+{
+    uint64_t n0 = n_irq;
+    apic_write(A_LVTT, MODE_TSCDL | VEC);
+    apic_write(A_TMICT, 100000);
+    uint32_t ict = apic_read(A_TMICT), cct = apic_read(A_TMCCT);
+    spin_ns(1000000, n0 + 1);
+    check(ict == 0 && cct == 0 && n_irq == n0,
+          "tscdeadline: TMICT ignored in the mode", ict, n_irq - n0);
+}
+
+static void st_masked_counts(void)
+{
+    uint64_t n0 = n_irq, ticks = tsc_to_ticks(ns_to_tsc_floor(2000000));
+    apic_write(A_TDCR, 0xB);
+    apic_write(A_LVTT, MODE_ONESHOT | MASKED | VEC);
+    apic_write(A_TMICT, (uint32_t)ticks);
+    uint32_t c1 = apic_read(A_TMCCT);
+    spin_ns(500000, ~0ull);
+    uint32_t c2 = apic_read(A_TMCCT);
+    spin_ns(2500000, ~0ull);
+    uint32_t c3 = apic_read(A_TMCCT);
+    apic_write(A_LVTT, MODE_ONESHOT | VEC);
+    spin_ns(500000, n0 + 1);
+    check(c1 > c2 && c2 > 0 && c3 == 0 && n_irq == n0,
+          "masked: counts down, reaches 0, no interrupt", c1, c2);
+    if (c3 || n_irq != n0)
+        out("  masked: c3=%u irqs=%u", (uint64_t)c3, n_irq - n0);
+}
+
+static void st_tdcr_all(void)
+{
+    static const uint32_t vals[8] = {0x0, 0x1, 0x2, 0x3, 0x8, 0x9, 0xA, 0xB};
+    static const uint32_t divs[8] = {2, 4, 8, 16, 32, 64, 128, 1};
+    bool ok = true;
+    uint64_t bad_d = 0, bad_m = 0;
+
+    apic_write(A_LVTT, MODE_ONESHOT | MASKED | VEC);
+    for (int i = 0; i < 8; i++) {
+        apic_write(A_TDCR, vals[i]);
+        if (apic_read(A_TDCR) != vals[i])
+            ok = false;
+        apic_write(A_TMICT, 0xFFFFFFFFu);
+        uint64_t t0 = rdtsc();
+        uint32_t c0 = apic_read(A_TMCCT);
+        spin_ns(2000000, ~0ull);
+        uint32_t c1 = apic_read(A_TMCCT);
+        uint64_t t1 = rdtsc();
+        uint64_t ns = tsc_to_ns_floor(t1 - t0);
+        uint64_t exp = ns * (mb->bus_hz / 1000000u) / 1000u / divs[i];
+        uint64_t got = (uint64_t)(c0 - c1);
+        /* Each register read is a VM exit (tens of us): allow for it. */
+        uint64_t tol = exp / 20u + 100000u / divs[i] + 2;
+        if (got + tol < exp || got > exp + tol) {
+            ok = false;
+            bad_d = divs[i];
+            bad_m = got;
+        }
+        apic_write(A_TMICT, 0);
+    }
+    check(ok, "TDCR: every divide value reads back and sets the rate", bad_d,
+          bad_m);
+    apic_write(A_TDCR, 0xB);
+}
+
+static void test_selftest(void)
+{
+    isr_mode = ISR_COUNT;
+    st_deadline_once();
+    st_deadline_past();
+    timer_off();
+    st_oneshot_never_early();
+    st_tmict_zero_stops();
+    st_mode_switch();
+    st_deadline_outside_mode();
+    st_tmict_inside_deadline();
+    timer_off();
+    st_masked_counts();
+    st_tdcr_all();
+    timer_off();
+    mb->pass = pass;
+    mb->fail = fail;
+}
+
+void guest_main(void)
+{
+    if (mb->magic != MB_MAGIC) {
+        puts_("bad mailbox");
+        outl(PORT_DONE, 1);
+        return;
+    }
+    setup_idt();
+    delta = mb->delta;
+    apic_write(A_SVR, 0x1FF); /* software-enable, spurious vector 0xFF */
+    apic_write(A_ESR, 0);
+    switch (mb->test) {
+    case T_TSCDEADLINE:
+        test_tscdeadline();
+        break;
+    case T_ONESHOT:
+        test_oneshot();
+        break;
+    case T_PERIODIC:
+        test_periodic();
+        break;
+    case T_SELFTEST:
+        test_selftest();
+        break;
+    case T_EXIT:
+        test_exit();
+        break;
+    default:
+        puts_("unknown test");
+        outl(PORT_DONE, 2);
+        return;
+    }
+    timer_off();
+    mb->nsamples = n_irq;
+    mb->early = early;
+    outl(PORT_DONE, 0);
+}

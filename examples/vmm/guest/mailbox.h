@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The contract between lapict-vmm and its guest: a mailbox in guest memory
+ * at a fixed physical address (parameters in, results out) and the I/O
+ * ports the guest uses to talk to the VMM (VMCALL is not usable here).
+ */
+#ifndef LAPICT_VMM_MAILBOX_H
+#define LAPICT_VMM_MAILBOX_H
+
+#include <stdint.h>
+
+#define MB_ADDR 0x8000u
+#define MB_MAGIC 0x4C41504Du
+#define GUEST_LOAD 0x100000u
+#define GUEST_STACK_TOP 0x9F000u
+#define SAMPLES_ADDR 0x1000000u /* 16 MiB */
+#define GUEST_RAM (64u << 20)
+#define SAMPLES_MAX ((GUEST_RAM - SAMPLES_ADDR) / 8u)
+
+/* Ports (32-bit OUT). */
+#define PORT_PUTS 0x500u /* value: guest address of a NUL-terminated line */
+#define PORT_DONE 0x504u /* value: 0 ok, else failure code */
+#define PORT_PING 0x508u /* the exit-round-trip test target */
+
+enum mb_test {
+    T_TSCDEADLINE = 0,
+    T_ONESHOT = 1,
+    T_PERIODIC = 2,
+    T_SELFTEST = 3,
+    T_EXIT = 4,
+};
+
+enum mb_wait { W_HLT = 0, W_SPIN = 1 };
+
+struct mailbox {
+    /* VMM -> guest. */
+    uint32_t magic, test, wait, pad;
+    uint64_t samples, delta, period_ns, tsc_khz, bus_hz;
+    /* guest -> VMM: samples[] at SAMPLES_ADDR (lateness, signed cycles, or
+     * for periodic the raw arrival TSC), counts. */
+    uint64_t nsamples, early, pass, fail;
+    uint64_t t_first, t_last, t_start;
+};
+
+#endif
