@@ -2,9 +2,9 @@
 /*
  * The adaptive advance tuner (TIMER.md section 7).
  *
- * Every sample is the host's wake-up latency L = (arrival - instant) + the
- * advance in force: how long after the armed instant the vCPU was back at
- * guest entry. The tuner keeps
+ * Every sample is the host's wake-up latency L: how long after its host
+ * timer was due (the armed target, or the arming itself when the target
+ * had already passed) the vCPU was back at guest entry. The tuner keeps
  *
  *   adv_est  a fast running mean of L (gain 1/4),
  *   adv_dev  a running mean absolute deviation of L around it (gain 1/4),
@@ -51,9 +51,9 @@ static void set_advance(struct lapict_timer *t, uint64_t a)
     t->adv_ns = a > t->adv_max_ns ? t->adv_max_ns : (uint32_t)a;
 }
 
-void lapict__tune(struct lapict_timer *t, int64_t err)
+void lapict__tune(struct lapict_timer *t, int64_t latency)
 {
-    int64_t l = err + (int64_t)t->adv_ns;
+    int64_t l = latency;
     uint32_t L, ad, n, late;
     uint64_t thr, floor, a;
 

@@ -64,15 +64,9 @@ static inline bool lapict__after_eq(uint64_t a, uint64_t b)
  * and r = {0,0}; otherwise r = floor(2^128 / d). Init-time only (slow).
  */
 void lapict__recip_init(uint64_t d, uint64_t r[2], uint8_t *shift);
-/* floor(n / d) using the prepared reciprocal, as 128 bits. */
-lapict__u128 lapict__div128(lapict__u128 n, uint64_t d, const uint64_t r[2],
-                            uint8_t shift);
-/* floor(n / d) using the prepared reciprocal; saturates at UINT64_MAX. */
-uint64_t lapict__div_floor(lapict__u128 n, uint64_t d, const uint64_t r[2],
-                           uint8_t shift);
-/* ceil(n / d), same conditions; n < 2^127. */
-uint64_t lapict__div_ceil(lapict__u128 n, uint64_t d, const uint64_t r[2],
-                          uint8_t shift);
+/* floor(n / d) for a numerator of 64 bits or more: four multiplies. */
+lapict__u128 lapict__div128_wide(lapict__u128 n, uint64_t d,
+                                 const uint64_t r[2]);
 /* Exact floor(n / d) by shift-subtract; slow path only. Saturates. */
 uint64_t lapict__udiv128(lapict__u128 n, uint64_t d);
 /* Greatest common divisor (init only). */
@@ -80,10 +74,60 @@ uint64_t lapict__gcd(uint64_t a, uint64_t b);
 /* CRC-32 (IEEE 802.3, reflected) of @len bytes. */
 uint32_t lapict__crc32(const uint8_t *p, size_t len);
 
+/*
+ * floor(n / d) with the reciprocal prepared by lapict__recip_init(), as 128
+ * bits. r = floor(2^128/d) underestimates 1/d by less than 2^-128, so the
+ * product underestimates n/d by less than 1: one correction step. Inline:
+ * this is every conversion of every hot path.
+ */
+static inline lapict__u128 lapict__div128(lapict__u128 n, uint64_t d,
+                                          const uint64_t r[2], uint8_t shift)
+{
+    lapict__u128 q;
+
+    if ((r[0] | r[1]) == 0)
+        return n >> shift;
+    if ((n >> 64) != 0)
+        return lapict__div128_wide(n, d, r);
+    /*
+     * A 64-bit numerator: r[1] = floor(2^64/d) alone is within 1 of 1/d
+     * scaled, so one multiply and the same single correction suffice.
+     */
+    uint64_t n0 = (uint64_t)n;
+    uint64_t q0 = (uint64_t)(((lapict__u128)n0 * r[1]) >> 64);
+    if (n0 - q0 * d >= d)
+        q0++;
+    q = q0;
+    return q;
+}
+
+/* floor(n / d); saturates at UINT64_MAX. */
+static inline uint64_t lapict__div_floor(lapict__u128 n, uint64_t d,
+                                         const uint64_t r[2], uint8_t shift)
+{
+    lapict__u128 q = lapict__div128(n, d, r, shift);
+    return q > UINT64_MAX ? UINT64_MAX : (uint64_t)q;
+}
+
+/* ceil(n / d), same conditions; n < 2^127. */
+static inline uint64_t lapict__div_ceil(lapict__u128 n, uint64_t d,
+                                        const uint64_t r[2], uint8_t shift)
+{
+    return lapict__div_floor(n + (d - 1), d, r, shift);
+}
+
 /* ---- ops.c: the one choke point between core and host ---- */
 
-uint64_t lapict__now(const struct lapict_timer *t);
-uint64_t lapict__tsc(const struct lapict_timer *t);
+static inline uint64_t lapict__now(const struct lapict_timer *t)
+{
+    return t->ops->now_ns(t->ctx);
+}
+
+static inline uint64_t lapict__tsc(const struct lapict_timer *t)
+{
+    return t->ops->guest_tsc(t->ctx);
+}
+
 /* Host instant at which the guest TSC reaches @d (now <= result). */
 uint64_t lapict__deadline_ns(const struct lapict_timer *t, uint64_t now,
                              uint64_t tsc, uint64_t d);
@@ -99,18 +143,72 @@ void lapict__report(struct lapict_timer *t, int status, uint32_t detail);
 
 /* ---- timer.c: the state machine ---- */
 
+static inline bool lapict__valid(const struct lapict_timer *t)
+{
+    return t && t->magic == LAPICT__MAGIC && t->ops;
+}
+
 /* Divider log2 for a TDCR value (0..7 for divide 1..128). */
-unsigned lapict__div_log2(uint32_t tdcr);
-/* Timer ticks elapsed in @d ns of the current clock (clamp included). */
-uint64_t lapict__ticks_in(const struct lapict_timer *t, uint64_t d);
-/* First ns at which @n ticks of the current clock have elapsed. */
-uint64_t lapict__ns_for(const struct lapict_timer *t, uint64_t n);
-/* Unclamped ns_for with the current divider. */
-uint64_t lapict__ns_for_raw(const struct lapict_timer *t, uint64_t n);
-/* ns until the guest TSC advances by @d ticks (rounded up). */
-uint64_t lapict__ns_from_tsc(const struct lapict_timer *t, uint64_t d);
+static inline unsigned lapict__div_log2(uint32_t tdcr)
+{
+    /* TDCR bits 3,1,0 index 2,4,8,16,32,64,128,1: log2 is (index+1) mod 8. */
+    unsigned idx = ((tdcr >> 1) & 4u) | (tdcr & 3u);
+    return (idx + 1u) & 7u;
+}
+
 /* ns elapsed since the anchor (0 if the clock is behind it). */
-uint64_t lapict__elapsed(const struct lapict_timer *t, uint64_t now);
+static inline uint64_t lapict__elapsed(const struct lapict_timer *t,
+                                       uint64_t now)
+{
+    uint64_t d = now - t->anchor_ns;
+    /* A clock behind the anchor (host misuse) must not look like 2^64 ns. */
+    return (int64_t)d < 0 ? 0 : d;
+}
+
+/* Clamped clock (slowed to min_period_ns): the slow, rare path. */
+uint64_t lapict__ticks_in_clamped(const struct lapict_timer *t, uint64_t d);
+uint64_t lapict__ns_for_clamped(const struct lapict_timer *t, uint64_t n);
+
+/* Timer ticks elapsed in @d ns of the current clock (clamp included). */
+static inline uint64_t lapict__ticks_in(const struct lapict_timer *t,
+                                        uint64_t d)
+{
+    lapict__u128 raw;
+
+    if (t->flags & LAPICT__F_CLAMPED)
+        return lapict__ticks_in_clamped(t, d);
+    /* floor(floor(x) / 2^k) = floor(x / 2^k): divide the bus ticks. */
+    raw = lapict__div128((lapict__u128)d * t->bus_p, t->bus_q, t->bus_rq,
+                         t->bus_qshift) >>
+          lapict__div_log2(t->tdcr);
+    return raw > UINT64_MAX ? UINT64_MAX : (uint64_t)raw;
+}
+
+/* Unclamped ns_for with the current divider. */
+static inline uint64_t lapict__ns_for_raw(const struct lapict_timer *t,
+                                          uint64_t n)
+{
+    lapict__u128 m = ((lapict__u128)n << lapict__div_log2(t->tdcr)) * t->bus_q;
+    return lapict__div_ceil(m, t->bus_p, t->bus_rp, t->bus_pshift);
+}
+
+/* First ns at which @n ticks of the current clock have elapsed. */
+static inline uint64_t lapict__ns_for(const struct lapict_timer *t,
+                                      uint64_t n)
+{
+    if (t->flags & LAPICT__F_CLAMPED)
+        return lapict__ns_for_clamped(t, n);
+    return lapict__ns_for_raw(t, n);
+}
+
+/* ns until the guest TSC advances by @d ticks (rounded up). */
+static inline uint64_t lapict__ns_from_tsc(const struct lapict_timer *t,
+                                           uint64_t d)
+{
+    return lapict__div_ceil((lapict__u128)d * t->tsc_a, t->tsc_b, t->tsc_rb,
+                            t->tsc_bshift);
+}
+
 /* Current count at @now. */
 uint32_t lapict__tmcct(const struct lapict_timer *t, uint64_t now);
 /* Should a periodic count of N be clamped with the current divider? */
@@ -119,8 +217,8 @@ bool lapict__needs_clamp(const struct lapict_timer *t);
 void lapict__reanchor(struct lapict_timer *t, uint64_t now, uint32_t c);
 /* Apply @clamp to a running count-down, preserving its count. */
 void lapict__set_clamp(struct lapict_timer *t, uint64_t now, bool clamp);
-/* Process expiries due at @now (no advance); then re-arm. */
-void lapict__update(struct lapict_timer *t, uint64_t now);
+/* Process expiries due at @now (no advance); re-arm if any. */
+void lapict__update_slow(struct lapict_timer *t, uint64_t now);
 /* Re-arm (or cancel) the host timer for the next expiry. */
 void lapict__rearm(struct lapict_timer *t, uint64_t now);
 /* Drop all timer activity (mode switch, reset). */
@@ -130,11 +228,27 @@ uint32_t lapict__advance(const struct lapict_timer *t);
 /* Record a guest-caused error. */
 void lapict__guest_error(struct lapict_timer *t, int status,
                          uint32_t detail);
-bool lapict__valid(const struct lapict_timer *t);
+
+/*
+ * Bring the state up to @now: every register access starts here, so the
+ * common case (a count-down whose next expiry is still ahead) is inline.
+ */
+static inline void lapict__update(struct lapict_timer *t, uint64_t now)
+{
+    if ((t->flags & (LAPICT__F_CD_ARMED | LAPICT__F_DL_ARMED)) ==
+            LAPICT__F_CD_ARMED &&
+        lapict__elapsed(t, now) < t->next_rel_ns)
+        return;
+    if (t->flags & (LAPICT__F_CD_ARMED | LAPICT__F_DL_ARMED))
+        lapict__update_slow(t, now);
+}
 
 /* ---- advance.c ---- */
 
-/* Feed one arrival error (ns, arrival - instant) to the adaptive tuner. */
-void lapict__tune(struct lapict_timer *t, int64_t err);
+/*
+ * Feed one wake-up latency (ns from the instant the host timer was due to
+ * the arrival at guest entry) to the adaptive tuner.
+ */
+void lapict__tune(struct lapict_timer *t, int64_t latency);
 
 #endif /* LAPICT_INTERNAL_H */

@@ -87,40 +87,13 @@ static inline lapict__u128 mulhi128(lapict__u128 a, uint64_t b0, uint64_t b1)
     return p11 + (p01 >> 64) + (p10 >> 64) + (mid >> 64);
 }
 
-lapict__u128 lapict__div128(lapict__u128 n, uint64_t d, const uint64_t r[2],
-                            uint8_t shift)
+lapict__u128 lapict__div128_wide(lapict__u128 n, uint64_t d,
+                                 const uint64_t r[2])
 {
-    if ((r[0] | r[1]) == 0)
-        return n >> shift;
-    /*
-     * r = floor(2^128/d) underestimates 1/d by less than 2^-128, so the
-     * product underestimates n/d by less than n/2^128 < 1: one correction.
-     */
-    lapict__u128 q;
-    if ((n >> 64) == 0) {
-        /* Common case: a 64-bit numerator needs two multiplies, not four. */
-        uint64_t n0 = (uint64_t)n;
-        q = ((lapict__u128)n0 * r[1] + (((lapict__u128)n0 * r[0]) >> 64)) >>
-            64;
-    } else {
-        q = mulhi128(n, r[0], r[1]);
-    }
+    lapict__u128 q = mulhi128(n, r[0], r[1]);
     if (n - q * d >= d)
         q++;
     return q;
-}
-
-uint64_t lapict__div_floor(lapict__u128 n, uint64_t d, const uint64_t r[2],
-                           uint8_t shift)
-{
-    lapict__u128 q = lapict__div128(n, d, r, shift);
-    return q > UINT64_MAX ? UINT64_MAX : (uint64_t)q;
-}
-
-uint64_t lapict__div_ceil(lapict__u128 n, uint64_t d, const uint64_t r[2],
-                          uint8_t shift)
-{
-    return lapict__div_floor(n + (d - 1), d, r, shift);
 }
 
 uint32_t lapict__crc32(const uint8_t *p, size_t len)

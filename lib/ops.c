@@ -7,16 +7,6 @@
  */
 #include "internal.h"
 
-uint64_t lapict__now(const struct lapict_timer *t)
-{
-    return t->ops->now_ns(t->ctx);
-}
-
-uint64_t lapict__tsc(const struct lapict_timer *t)
-{
-    return t->ops->guest_tsc(t->ctx);
-}
-
 uint64_t lapict__deadline_ns(const struct lapict_timer *t, uint64_t now,
                              uint64_t tsc, uint64_t d)
 {

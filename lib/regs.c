@@ -169,11 +169,13 @@ int lapict_tsc_deadline_write(struct lapict_timer *t, uint64_t val)
     t->flags &= (uint16_t)~(LAPICT__F_DL_ARMED | LAPICT__F_PREINJ);
     t->deadline_tsc = val;
     if (val) {
+        uint64_t tsc = lapict__tsc(t);
         /* Never a negative delta: a deadline already passed fires now. */
-        t->dl_ns = lapict__deadline_ns(t, now, lapict__tsc(t), val);
+        t->dl_ns = lapict__deadline_ns(t, now, tsc, val);
         t->flags |= LAPICT__F_DL_ARMED;
+        if (tsc >= val)
+            lapict__update(t, now);
     }
-    lapict__update(t, now);
     lapict__rearm(t, now);
     return LAPICT_OK;
 }

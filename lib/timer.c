@@ -20,11 +20,6 @@
 #define DIV_1E9 1000000000ull
 #define DIV_1E6 1000000ull
 
-bool lapict__valid(const struct lapict_timer *t)
-{
-    return t && t->magic == LAPICT__MAGIC && t->ops;
-}
-
 static uint32_t mode_of(uint32_t lvtt)
 {
     return lvtt & LAPICT_LVTT_MODE;
@@ -35,49 +30,17 @@ static bool is_periodic(const struct lapict_timer *t)
     return mode_of(t->lvtt) == LAPICT_LVTT_PERIODIC;
 }
 
-unsigned lapict__div_log2(uint32_t tdcr)
+uint64_t lapict__ticks_in_clamped(const struct lapict_timer *t, uint64_t d)
 {
-    /* TDCR bits 3,1,0 index 2,4,8,16,32,64,128,1: log2 is (index+1) mod 8. */
-    unsigned idx = ((tdcr >> 1) & 4u) | (tdcr & 3u);
-    return (idx + 1u) & 7u;
+    /* N ticks last exactly min_period_ns: floor(d * N / P). */
+    return lapict__udiv128((lapict__u128)d * t->tmict, t->min_period_ns);
 }
 
-uint64_t lapict__elapsed(const struct lapict_timer *t, uint64_t now)
+uint64_t lapict__ns_for_clamped(const struct lapict_timer *t, uint64_t n)
 {
-    uint64_t d = now - t->anchor_ns;
-    /* A clock behind the anchor (host misuse) must not look like 2^64 ns. */
-    return (int64_t)d < 0 ? 0 : d;
-}
-
-uint64_t lapict__ticks_in(const struct lapict_timer *t, uint64_t d)
-{
-    if (t->flags & LAPICT__F_CLAMPED)
-        return lapict__udiv128((lapict__u128)d * t->tmict, t->min_period_ns);
-    lapict__u128 raw = lapict__div128((lapict__u128)d * t->bus_p, t->bus_q,
-                                      t->bus_rq, t->bus_qshift) >>
-                       lapict__div_log2(t->tdcr);
-    return raw > UINT64_MAX ? UINT64_MAX : (uint64_t)raw;
-}
-
-uint64_t lapict__ns_for_raw(const struct lapict_timer *t, uint64_t n)
-{
-    lapict__u128 m = ((lapict__u128)n << lapict__div_log2(t->tdcr)) * t->bus_q;
-    return lapict__div_ceil(m, t->bus_p, t->bus_rp, t->bus_pshift);
-}
-
-uint64_t lapict__ns_for(const struct lapict_timer *t, uint64_t n)
-{
-    if (t->flags & LAPICT__F_CLAMPED) {
-        lapict__u128 m = (lapict__u128)n * t->min_period_ns;
-        return lapict__udiv128(m + (t->tmict - 1u), t->tmict);
-    }
-    return lapict__ns_for_raw(t, n);
-}
-
-uint64_t lapict__ns_from_tsc(const struct lapict_timer *t, uint64_t d)
-{
-    return lapict__div_ceil((lapict__u128)d * t->tsc_a, t->tsc_b, t->tsc_rb,
-                            t->tsc_bshift);
+    /* ceil(n * P / N) */
+    lapict__u128 m = (lapict__u128)n * t->min_period_ns;
+    return lapict__udiv128(m + (t->tmict - 1u), t->tmict);
 }
 
 uint32_t lapict__tmcct(const struct lapict_timer *t, uint64_t now)
@@ -321,6 +284,9 @@ static void rearm(struct lapict_timer *t, uint64_t now, bool tried)
     if (adv && !(t->flags & LAPICT__F_PREINJ) &&
         !(tried && lapict__after_eq(now, exact - adv)))
         target = exact - adv;
+    /* A target already passed is due now: that is when the host fires. */
+    if (!lapict__after_eq(target, now))
+        target = now;
     lapict__host_arm(t, target);
 }
 
@@ -329,7 +295,7 @@ void lapict__rearm(struct lapict_timer *t, uint64_t now)
     rearm(t, now, false);
 }
 
-void lapict__update(struct lapict_timer *t, uint64_t now)
+void lapict__update_slow(struct lapict_timer *t, uint64_t now)
 {
     /* Nothing expired: the armed host timer is still the right one. */
     if (process(t, now))
@@ -405,11 +371,10 @@ int lapict_init(struct lapict_timer *t, const struct lapict_config *cfg,
 
     n.min_period_ns = cfg->min_period_ns;
     n.adv_mode = (uint8_t)cfg->advance_mode;
-    n.adv_cfg_ns = cfg->advance_mode == LAPICT_ADVANCE_OFF ? 0 : cfg->advance_ns;
+    n.adv_ns = cfg->advance_mode == LAPICT_ADVANCE_OFF ? 0 : cfg->advance_ns;
     n.adv_max_ns = cfg->advance_mode == LAPICT_ADVANCE_ADAPTIVE
                        ? cfg->advance_max_ns
-                       : n.adv_cfg_ns;
-    n.adv_ns = n.adv_cfg_ns;
+                       : n.adv_ns;
     n.missed = (uint8_t)cfg->missed_policy;
     n.catch_up_max = cfg->missed_policy == LAPICT_MISSED_CATCH_UP
                          ? (uint16_t)cfg->catch_up_max
@@ -436,7 +401,7 @@ int lapict_reset(struct lapict_timer *t)
 
 int lapict_expire(struct lapict_timer *t)
 {
-    uint64_t now;
+    uint64_t now, due;
     uint32_t inj;
 
     if (!lapict__valid(t))
@@ -444,11 +409,18 @@ int lapict_expire(struct lapict_timer *t)
     now = lapict__now(t);
     /* The host timer that called us is spent, whatever we armed last. */
     t->flags |= LAPICT__F_REARM;
+    due = t->armed == LAPICT__ARMED_NONE ? now : t->armed_ns;
     inj = t->c.injections;
     process(t, now);
     preinject(t, now);
-    if (t->c.injections != inj)
+    if (t->c.injections != inj) {
+        /* Measure the latency from when this host timer was due. */
+        uint64_t lead = lapict__after_eq(due, t->last_instant_ns)
+                            ? 0
+                            : t->last_instant_ns - due;
+        t->lead_ns = lead > UINT32_MAX ? UINT32_MAX : (uint32_t)lead;
         t->flags |= LAPICT__F_SAMPLE;
+    }
     rearm(t, now, true);
     return LAPICT_OK;
 }
@@ -500,7 +472,7 @@ int lapict_before_guest_entry(struct lapict_timer *t)
         t->c.last_arrival_ns = err > INT32_MAX   ? INT32_MAX
                                : err < INT32_MIN ? INT32_MIN
                                                  : (int32_t)err;
-        lapict__tune(t, err);
+        lapict__tune(t, err + (int64_t)t->lead_ns);
     }
     if (!(t->flags & LAPICT__F_PREINJ))
         return LAPICT_OK;

@@ -41,7 +41,9 @@ struct lapict_timer {
     /* Guest TSC to ns: ns = tsc * tsc_a / tsc_b, reduced fraction. */
     uint64_t tsc_rb[2];
     uint32_t bus_q, tsc_a, tsc_b;
-    uint32_t min_period_ns, adv_cfg_ns, adv_max_ns;
+    uint32_t min_period_ns, adv_max_ns;
+    /* Instant of the sampled expiry minus when its host timer was due. */
+    uint32_t lead_ns;
     /* Count-down: anchor, next expiry tick; deadline mode: the MSR. */
     uint64_t anchor_ns, e_tick, deadline_tsc;
     /* Next count-down expiry (ns after the anchor); deadline instant. */
