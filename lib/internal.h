@@ -138,7 +138,12 @@ void lapict__host_cancel(struct lapict_timer *t);
 void lapict__host_move(struct lapict_timer *t);
 bool lapict__inject(struct lapict_timer *t, uint8_t vector);
 void lapict__spin_until(struct lapict_timer *t, uint64_t host_ns);
-bool lapict__can_spin(const struct lapict_timer *t);
+
+/* Without a spin op the core cannot wait before entry: no advance. */
+static inline bool lapict__can_spin(const struct lapict_timer *t)
+{
+    return t->ops->spin_until != NULL;
+}
 void lapict__report(struct lapict_timer *t, int status, uint32_t detail);
 
 /* ---- timer.c: the state machine ---- */

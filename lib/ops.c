@@ -105,11 +105,6 @@ bool lapict__inject(struct lapict_timer *t, uint8_t vector)
     return false;
 }
 
-bool lapict__can_spin(const struct lapict_timer *t)
-{
-    return t->ops->spin_until != NULL;
-}
-
 void lapict__spin_until(struct lapict_timer *t, uint64_t host_ns)
 {
     if (!t->ops->spin_until)

@@ -126,11 +126,18 @@ int lapict_tmict_write(struct lapict_timer *t, uint32_t val)
     t->flags &= (uint16_t)~(LAPICT__F_CLAMPED | LAPICT__F_CD_ACTIVE |
                             LAPICT__F_CD_ARMED | LAPICT__F_PREINJ);
     if (val) {
-        if (lapict__needs_clamp(t)) {
+        /* One conversion serves the clamp test and the first expiry. */
+        uint64_t rel = lapict__ns_for_raw(t, val);
+        if ((t->lvtt & LAPICT_LVTT_MODE) == LAPICT_LVTT_PERIODIC &&
+            rel < t->min_period_ns) {
             t->flags |= LAPICT__F_CLAMPED;
             LAPICT__INC(t->c.clamps);
+            rel = t->min_period_ns; /* N ticks last exactly P */
         }
-        lapict__reanchor(t, now, val);
+        t->anchor_ns = now;
+        t->e_tick = val;
+        t->next_rel_ns = rel;
+        t->flags |= LAPICT__F_CD_ACTIVE | LAPICT__F_CD_ARMED;
     }
     lapict__rearm(t, now);
     return LAPICT_OK;

@@ -71,14 +71,38 @@ static inline void outl(uint16_t port, uint32_t v)
     __asm__ volatile("outl %0, %1" ::"a"(v), "Nd"(port) : "memory");
 }
 
+/*
+ * Host stalls: this guest runs nested on a shared machine, where the vCPU
+ * thread can lose the CPU for milliseconds. The selftest's timing windows
+ * (e.g. "two periodic interrupts within 2.5 ms") cannot hold across such a
+ * stall, so the largest gap seen between two consecutive observations of
+ * the TSC is tracked, and a check that fails after a stall is run again.
+ */
+static uint64_t max_gap, gap_prev;
+
+static inline void gap_note(uint64_t now)
+{
+    /* An interrupt handler may have noted a later TSC meanwhile. */
+    if ((int64_t)(now - gap_prev) <= 0)
+        return;
+    if (gap_prev && now - gap_prev > max_gap)
+        max_gap = now - gap_prev;
+    gap_prev = now;
+}
+
 static inline uint32_t apic_read(uint32_t off)
 {
-    return *(volatile uint32_t *)(uintptr_t)(APIC + off);
+    gap_note(rdtsc());
+    uint32_t v = *(volatile uint32_t *)(uintptr_t)(APIC + off);
+    gap_note(rdtsc());
+    return v;
 }
 
 static inline void apic_write(uint32_t off, uint32_t v)
 {
+    gap_note(rdtsc());
     *(volatile uint32_t *)(uintptr_t)(APIC + off) = v;
+    gap_note(rdtsc());
 }
 
 static void puts_(const char *s)
@@ -242,11 +266,14 @@ static void wait_irqs(uint64_t n)
 /* Spin with interrupts on for @ns; returns early when n_irq reaches @n. */
 static bool spin_ns(uint64_t ns, uint64_t n)
 {
-    uint64_t end = rdtsc() + ns_to_tsc_floor(ns);
+    uint64_t end = rdtsc() + ns_to_tsc_floor(ns), now;
     __asm__ volatile("sti" ::: "memory");
-    while ((int64_t)(rdtsc() - end) < 0 && n_irq < n)
+    while ((int64_t)((now = rdtsc()) - end) < 0 && n_irq < n) {
+        gap_note(now);
         __asm__ volatile("pause" ::: "memory");
+    }
     __asm__ volatile("cli" ::: "memory");
+    gap_note(rdtsc());
     return n_irq >= n;
 }
 
@@ -295,16 +322,57 @@ static void test_exit(void)
 /* --- selftest -------------------------------------------------------- */
 
 static uint64_t pass, fail;
+/* Per attempt of one selftest group (see run_check). */
+static uint64_t att_pass, att_fail;
+static bool att_last, att_stalled;
+
+/* A gap longer than this between two TSC observations is a host stall. */
+#define STALL_NS 300000u
+#define ATTEMPTS 6
 
 static void check(bool ok, const char *name, uint64_t a, uint64_t b)
 {
     if (ok) {
-        pass++;
+        att_pass++;
         out("PASS %s", name);
+    } else if (att_stalled || max_gap > ns_to_tsc_floor(STALL_NS)) {
+        /* Not conclusive: the host stalled the vCPU inside the window. */
+        att_stalled = true;
+        if (att_last) {
+            att_fail++;
+            out("FAIL %s (%u %u) after %u attempts with host stalls", name,
+                a, b, (uint64_t)ATTEMPTS);
+        } else {
+            out("RETRY %s (%u %u): host stall of %u cycles", name, a, b,
+                max_gap);
+        }
     } else {
-        fail++;
+        att_fail++;
         out("FAIL %s (%u %u)", name, a, b);
     }
+}
+
+static void timer_off(void);
+
+/* Run one group of checks, again while host stalls make it inconclusive. */
+static void run_check(void (*fn)(void))
+{
+    for (int i = 0; i < ATTEMPTS; i++) {
+        att_pass = att_fail = 0;
+        att_stalled = false;
+        att_last = i == ATTEMPTS - 1;
+        timer_off();
+        /* Let an interrupt raised before the stop drain (an IRR bit
+         * survives a TMICT=0 write), so it is not counted by @fn. */
+        spin_ns(200000, ~0ull);
+        max_gap = gap_prev = 0;
+        fn();
+        timer_off();
+        if (!att_stalled || att_last)
+            break;
+    }
+    pass += att_pass;
+    fail += att_fail;
 }
 
 static void timer_off(void)
@@ -397,7 +465,8 @@ static void st_mode_switch(void)
     apic_write(A_LVTT, MODE_PERIODIC | VEC);
     n0 = n_irq;
     apic_write(A_TMICT, (uint32_t)ticks);
-    spin_ns(2500000, ~0ull);
+    /* Five periods: a slow kick may coalesce ticks, two must arrive. */
+    spin_ns(5500000, ~0ull);
     cct = apic_read(A_TMCCT);
     ok = n_irq - n0 >= 2 && cct > 0 && cct <= ticks;
     check(ok, "periodic: reloads, TMCCT in (0, TMICT]", n_irq - n0, cct);
@@ -411,9 +480,9 @@ static void st_mode_switch(void)
     n0 = n_irq;
     apic_write(A_TMICT, (uint32_t)ticks);
     apic_write(A_LVTT, MODE_PERIODIC | VEC);
-    spin_ns(3500000, ~0ull);
+    spin_ns(5500000, ~0ull);
     cct = apic_read(A_TMCCT);
-    check(n_irq - n0 >= 3 && cct > 0,
+    check(n_irq - n0 >= 2 && cct > 0,
           "oneshot->periodic: reloads at expiry, TMCCT nonzero", n_irq - n0,
           cct);
     apic_write(A_TMICT, 0);
@@ -500,18 +569,15 @@ static void st_tdcr_all(void)
 static void test_selftest(void)
 {
     isr_mode = ISR_COUNT;
-    st_deadline_once();
-    st_deadline_past();
-    timer_off();
-    st_oneshot_never_early();
-    st_tmict_zero_stops();
-    st_mode_switch();
-    st_deadline_outside_mode();
-    st_tmict_inside_deadline();
-    timer_off();
-    st_masked_counts();
-    st_tdcr_all();
-    timer_off();
+    run_check(st_deadline_once);
+    run_check(st_deadline_past);
+    run_check(st_oneshot_never_early);
+    run_check(st_tmict_zero_stops);
+    run_check(st_mode_switch);
+    run_check(st_deadline_outside_mode);
+    run_check(st_tmict_inside_deadline);
+    run_check(st_masked_counts);
+    run_check(st_tdcr_all);
     mb->pass = pass;
     mb->fail = fail;
 }
