@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Every CI gate, each in its own directory under build-ci/ (build/ is left
-# alone): gcc and clang with -Werror, ASan+UBSan, and coverage with a floor.
+# alone): gcc and clang with -Werror, ASan+UBSan, coverage with a floor,
+# valgrind memcheck of the unit tests, and the libFuzzer targets.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -63,5 +64,30 @@ if ! gcovr "${gcovr_args[@]}" --txt --print-summary \
     exit 1
 fi
 summary+=("coverage: $((gate_seconds + SECONDS - start))s")
+
+# valgrind memcheck over the cmocka unit tests of the gcc gate's build.
+start=$SECONDS
+banner "memcheck: valgrind over the unit tests of build-ci/gcc"
+for t in build-ci/gcc/bin/test_*; do
+    echo "--- $t"
+    if ! valgrind --quiet --error-exitcode=1 --leak-check=full \
+            --errors-for-leak-kinds=definite,indirect "$t" >/dev/null; then
+        echo "test-all: FAILED: valgrind memcheck of $t" >&2
+        exit 1
+    fi
+done
+summary+=("memcheck: $((SECONDS - start))s")
+
+# libFuzzer targets (clang), each run for FUZZ_SECONDS (default 60) on a
+# copy of its corpus after its regression inputs; tests/fuzz/run.sh skips
+# with a message when the fuzzer runtime is missing.
+start=$SECONDS
+banner "gate fuzz: clang -DLAPICT_FUZZ=ON, ${FUZZ_SECONDS:-60}s per target"
+cmake -S . -B build-ci/fuzz -DCMAKE_C_COMPILER=clang \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLAPICT_BUILD_TESTS=OFF \
+    -DLAPICT_WERROR=ON -DLAPICT_FUZZ=ON
+cmake --build build-ci/fuzz -j"$jobs" --target fuzz_regs fuzz_restore fuzz_replay
+FUZZ_SECONDS=${FUZZ_SECONDS:-60} bash tests/fuzz/run.sh build-ci/fuzz
+summary+=("fuzz: $((SECONDS - start))s")
 
 banner "test-all: all gates passed (${summary[*]})"

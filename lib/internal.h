@@ -33,11 +33,19 @@ typedef unsigned __int128 lapict__u128;
 #define LAPICT__F_REARM 0x0100u     /* host timer consumed: must re-arm */
 #define LAPICT__F_HAVE_EST 0x0200u  /* adaptive tuner has an estimate */
 #define LAPICT__F_DL_OK 0x0400u     /* config: TSC-deadline supported */
+#define LAPICT__F_EXPIRED 0x0800u   /* last_instant_ns holds an expiry */
 
 /* struct lapict_timer.armed */
 #define LAPICT__ARMED_NONE 0
 #define LAPICT__ARMED_SW 1
 #define LAPICT__ARMED_HV 2
+
+/*
+ * A periodic count-down's tick E grows by N per period; past this it is
+ * re-based (anchor moved forward by an exact number of ns) so that E stays
+ * small however long the timer runs.
+ */
+#define LAPICT__REBASE_TICKS (1ull << 40)
 
 /* Host intervals are limited to 2^62 ns (146 years): beyond, re-check. */
 #define LAPICT__FAR_NS (1ull << 62)
@@ -69,6 +77,8 @@ lapict__u128 lapict__div128_wide(lapict__u128 n, uint64_t d,
                                  const uint64_t r[2]);
 /* Exact floor(n / d) by shift-subtract; slow path only. Saturates. */
 uint64_t lapict__udiv128(lapict__u128 n, uint64_t d);
+/* The same, all 128 bits of the quotient. */
+lapict__u128 lapict__udiv128_wide(lapict__u128 n, uint64_t d);
 /* Greatest common divisor (init only). */
 uint64_t lapict__gcd(uint64_t a, uint64_t b);
 /* CRC-32 (IEEE 802.3, reflected) of @len bytes. */

@@ -27,13 +27,21 @@ static unsigned clz128(lapict__u128 n)
     return 128u;
 }
 
-uint64_t lapict__udiv128(lapict__u128 n, uint64_t d)
+lapict__u128 lapict__udiv128_wide(lapict__u128 n, uint64_t d)
 {
     lapict__u128 q = 0, rem = 0;
     int i;
 
     if (d == 0)
-        return UINT64_MAX;
+        return ~(lapict__u128)0;
+    /*
+     * This is the slow-path divider (init, clamped clocks, stalls over
+     * several periods): a 64-bit numerator takes the CPU's 64-bit divide,
+     * which needs no runtime library on the 64-bit targets lapict builds
+     * for. Hot paths never get here (tests check the disassembly).
+     */
+    if ((n >> 64) == 0)
+        return (uint64_t)n / d;
     /* Skip the leading zero bits: the loop runs only over significant ones. */
     for (i = 127 - (int)clz128(n); i >= 0; i--) {
         rem = (rem << 1) | ((n >> i) & 1u);
@@ -42,6 +50,12 @@ uint64_t lapict__udiv128(lapict__u128 n, uint64_t d)
             q |= (lapict__u128)1 << i;
         }
     }
+    return q;
+}
+
+uint64_t lapict__udiv128(lapict__u128 n, uint64_t d)
+{
+    lapict__u128 q = lapict__udiv128_wide(n, d);
     return q > UINT64_MAX ? UINT64_MAX : (uint64_t)q;
 }
 

@@ -244,6 +244,8 @@ int lapict_state_restore(struct lapict_timer *t, const void *buf, size_t len)
     } else {
         n.flags &= (uint16_t)~LAPICT__F_HAVE_EST;
     }
+    /* No expiry happened here yet: nothing holds back an early injection. */
+    n.flags &= (uint16_t)~LAPICT__F_EXPIRED;
     n.last_instant_ns = now;
 
     /* Commit: the host timers of the old state go, the new state arms. */

@@ -116,7 +116,8 @@ void lapict__disarm(struct lapict_timer *t)
     t->pending = 0;
     t->flags &= (uint16_t)~(LAPICT__F_CD_ACTIVE | LAPICT__F_CD_ARMED |
                             LAPICT__F_CLAMPED | LAPICT__F_DL_ARMED |
-                            LAPICT__F_PREINJ | LAPICT__F_SAMPLE);
+                            LAPICT__F_PREINJ | LAPICT__F_SAMPLE |
+                            LAPICT__F_EXPIRED);
 }
 
 void lapict__guest_error(struct lapict_timer *t, int status, uint32_t detail)
@@ -164,6 +165,7 @@ static void expired(struct lapict_timer *t, uint64_t k, uint64_t instant)
 
     lapict__add_sat(&t->c.expiries, k);
     t->last_instant_ns = instant;
+    t->flags |= LAPICT__F_EXPIRED;
     if (t->flags & LAPICT__F_PREINJ) {
         /* Already in the host's hands since the advanced callback. */
         t->flags &= (uint16_t)~LAPICT__F_PREINJ;
@@ -201,6 +203,47 @@ static void expired(struct lapict_timer *t, uint64_t k, uint64_t instant)
     deliver(t);
 }
 
+/* Ticks of the current clock in @d ns, all 128 bits (no saturation). */
+static lapict__u128 ticks_in_wide(const struct lapict_timer *t, uint64_t d)
+{
+    if (t->flags & LAPICT__F_CLAMPED)
+        return lapict__udiv128_wide((lapict__u128)d * t->tmict,
+                                    t->min_period_ns);
+    return lapict__div128((lapict__u128)d * t->bus_p, t->bus_q, t->bus_rq,
+                          t->bus_qshift) >>
+           lapict__div_log2(t->tdcr);
+}
+
+/*
+ * Slow path of a periodic expiry: the host slept through several grid
+ * points, or the tick count has grown large. One computation (never a loop
+ * over periods) finds the last grid point passed; then, if needed, the
+ * anchor moves forward by M ticks, M a multiple of the clock's exactness
+ * unit (bus_p ticks last a whole number of ns; a clamped clock's N ticks
+ * last exactly min_period_ns), so every later instant is unchanged.
+ * Leaves e_tick at the last grid point passed; returns how many passed.
+ */
+static uint64_t stalled(struct lapict_timer *t, uint64_t d)
+{
+    uint64_t N = t->tmict, k, unit, ns;
+    lapict__u128 last = t->e_tick, T = ticks_in_wide(t, d), m;
+
+    k = lapict__udiv128(T - last, N) + 1;
+    last += (lapict__u128)(k - 1) * N;
+    if (last + N >= LAPICT__REBASE_TICKS) {
+        bool clamped = t->flags & LAPICT__F_CLAMPED;
+        unit = clamped ? N : t->bus_p;
+        m = lapict__udiv128_wide(last, unit);
+        ns = clamped ? (uint64_t)m * t->min_period_ns
+                     : (uint64_t)(m * ((lapict__u128)t->bus_q
+                                       << lapict__div_log2(t->tdcr)));
+        t->anchor_ns += ns;
+        last -= m * unit;
+    }
+    t->e_tick = (uint64_t)last;
+    return k;
+}
+
 /*
  * Process the expiries whose instant is at or before @now. Return whether
  * anything expired (the host timer then needs re-arming).
@@ -208,23 +251,18 @@ static void expired(struct lapict_timer *t, uint64_t k, uint64_t instant)
 static bool process(struct lapict_timer *t, uint64_t now)
 {
     if (t->flags & LAPICT__F_CD_ARMED) {
-        uint64_t d = lapict__elapsed(t, now), k = 1, last = t->e_tick;
-        uint64_t instant = t->anchor_ns + t->next_rel_ns, next;
+        uint64_t d = lapict__elapsed(t, now), k = 1, next;
+        uint64_t instant = t->anchor_ns + t->next_rel_ns;
         if (d < t->next_rel_ns)
             return false;
         if (is_periodic(t)) {
-            t->e_tick = last + t->tmict;
-            next = lapict__ns_for(t, t->e_tick);
-            if (d >= next) {
-                /* Stalled past several grid points: one computation finds
-                 * them all, whatever the length of the stall. */
-                uint64_t x = lapict__ticks_in(t, d) - last;
-                k = lapict__udiv128(x, t->tmict) + 1;
-                last += (k - 1) * t->tmict;
-                instant = t->anchor_ns + lapict__ns_for(t, last);
-                t->e_tick = last + t->tmict;
-                next = lapict__ns_for(t, t->e_tick);
+            next = lapict__ns_for(t, t->e_tick + t->tmict);
+            if (d >= next || t->e_tick >= LAPICT__REBASE_TICKS) {
+                k = stalled(t, d);
+                instant = t->anchor_ns + lapict__ns_for(t, t->e_tick);
+                next = lapict__ns_for(t, t->e_tick + t->tmict);
             }
+            t->e_tick += t->tmict;
             t->next_rel_ns = next;
         } else {
             t->flags &= (uint16_t)~(LAPICT__F_CD_ARMED | LAPICT__F_CD_ACTIVE);
@@ -308,9 +346,18 @@ static void preinject(struct lapict_timer *t, uint64_t now)
     uint32_t adv = lapict__advance(t);
     uint8_t v = (uint8_t)(t->lvtt & LAPICT_LVTT_VECTOR);
     uint64_t instant;
+    int64_t since;
 
     if (!adv || t->pending || (t->flags & LAPICT__F_PREINJ) ||
         (t->lvtt & LAPICT_LVTT_MASK) || v < 16)
+        return;
+    /*
+     * An expiry within the advance of the previous one (a period shorter
+     * than the advance) is not injected ahead: the wait before entry would
+     * then spin through whole periods. It fires at its instant instead.
+     */
+    since = (int64_t)(now - t->last_instant_ns);
+    if ((t->flags & LAPICT__F_EXPIRED) && since >= 0 && since < (int64_t)adv)
         return;
     if (t->flags & LAPICT__F_CD_ARMED) {
         uint64_t d = lapict__elapsed(t, now);

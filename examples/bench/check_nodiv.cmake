@@ -4,9 +4,11 @@
 # the relocations of each function, walks it from the hot entry points and
 # fails if a reachable function holds a div/idiv instruction.
 #
-# The walk stops at the declared slow paths, which only run at init or on a
-# clamped periodic timer and may divide: lapict__udiv128 (shift-subtract),
-# lapict__gcd, lapict__recip_init (and its helper recip128). Calls through
+# The walk stops at the declared slow paths, which only run at init, on a
+# clamped periodic timer, after a stall over several periods or when a
+# periodic timer's tick count is re-based, and may divide: lapict__udiv128
+# and lapict__udiv128_wide (the CPU's 64-bit divide for 64-bit numerators,
+# shift-subtract above), lapict__gcd, lapict__recip_init (and recip128). Calls through
 # the host's ops table are indirect and not followed (they leave the library).
 # Inlining differs between build types, so the graph is taken from the
 # objects of this build rather than from a fixed list of functions.
@@ -15,7 +17,8 @@
 cmake_minimum_required(VERSION 3.16)
 set(roots lapict_tmcct_read lapict_tmict_write lapict_tsc_deadline_write
           lapict_expire lapict_before_guest_entry)
-set(slow lapict__udiv128 lapict__gcd lapict__recip_init recip128)
+set(slow lapict__udiv128 lapict__udiv128_wide lapict__gcd lapict__recip_init
+         recip128)
 
 if(NOT OBJDUMP)
     set(OBJDUMP objdump)

@@ -286,8 +286,12 @@ static void cmd_save_restore(struct replay *r)
     }
     if (rc == LAPICT_OK) {
         lapict_sim_attach(&r->sim, next);
-        rc = lapict_state_restore(next, blob, sizeof(blob));
+        /* The blob has no vCPU run state: tell the new instance first. */
+        if (r->sim.blocked)
+            rc = lapict_vcpu_blocking(next);
     }
+    if (rc == LAPICT_OK)
+        rc = lapict_state_restore(next, blob, sizeof(blob));
     if (rc != LAPICT_OK)
         die(r, "save_restore failed: %s", lapict_strerror(rc));
     r->t = next;

@@ -54,6 +54,9 @@ LAPICT_API int lapict_state_save(struct lapict_timer *t, void *buf,
 /**
  * lapict_state_restore() - load a blob into an initialised instance.
  * @t: an instance set up with lapict_init() (its config and ops are kept).
+ *     The blob does not carry the vCPU's run state: if the destination vCPU
+ *     is halted, call lapict_vcpu_blocking() before restoring, so that no
+ *     hardware preemption timer is armed for a vCPU that is not running.
  * @buf: the blob (untrusted).
  * @len: its length; must be exactly LAPICT_STATE_SIZE.
  *

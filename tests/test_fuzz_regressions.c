@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The fuzz targets of tests/fuzz without libFuzzer: every checked-in input
+ * (tests/fuzz/regressions/<target>/: crashes the fuzzers found, each a
+ * regression test; tests/fuzz/corpus/<target>/: the minimised seed corpus)
+ * runs once through the same entry point and the same invariant checkers,
+ * in the normal build with whatever compiler and sanitizers it uses. A
+ * broken invariant prints the input's name and aborts.
+ *
+ * The three targets are compiled into this one file: their file-scope
+ * names carry per-target prefixes and their entry points are renamed with
+ * the FUZZ_*_ENTRY macros (see tests/fuzz/fuzz_common.h). The input
+ * folders are found from __FILE__ (CMake compiles with absolute paths), or
+ * from LAPICT_FUZZ_DIR if set.
+ */
+#define _GNU_SOURCE
+
+#define FUZZ_REGS_ENTRY fuzz_regs_one
+#include "fuzz/fuzz_regs.c"
+#define FUZZ_RESTORE_ENTRY fuzz_restore_one
+#include "fuzz/fuzz_restore.c"
+#define FUZZ_REPLAY_ENTRY fuzz_replay_one
+#include "fuzz/fuzz_replay.c"
+
+/* clang-format off */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+/* clang-format on */
+
+#include <dirent.h>
+#include <sys/stat.h>
+
+typedef int (*fr_entry)(const uint8_t *data, size_t size);
+
+static char fr_dir[4096];
+
+static const char *fr_fuzz_dir(void)
+{
+    const char *env = getenv("LAPICT_FUZZ_DIR");
+    char *slash;
+
+    if (env)
+        return env;
+    snprintf(fr_dir, sizeof(fr_dir), "%s", __FILE__);
+    slash = strrchr(fr_dir, '/');
+    if (slash)
+        snprintf(slash, sizeof(fr_dir) - (size_t)(slash - fr_dir), "/fuzz");
+    else
+        snprintf(fr_dir, sizeof(fr_dir), "fuzz");
+    return fr_dir;
+}
+
+static int fr_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Run @entry on every regular file of @dir; returns how many ran. */
+static unsigned fr_run_dir(const char *dir, fr_entry entry)
+{
+    struct dirent **list;
+    unsigned count = 0;
+    int n, i;
+
+    n = scandir(dir, &list, NULL, NULL);
+    if (n < 0)
+        return 0;
+    qsort(list, (size_t)n, sizeof(*list), fr_cmp);
+    for (i = 0; i < n; i++) {
+        char path[4096];
+        struct stat st;
+        FILE *f;
+
+        snprintf(path, sizeof(path), "%s/%s", dir, list[i]->d_name);
+        free(list[i]);
+        if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) ||
+            path[strlen(dir) + 1] == '.')
+            continue;
+        f = fopen(path, "rb");
+        assert_non_null(f);
+        {
+            size_t len = (size_t)st.st_size;
+            uint8_t *buf = malloc(len ? len : 1);
+            assert_non_null(buf);
+            assert_int_equal(fread(buf, 1, len, f), len);
+            fclose(f);
+            fz_current_input = path;
+            entry(buf, len);
+            fz_current_input = NULL;
+            free(buf);
+        }
+        count++;
+    }
+    free(list);
+    return count;
+}
+
+static void fr_run(const char *target, fr_entry entry)
+{
+    char dir[4096];
+    unsigned n;
+
+    snprintf(dir, sizeof(dir), "%s/regressions/%s", fr_fuzz_dir(), target);
+    n = fr_run_dir(dir, entry);
+    snprintf(dir, sizeof(dir), "%s/corpus/%s", fr_fuzz_dir(), target);
+    n += fr_run_dir(dir, entry);
+    print_message("%s: %u inputs\n", target, n);
+    /* A missing folder must not pass silently. */
+    assert_true(n > 0);
+}
+
+/* Register/MSR/MMIO sequences keep every invariant of fuzz_regs. */
+static void regs_inputs_keep_invariants(void **state)
+{
+    (void)state;
+    fr_run("regs", fuzz_regs_one);
+}
+
+/* Blobs: rejected ones change nothing, accepted ones round-trip. */
+static void restore_inputs_keep_invariants(void **state)
+{
+    (void)state;
+    fr_run("restore", fuzz_restore_one);
+}
+
+/* Traces: the replay parser neither crashes nor leaks nor misorders. */
+static void replay_inputs_keep_invariants(void **state)
+{
+    (void)state;
+    fr_run("replay", fuzz_replay_one);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(regs_inputs_keep_invariants),
+        cmocka_unit_test(restore_inputs_keep_invariants),
+        cmocka_unit_test(replay_inputs_keep_invariants),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
