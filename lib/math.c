@@ -110,16 +110,24 @@ lapict__u128 lapict__div128_wide(lapict__u128 n, uint64_t d,
     return q;
 }
 
+/* CRC-32 of one nibble (reflected polynomial 0xEDB88320). */
+static const uint32_t crc_nibble[16] = {
+    0x00000000u, 0x1DB71064u, 0x3B6E20C8u, 0x26D930ACu,
+    0x76DC4190u, 0x6B6B51F4u, 0x4DB26158u, 0x5005713Cu,
+    0xEDB88320u, 0xF00F9344u, 0xD6D6A3E8u, 0xCB61B38Cu,
+    0x9B64C2B0u, 0x86D3D2D4u, 0xA00AE278u, 0xBDBDF21Cu,
+};
+
 uint32_t lapict__crc32(const uint8_t *p, size_t len)
 {
     uint32_t crc = 0xFFFFFFFFu;
     size_t i;
-    int k;
 
+    /* Four bits per step: an eighth of the bitwise loop's work. */
     for (i = 0; i < len; i++) {
         crc ^= p[i];
-        for (k = 0; k < 8; k++)
-            crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1u)));
+        crc = (crc >> 4) ^ crc_nibble[crc & 0xFu];
+        crc = (crc >> 4) ^ crc_nibble[crc & 0xFu];
     }
     return ~crc;
 }
