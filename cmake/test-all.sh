@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # Every CI gate, each in its own directory under build-ci/ (build/ is left
 # alone): gcc and clang with -Werror, ASan+UBSan, coverage with a floor,
-# valgrind memcheck of the unit tests, and the libFuzzer targets.
+# valgrind memcheck of the unit tests, the libFuzzer targets, and
+# ThreadSanitizer over the KVM adapter.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -89,5 +90,12 @@ cmake -S . -B build-ci/fuzz -DCMAKE_C_COMPILER=clang \
 cmake --build build-ci/fuzz -j"$jobs" --target fuzz_regs fuzz_restore fuzz_replay
 FUZZ_SECONDS=${FUZZ_SECONDS:-60} bash tests/fuzz/run.sh build-ci/fuzz
 summary+=("fuzz: $((SECONDS - start))s")
+
+# ThreadSanitizer over the KVM adapter's timer / vCPU hand-off: a fake-vCPU
+# stress everywhere, short lapict-vmm runs where /dev/kvm works.
+start=$SECONDS
+banner "gate tsan: adapters/kvm kick / vCPU hand-off"
+LAPICT_TSAN_DIR=build-ci/tsan bash tests/tsan/run.sh
+summary+=("tsan: $((SECONDS - start))s")
 
 banner "test-all: all gates passed (${summary[*]})"

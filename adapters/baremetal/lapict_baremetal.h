@@ -75,12 +75,14 @@ struct lapict_bm_clock {
 };
 
 struct lapict_bm_node;
+struct lapict_bm__ent;
 
-/* One heap slot; the caller provides an array of them per CPU. */
+/*
+ * Storage for one armed node; the caller provides an array of them per CPU.
+ * Private: the CPU keeps its heap of (deadline, node) pairs in it.
+ */
 struct lapict_bm_slot {
-    uint64_t key_host_ns;
-    uint64_t seq;
-    struct lapict_bm_node *node;
+    uint64_t priv[3];
 };
 
 /* Hook called instead of lapict_expire() when set (tests, benchmarks). */
@@ -88,22 +90,26 @@ typedef void (*lapict_bm_fire_fn)(struct lapict_bm_node *node);
 
 /* A vCPU's timer node: the lapict ops ctx of its instance. Private. */
 struct lapict_bm_node {
+    /* What servicing and arming touch, first: 32 bytes, so one cache line
+     * in arrays of nodes too. */
     struct lapict_bm_cpu *cpu;
-    struct lapict_timer *timer;
     lapict_bm_fire_fn fire;
+    /* Arming sequence of the CPU (ties fire in arming order). */
+    uint64_t seq;
+    /* Heap position + 1; 0 = not armed. */
+    uint32_t slot;
+    uint32_t magic;
+    /* Deadline kept across detach/attach. */
+    uint64_t deadline_host_ns;
+    struct lapict_timer *timer;
     void *user;
     /* Guest TSC = (host TSC * ratio >> 48) + offset. */
     uint64_t tsc_ratio, tsc_offset;
     /* Host TSC ticks per guest tick << tsc_inv_shift (inverse estimate). */
     uint64_t tsc_inv;
     uint8_t tsc_inv_shift;
-    /* Deadline kept across detach/attach. */
-    uint64_t deadline_host_ns;
-    /* Heap position + 1; 0 = not armed. */
-    uint32_t slot;
     /* LAPICT_BM__N_* bits (detached while armed). */
     uint32_t flags;
-    uint32_t magic;
 };
 
 /* Counters of one CPU; they wrap only after 2^64 events. */
@@ -135,7 +141,8 @@ struct lapict_bm_cpu {
     const struct lapict_bm_hw *hw;
     void *hw_ctx;
     const struct lapict_bm_clock *clock;
-    struct lapict_bm_slot *heap;
+    /* In the caller's slots: the heap of (deadline, node) pairs. */
+    struct lapict_bm__ent *heap;
     uint32_t n, cap;
     uint64_t seq;
     /* The deadline last written (as host ns and TSC), if still armed. */
@@ -144,7 +151,7 @@ struct lapict_bm_cpu {
     uint32_t max_rounds, preempt_shift;
     uint32_t in_service;
     uint32_t magic;
-    /* The node whose callback runs, and its heap entry's sequence. */
+    /* The node whose callback runs, and its arming sequence then. */
     struct lapict_bm_node *cur;
     uint64_t cur_seq;
     struct lapict_bm_stats st;

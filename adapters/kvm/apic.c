@@ -122,16 +122,59 @@ void lapict_kvm__window(struct lapict_kvm *k)
     }
 }
 
+static uint32_t x2apic_ldr(uint32_t id)
+{
+    return ((id >> 4) << 16) | (1u << (id & 0xFu));
+}
+
+/* Does an ICR destination (no shorthand) name this APIC? */
+static bool ipi_targets_self(const struct lapict_kvm *k, uint32_t lo,
+                             uint32_t dest)
+{
+    bool x2 = lapict_kvm__x2apic(k), logical = lo & 0x800u;
+
+    if (x2) {
+        if (dest == 0xFFFFFFFFu)
+            return true; /* broadcast */
+        if (!logical)
+            return dest == k->id;
+        /* Cluster in 31:16, one bit per member in 15:0. */
+        return (dest >> 16) == (x2apic_ldr(k->id) >> 16) &&
+               (dest & x2apic_ldr(k->id) & 0xFFFFu);
+    }
+    dest &= 0xFFu;
+    if (dest == 0xFFu)
+        return true; /* physical or logical broadcast */
+    if (!logical)
+        return dest == k->id;
+    if ((k->dfr >> 28) == 0xFu) /* flat model: a bit mask of APICs */
+        return dest & (k->ldr >> 24);
+    /* Cluster model: cluster in 7:4, members in 3:0. */
+    return (dest >> 4) == (k->ldr >> 28) && (dest & (k->ldr >> 24) & 0xFu);
+}
+
 static void self_ipi(struct lapict_kvm *k, uint32_t lo, uint32_t dest)
 {
     uint32_t mode = (lo >> 8) & 7u, shorthand = (lo >> 18) & 3u;
+    bool self = shorthand == 1 || shorthand == 2 ||
+                (shorthand == 0 && ipi_targets_self(k, lo, dest));
 
-    /* One vCPU: fixed interrupts that target this APIC; the rest ignored. */
-    if (mode != 0)
+    /* One vCPU: only what reaches this APIC matters. */
+    if (!self)
         return;
-    if (shorthand == 1 || shorthand == 2 ||
-        (shorthand == 0 && dest == k->id))
+    switch (mode) {
+    case 0: /* fixed */
+    case 1: /* lowest priority: this APIC is the only candidate */
         lapict_kvm_set_irq(k, (uint8_t)lo);
+        break;
+    case 4: /* NMI: KVM queues it (and collapses it while one is blocked) */
+        k->nmis++;
+        if (k->vcpu_fd >= 0)
+            ioctl(k->vcpu_fd, KVM_NMI);
+        break;
+    default:
+        break; /* SMI, INIT, SIPI: no other CPU, not modelled */
+    }
 }
 
 static uint32_t lvt_bits(uint32_t reg)
@@ -158,11 +201,6 @@ static uint32_t *lvt_reg(struct lapict_kvm *k, uint32_t reg)
     case R_LVTERR: return &k->lvt_err;
     default: return NULL;
     }
-}
-
-static uint32_t x2apic_ldr(uint32_t id)
-{
-    return ((id >> 4) << 16) | (1u << (id & 0xFu));
 }
 
 /* Register read by xAPIC offset (16-byte aligned); x2 selects x2APIC ids. */
@@ -320,6 +358,10 @@ int lapict_kvm_rdmsr(struct lapict_kvm *k, uint32_t msr, uint64_t *val)
         *val = k->apic_base;
         return LAPICT_OK;
     }
+    if (msr == LAPICT_MSR_TSC_DEADLINE && !hw_enabled(k)) {
+        *val = 0; /* no timer while the APIC is off (as KVM) */
+        return LAPICT_OK;
+    }
     if (msr == LAPICT_MSR_TSC_DEADLINE)
         return lapict_msr_read(&k->timer, msr, val);
     if (msr < 0x800 || msr > 0x8FF)
@@ -338,14 +380,37 @@ int lapict_kvm_rdmsr(struct lapict_kvm *k, uint32_t msr, uint64_t *val)
     return LAPICT_OK;
 }
 
+/* Tell KVM, so that CPUID.1:EDX.APIC follows the enable bit. */
+static void apic_base_mirror(struct lapict_kvm *k)
+{
+    union {
+        struct kvm_msrs h;
+        uint8_t raw[sizeof(struct kvm_msrs) + sizeof(struct kvm_msr_entry)];
+    } m;
+    struct kvm_msr_entry e = {.index = LAPICT_KVM_MSR_APIC_BASE,
+                              .data = k->apic_base};
+
+    if (k->vcpu_fd < 0)
+        return;
+    memset(&m, 0, sizeof(m));
+    m.h.nmsrs = 1;
+    memcpy(m.raw + sizeof(m.h), &e, sizeof(e));
+    ioctl(k->vcpu_fd, KVM_SET_MSRS, &m);
+}
+
 static int apic_base_write(struct lapict_kvm *k, uint64_t val)
 {
     uint64_t old = k->apic_base;
     bool en = val & LAPICT_KVM_APIC_BASE_EN;
     bool x2 = val & LAPICT_KVM_APIC_BASE_EXTD;
+    unsigned bits = k->maxphyaddr ? k->maxphyaddr : 36;
+    uint64_t reserved = 0x2FFull | (bits < 64 ? ~0ull << bits : 0);
 
-    /* Reserved bits: 7:0, 9, and above 36 physical-address bits. */
-    if (val & (0x2FFull | ~0xFFFFFFFFFull))
+    /* Reserved: 7:0, 9, at and above MAXPHYADDR, and EXTD without x2APIC
+     * in CPUID ("Local APIC Status and Location"). */
+    if (k->x2apic_absent)
+        reserved |= LAPICT_KVM_APIC_BASE_EXTD;
+    if (val & reserved)
         return LAPICT_E_GP;
     if (x2 && !en)
         return LAPICT_E_GP; /* x2APIC without enable is invalid */
@@ -359,7 +424,23 @@ static int apic_base_write(struct lapict_kvm *k, uint64_t val)
                    (old & LAPICT_KVM_APIC_BASE_BSP);
     if ((old & LAPICT_KVM_APIC_BASE_EN) && !en)
         lapict_kvm__reset(k);
+    if (k->apic_base != old)
+        apic_base_mirror(k);
     return LAPICT_OK;
+}
+
+void lapict_kvm_set_cpuid(struct lapict_kvm *k,
+                          const struct kvm_cpuid2 *cpuid)
+{
+    k->x2apic_absent = true;
+    for (uint32_t i = 0; i < cpuid->nent; i++) {
+        const struct kvm_cpuid_entry2 *e = &cpuid->entries[i];
+        if (e->function == 1)
+            k->x2apic_absent = !(e->ecx & (1u << 21));
+        if (e->function == 0x80000008u && (e->eax & 0xFFu) >= 32 &&
+            (e->eax & 0xFFu) <= 52)
+            k->maxphyaddr = (uint8_t)(e->eax & 0xFFu);
+    }
 }
 
 int lapict_kvm_wrmsr(struct lapict_kvm *k, uint32_t msr, uint64_t val)
@@ -370,6 +451,8 @@ int lapict_kvm_wrmsr(struct lapict_kvm *k, uint32_t msr, uint64_t val)
     k->st.wrmsr++;
     if (msr == LAPICT_KVM_MSR_APIC_BASE)
         return apic_base_write(k, val);
+    if (msr == LAPICT_MSR_TSC_DEADLINE && !hw_enabled(k))
+        return LAPICT_OK; /* dropped while the APIC is off */
     if (msr == LAPICT_MSR_TSC_DEADLINE)
         return lapict_msr_write(&k->timer, msr, val);
     if (msr < 0x800 || msr > 0x8FF)
@@ -473,8 +556,7 @@ int lapict_kvm_deliver(struct lapict_kvm *k)
         return -1;
     }
     if (k->vcpu_fd >= 0) {
-        struct kvm_interrupt irq = {.irq = (uint32_t)v};
-        if (ioctl(k->vcpu_fd, KVM_INTERRUPT, &irq) < 0) {
+        if (lapict_kvm__inject_irq(k, v) < 0) {
             r->request_interrupt_window = 1;
             return -1;
         }

@@ -7,6 +7,7 @@
 #include "kvm_internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -23,11 +25,11 @@
 #define MSR_IA32_TSC 0x10u
 
 /*
- * The kick signal handler needs the run structure of the thread it
- * interrupts; a thread-local pointer is the only way to reach it from a
- * handler. One vCPU per thread.
+ * The kick signal handler needs the vCPU of the thread it interrupts; a
+ * thread-local pointer is the only way to reach it from a handler. One
+ * vCPU per thread.
  */
-static _Thread_local struct kvm_run *tl_run;
+static _Thread_local struct lapict_kvm *tl_k;
 
 static struct lapict_kvm *K(void *ctx)
 {
@@ -72,22 +74,100 @@ static uint64_t op_tsc_to_ns(void *ctx, uint64_t guest_tsc)
     return now + (uint64_t)((p + k->tsc_khz - 1) / k->tsc_khz);
 }
 
-static void op_sw_arm(void *ctx, uint64_t host_ns)
+/*
+ * The timerfd only wakes the timer thread kick_lead_ns ahead: a timerfd
+ * wakes ~15 us late here, so the thread spins the rest on the clock.
+ */
+static void arm_fd(struct lapict_kvm *k, uint64_t host_ns)
 {
     struct itimerspec its = {0};
 
+    if (host_ns > k->kick_lead_ns)
+        host_ns -= k->kick_lead_ns;
     /* it_value 0 would disarm: the earliest absolute instant is 1 ns. */
     if (!host_ns)
         host_ns = 1;
     its.it_value.tv_sec = (time_t)(host_ns / NS_PER_S);
     its.it_value.tv_nsec = (long)(host_ns % NS_PER_S);
-    timerfd_settime(K(ctx)->timer_fd, TFD_TIMER_ABSTIME, &its, NULL);
+    timerfd_settime(k->timer_fd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
+/* Raw syscalls: the kernel timer id is a plain int (no timer_t, -lrt). */
+static void arm_kick_timer(struct lapict_kvm *k, uint64_t host_ns)
+{
+    struct itimerspec its = {0};
+
+    its.it_value.tv_sec = (time_t)(host_ns / NS_PER_S);
+    its.it_value.tv_nsec = (long)(host_ns % NS_PER_S);
+    syscall(SYS_timer_settime, k->kick_timer, host_ns ? TIMER_ABSTIME : 0,
+            &its, NULL);
+}
+
+static void op_sw_arm(void *ctx, uint64_t host_ns)
+{
+    struct lapict_kvm *k = K(ctx);
+
+    if (!host_ns)
+        host_ns = 1;
+    /* Published before the timerfd that wakes the thread to read it. */
+    atomic_store_explicit(&k->target_ns, host_ns, memory_order_seq_cst);
+    k->arms++;
+    /* The kick timer is armed lazily, right before KVM_RUN (kick_sync). */
+    if (!k->kick_timer_ok)
+        arm_fd(k, host_ns);
 }
 
 static void op_sw_cancel(void *ctx)
 {
+    struct lapict_kvm *k = K(ctx);
     struct itimerspec its = {0};
-    timerfd_settime(K(ctx)->timer_fd, 0, &its, NULL);
+
+    atomic_store_explicit(&k->target_ns, 0, memory_order_seq_cst);
+    k->arms++;
+    if (!k->kick_timer_ok)
+        timerfd_settime(k->timer_fd, 0, &its, NULL);
+}
+
+/*
+ * The kick timer only has to get the vCPU out of KVM_RUN: arm it for the
+ * current target right before entering, and only if that changed. Arming
+ * it on every op_sw_arm() would also fire it at instants the vCPU thread
+ * handles itself (halt polling; the advance spin right before an entry,
+ * whose kick would then throw the vCPU out of the entry it prepared).
+ */
+static bool kick_sync(struct lapict_kvm *k)
+{
+    uint64_t tgt = atomic_load_explicit(&k->target_ns, memory_order_relaxed);
+
+    if (!k->kick_timer_ok)
+        return true;
+    /* Already due: handle it now rather than enter and be kicked out. */
+    if (k->kick_armed_ns && (int64_t)(mono_ns() - k->kick_armed_ns) >= 0)
+        return false;
+    /*
+     * An interrupt waits for the guest to set IF. Interrupt-window exits
+     * come late on some hosts (PVM: a millisecond, or not at all while the
+     * guest spins without exiting), so also kick it out to look again at
+     * RFLAGS: after 10 us, doubling per consecutive window kick up to
+     * ~1.3 ms, which bounds the exits a guest keeping IF clear can cause.
+     */
+    if (k->run->request_interrupt_window) {
+        uint64_t w = mono_ns() + (10000ull << k->window_kicks);
+        if (k->kick_armed_ns && k->kick_armed_ns <= w)
+            return true; /* an earlier kick is already armed */
+        if (!tgt || w < tgt) {
+            if (k->window_kicks < 7)
+                k->window_kicks++;
+            tgt = w;
+        }
+    } else {
+        k->window_kicks = 0;
+    }
+    if (tgt == k->kick_armed_ns)
+        return true;
+    arm_kick_timer(k, tgt);
+    k->kick_armed_ns = tgt;
+    return true;
 }
 
 static bool op_inject(void *ctx, uint8_t vector)
@@ -136,12 +216,49 @@ const struct lapict_ops lapict_kvm_ops = {
     .tsc_to_host_ns = op_tsc_to_ns,
 };
 
-static void kick_handler(int sig)
+static void kick_handler(int sig, siginfo_t *si, void *uc)
 {
+    struct lapict_kvm *k = tl_k;
+
     (void)sig;
-    /* KVM_RUN returns -EINTR at once if entered after this. */
-    if (tl_run)
-        __atomic_store_n(&tl_run->immediate_exit, 1, __ATOMIC_RELAXED);
+    (void)uc;
+    if (!k)
+        return;
+    /* The kick timer itself: the host timer fired. */
+    if (si && si->si_code == SI_TIMER)
+        atomic_store_explicit(&k->expired, 1, memory_order_seq_cst);
+    /* KVM_RUN returns -EINTR at once if entered after this; halt() needs
+     * no exit, it watches the flags. */
+    if (!atomic_load_explicit(&k->in_halt, memory_order_seq_cst))
+        __atomic_store_n(&k->run->immediate_exit, 1, __ATOMIC_RELAXED);
+}
+
+/*
+ * The timerfd fired kick_lead_ns ahead of target_ns: spin to the target,
+ * then flag and kick. Give up when the vCPU re-arms or cancels (a new
+ * timerfd wake follows) or halts (halt() watches the clock itself and
+ * re-arms the timerfd when it leaves with the target still ahead).
+ * @fired: the last target kicked for, so that one target kicks once.
+ */
+static void timer_due(struct lapict_kvm *k, uint64_t *fired)
+{
+    uint64_t tgt = atomic_load_explicit(&k->target_ns, memory_order_seq_cst);
+    uint64_t one = 1;
+
+    if (!tgt || tgt == *fired)
+        return;
+    while ((int64_t)(mono_ns() - tgt) < 0) {
+        if (atomic_load_explicit(&k->target_ns, memory_order_seq_cst) != tgt ||
+            atomic_load_explicit(&k->in_halt, memory_order_seq_cst))
+            return;
+        _mm_pause();
+    }
+    *fired = tgt;
+    atomic_store_explicit(&k->expired, 1, memory_order_seq_cst);
+    if (!atomic_load_explicit(&k->in_halt, memory_order_seq_cst))
+        pthread_kill(k->vcpu_thread, k->kick_signal);
+    if (write(k->wake_fd, &one, sizeof(one)) < 0)
+        return;
 }
 
 static void *timer_thread(void *arg)
@@ -149,22 +266,17 @@ static void *timer_thread(void *arg)
     struct lapict_kvm *k = arg;
     struct pollfd p[2] = {{.fd = k->timer_fd, .events = POLLIN},
                           {.fd = k->stop_fd, .events = POLLIN}};
-    uint64_t n;
+    uint64_t n, fired = 0;
 
     for (;;) {
         if (poll(p, 2, -1) < 0)
             continue;
         if (p[1].revents)
             break;
-        /* The vCPU thread may have read it first while halted. */
+        /* Re-armed or cancelled meanwhile: the count was reset. */
         if (read(k->timer_fd, &n, sizeof(n)) != (ssize_t)sizeof(n))
             continue;
-        atomic_store_explicit(&k->expired, 1, memory_order_seq_cst);
-        if (!atomic_load_explicit(&k->in_halt, memory_order_seq_cst))
-            pthread_kill(k->vcpu_thread, k->kick_signal);
-        n = 1;
-        if (write(k->wake_fd, &n, sizeof(n)) < 0)
-            continue;
+        timer_due(k, &fired);
     }
     return NULL;
 }
@@ -211,6 +323,56 @@ static int read_tsc_offset(struct lapict_kvm *k)
                 (int64_t)(e->data - (before + (after - before) / 2));
     }
     return 0;
+}
+
+/*
+ * KVM_CAP_SYNC_REGS: KVM stores RFLAGS and the event state in kvm_run on
+ * every return from KVM_RUN (also -EINTR), and applies an event state
+ * marked dirty on the next KVM_RUN. Injecting that way costs no ioctl: on
+ * these hosts KVM_INTERRUPT costs 6-20 us, and KVM_GET_REGS after a kick
+ * 5-13 us, each a vcpu_load/vcpu_put round of their own.
+ */
+static void setup_sync_regs(struct lapict_kvm *k)
+{
+    int fd = open("/dev/kvm", O_RDWR | O_CLOEXEC), caps;
+    const int want = KVM_SYNC_X86_REGS | KVM_SYNC_X86_EVENTS;
+
+    if (fd < 0)
+        return;
+    caps = ioctl(fd, KVM_CHECK_EXTENSION, KVM_CAP_SYNC_REGS);
+    close(fd);
+    if (caps < 0 || (caps & want) != want)
+        return;
+    /* Valid before the first exit too. */
+    if (ioctl(k->vcpu_fd, KVM_GET_VCPU_EVENTS, &k->run->s.regs.events) < 0)
+        return;
+    k->run->kvm_valid_regs |= (uint64_t)want;
+    k->sync_events = true;
+}
+
+int lapict_kvm__inject_irq(struct lapict_kvm *k, int vector)
+{
+    struct kvm_run *r = k->run;
+    struct kvm_interrupt irq = {.irq = (uint32_t)vector};
+
+    if (k->sync_events) {
+        struct kvm_vcpu_events *ev = &r->s.regs.events;
+        /* One not yet taken by KVM_RUN would be overwritten. */
+        if (r->kvm_dirty_regs & KVM_SYNC_X86_EVENTS)
+            return -1;
+        ev->interrupt.injected = 1;
+        ev->interrupt.nr = (uint8_t)vector;
+        ev->interrupt.soft = 0;
+        /*
+         * The rest is the state KVM stored at the last return. Leave NMI
+         * pending (a KVM_NMI since then), the interrupt shadow and SMM to
+         * KVM: only the payload flag describes fields written back.
+         */
+        ev->flags &= KVM_VCPUEVENT_VALID_PAYLOAD;
+        r->kvm_dirty_regs |= KVM_SYNC_X86_EVENTS;
+        return 0;
+    }
+    return ioctl(k->vcpu_fd, KVM_INTERRUPT, &irq) < 0 ? -1 : 0;
 }
 
 int lapict_kvm_init(struct lapict_kvm *k, int vcpu_fd, struct kvm_run *run,
@@ -262,6 +424,18 @@ int lapict_kvm_init(struct lapict_kvm *k, int vcpu_fd, struct kvm_run *run,
     if (rc)
         return rc;
 
+    atomic_init(&k->target_ns, 0);
+    k->halt_poll_ns = !cfg->halt_poll_ns ? LAPICT_KVM_HALT_POLL_NS
+                      : cfg->halt_poll_ns == LAPICT_KVM_NONE ? 0
+                                                             : cfg->halt_poll_ns;
+    /* Without the thread the owner reads the timerfd: no lead then. */
+    k->kick_lead_ns = !cfg->timer_thread || !cfg->kick_thread ? 0
+                      : !cfg->kick_lead_ns                ? LAPICT_KVM_KICK_LEAD_NS
+                      : cfg->kick_lead_ns == LAPICT_KVM_NONE ? 0
+                                                          : cfg->kick_lead_ns;
+    if (vcpu_fd >= 0)
+        setup_sync_regs(k);
+
     /* The default 50 us slack would dominate every timer latency. */
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
     k->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
@@ -273,20 +447,34 @@ int lapict_kvm_init(struct lapict_kvm *k, int vcpu_fd, struct kvm_run *run,
     }
 
     memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = kick_handler;
+    sa.sa_sigaction = kick_handler;
     /* KVM_RUN and ppoll return EINTR regardless; other calls restart. */
-    sa.sa_flags = SA_RESTART;
+    sa.sa_flags = SA_RESTART | SA_SIGINFO;
     sigemptyset(&sa.sa_mask);
     if (sigaction(k->kick_signal, &sa, NULL) < 0) {
         rc = -errno;
         goto fail;
     }
-    tl_run = run;
+    tl_k = k;
+
+    if (cfg->timer_thread && !cfg->kick_thread) {
+        struct sigevent sev;
+        memset(&sev, 0, sizeof(sev));
+        sev.sigev_notify = SIGEV_THREAD_ID;
+        sev.sigev_signo = k->kick_signal;
+        sev._sigev_un._tid = gettid();
+        if (syscall(SYS_timer_create, CLOCK_MONOTONIC, &sev,
+                    &k->kick_timer) < 0) {
+            rc = -errno;
+            goto fail;
+        }
+        k->kick_timer_ok = true;
+    }
 
     /* APIC state: enabled at the default base, SVR software-disabled. */
     lapict_kvm__reset(k);
 
-    if (cfg->timer_thread) {
+    if (cfg->timer_thread && cfg->kick_thread) {
         sigset_t all, old;
         /* The timer thread takes no signals: kicks target the vCPU. */
         sigfillset(&all);
@@ -317,8 +505,11 @@ void lapict_kvm_destroy(struct lapict_kvm *k)
             pthread_join(k->thread, NULL);
         k->thread_started = false;
     }
-    if (tl_run == k->run)
-        tl_run = NULL;
+    if (k->kick_timer_ok)
+        syscall(SYS_timer_delete, k->kick_timer);
+    k->kick_timer_ok = false;
+    if (tl_k == k)
+        tl_k = NULL;
     if (k->timer_fd >= 0)
         close(k->timer_fd);
     if (k->stop_fd >= 0)
@@ -346,7 +537,16 @@ static bool poll_expiry(struct lapict_kvm *k, bool read_fd)
 
     if (read_fd && read(k->timer_fd, &n, sizeof(n)) == (ssize_t)sizeof(n))
         fired = true;
+    /*
+     * The kick timer's target passed: due whether or not its handler has
+     * run yet (a handler can be held back: ThreadSanitizer defers them,
+     * and a guest that does not exit would then never be kicked again).
+     */
+    if (k->kick_armed_ns && (int64_t)(mono_ns() - k->kick_armed_ns) >= 0)
+        fired = true;
     if (fired) {
+        /* One-shot: spent (a stale signal costs one re-arm at most). */
+        k->kick_armed_ns = 0;
         k->st.kicks_seen++;
         lapict_expire(&k->timer);
     }
@@ -358,46 +558,107 @@ bool lapict_kvm_poll(struct lapict_kvm *k)
     return poll_expiry(k, true);
 }
 
-/* The guest halted with interrupts enabled: sleep until there is work. */
+static bool wake_flagged(struct lapict_kvm *k)
+{
+    return atomic_load_explicit(&k->expired, memory_order_relaxed) ||
+           atomic_load_explicit(&k->stop, memory_order_relaxed);
+}
+
+/*
+ * The guest halted with interrupts enabled: wait until there is work. The
+ * vCPU thread watches the host timer itself (target_ns): it sleeps until
+ * halt_poll_ns before it, then spins (as KVM's halt polling), so that the
+ * expiry is processed on time rather than a timerfd wake-up (~15 us) late.
+ * The timer thread stands aside while in_halt is set; the wake eventfd
+ * and the flags end the wait early (lapict_kvm_stop(), a racing expiry).
+ */
 static void halt(struct lapict_kvm *k)
 {
-    struct pollfd p[2] = {{.fd = k->timer_fd, .events = POLLIN},
-                          {.fd = k->wake_fd, .events = POLLIN}};
-    uint64_t n;
+    struct pollfd p = {.fd = k->wake_fd, .events = POLLIN};
+    uint64_t n, tgt, now, arms;
 
     k->st.halt_sleeps++;
+    /* No kick while halted: the loop below watches the target. */
+    if (k->kick_armed_ns) {
+        arm_kick_timer(k, 0);
+        k->kick_armed_ns = 0;
+    }
     lapict_vcpu_blocking(&k->timer);
     atomic_store_explicit(&k->in_halt, 1, memory_order_seq_cst);
     for (;;) {
-        poll_expiry(k, true);
+        poll_expiry(k, false);
         if (lapict_kvm__can_deliver(k) ||
             atomic_load_explicit(&k->stop, memory_order_seq_cst))
             break;
-        poll(p, 2, -1);
+        tgt = atomic_load_explicit(&k->target_ns, memory_order_relaxed);
+        now = mono_ns();
+        if (tgt && (int64_t)(now - tgt) >= 0) {
+            k->st.kicks_seen++;
+            lapict_expire(&k->timer);
+            continue;
+        }
+        if (tgt && tgt - now <= k->halt_poll_ns) {
+            while ((int64_t)(mono_ns() - tgt) < 0 && !wake_flagged(k))
+                _mm_pause();
+            continue;
+        }
+        if (tgt) {
+            struct timespec ts;
+            uint64_t d = tgt - now - k->halt_poll_ns;
+            ts.tv_sec = (time_t)(d / NS_PER_S);
+            ts.tv_nsec = (long)(d % NS_PER_S);
+            ppoll(&p, 1, &ts, NULL);
+        } else {
+            poll(&p, 1, -1);
+        }
         if (read(k->wake_fd, &n, sizeof(n)) < 0)
             continue;
     }
     atomic_store_explicit(&k->in_halt, 0, memory_order_seq_cst);
     /* A timer thread that saw in_halt set did not kick: look again. */
     poll_expiry(k, false);
+    arms = k->arms;
     lapict_vcpu_unblocked(&k->timer);
+    /* It gave up on a target still ahead: wake it again for that one. */
+    tgt = atomic_load_explicit(&k->target_ns, memory_order_relaxed);
+    if (k->arms == arms && tgt && k->thread_started)
+        arm_fd(k, tgt);
 }
 
 /*
  * After a kick (KVM_RUN -EINTR) run->if_flag and
- * ready_for_interrupt_injection still describe the previous exit on these
- * hosts; the guest may have set IF since without exiting, and a refused
- * timer interrupt would then wait for an interrupt-window exit that comes
- * late. Read RFLAGS instead (one ioctl, only on kicks).
+ * ready_for_interrupt_injection were seen to describe the previous exit;
+ * the guest may have set IF since without exiting, and a refused timer
+ * interrupt would then wait for an interrupt-window exit that comes late.
+ * With sync regs KVM has just stored RFLAGS and the events in kvm_run (no
+ * ioctl); otherwise read RFLAGS (one ioctl, only on kicks). Not ready while
+ * an event (ours included, an -EINTR keeps it queued) waits in KVM.
  */
 static void refresh_if(struct lapict_kvm *k)
 {
+    struct kvm_run *r = k->run;
     struct kvm_regs regs;
 
+    if (k->sync_events) {
+        const struct kvm_vcpu_events *ev = &r->s.regs.events;
+        r->if_flag = (r->s.regs.regs.rflags >> 9) & 1u;
+        r->ready_for_interrupt_injection =
+            r->if_flag && !ev->interrupt.injected && !ev->interrupt.shadow &&
+            !ev->nmi.injected && !ev->exception.injected &&
+            !(r->kvm_dirty_regs & KVM_SYNC_X86_EVENTS);
+        return;
+    }
     if (k->vcpu_fd < 0 || ioctl(k->vcpu_fd, KVM_GET_REGS, &regs) < 0)
         return;
-    k->run->if_flag = (regs.rflags >> 9) & 1u;
-    k->run->ready_for_interrupt_injection = k->run->if_flag;
+    r->if_flag = (regs.rflags >> 9) & 1u;
+    r->ready_for_interrupt_injection = r->if_flag;
+}
+
+static int vcpu_run(struct lapict_kvm *k)
+{
+    if (k->vcpu_fd < 0)
+        return k->fake_run ? k->fake_run(k) : (errno = EBADF, -1);
+    return ioctl(k->vcpu_fd, KVM_RUN, 0);
 }
 
 int lapict_kvm_run(struct lapict_kvm *k)
@@ -409,15 +670,20 @@ int lapict_kvm_run(struct lapict_kvm *k)
             r->exit_reason = KVM_EXIT_INTR;
             return 0;
         }
-        poll_expiry(k, !k->thread_started);
+        /* A kick that came outside KVM_RUN is served by this pass: clear
+         * it first, so that a later one is either seen below or exits. */
+        __atomic_store_n(&r->immediate_exit, 0, __ATOMIC_SEQ_CST);
+        poll_expiry(k, !k->thread_started && !k->kick_timer_ok);
         lapict_kvm__window(k);
         lapict_kvm_deliver(k);
         lapict_before_guest_entry(&k->timer);
         if (!k->injected)
             lapict_kvm_deliver(k);
         r->cr8 = k->tpr >> 4;
+        if (!kick_sync(k))
+            continue;
         k->st.runs++;
-        if (ioctl(k->vcpu_fd, KVM_RUN, 0) < 0) {
+        if (vcpu_run(k) < 0) {
             k->injected = false;
             if (errno == EINTR || errno == EAGAIN) {
                 __atomic_store_n(&r->immediate_exit, 0, __ATOMIC_RELAXED);

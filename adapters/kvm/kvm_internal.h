@@ -11,5 +11,7 @@ void lapict_kvm__reset(struct lapict_kvm *k);
 bool lapict_kvm__can_deliver(struct lapict_kvm *k);
 /* Give the core its held interrupt back if the guest can take it now. */
 void lapict_kvm__window(struct lapict_kvm *k);
+/* Queue @vector for the next entry (host.c: the cheapest path); 0 or -1. */
+int lapict_kvm__inject_irq(struct lapict_kvm *k, int vector);
 
 #endif

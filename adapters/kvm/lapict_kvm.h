@@ -7,10 +7,11 @@
  * windows, HLT). See README.md beside this file.
  *
  * Threading (TIMER.md "Concurrency"): every function here runs on the vCPU
- * thread, except lapict_kvm_stop(). The adapter's timer thread only reads
- * the timerfd, stores an atomic flag (release) and sends the kick signal to
- * the vCPU thread; the vCPU thread consumes the flag (acquire) and calls
- * lapict_expire().
+ * thread, except lapict_kvm_stop(). The host timer's expiry reaches the
+ * vCPU thread as an atomic flag (seq_cst) set by the kick timer's signal
+ * handler (default) or by the timer thread (kick_thread), plus the kick
+ * signal; the vCPU thread consumes the flag and calls lapict_expire(). A
+ * halted vCPU watches the clock itself (halt polling). See README.md.
  */
 #ifndef LAPICT_KVM_H
 #define LAPICT_KVM_H
@@ -50,7 +51,30 @@ struct lapict_kvm_config {
     uint64_t bus_hz;
     /* Start the timer thread (false: the owner calls lapict_kvm_poll()). */
     bool timer_thread;
+    /*
+     * Halt polling: a halted vCPU whose host timer is due within this many
+     * ns spins on the clock instead of sleeping (as KVM's halt_poll_ns).
+     * 0: LAPICT_KVM_HALT_POLL_NS; LAPICT_KVM_NONE: always sleep.
+     */
+    uint32_t halt_poll_ns;
+    /*
+     * The timer thread wakes this many ns before the host timer and spins
+     * to it before kicking, absorbing its wake-up latency. 0:
+     * LAPICT_KVM_KICK_LEAD_NS; LAPICT_KVM_NONE: no lead. Thread kicks only.
+     */
+    uint32_t kick_lead_ns;
+    /*
+     * With timer_thread: kick from the timer thread (timerfd, then
+     * pthread_kill) instead of the default, a POSIX timer whose expiry the
+     * kernel signals to the vCPU thread itself (no thread to schedule: a
+     * wake-up on a busy host costs tens of us to ms).
+     */
+    bool kick_thread;
 };
+
+#define LAPICT_KVM_NONE 0xFFFFFFFFu
+#define LAPICT_KVM_HALT_POLL_NS 200000u
+#define LAPICT_KVM_KICK_LEAD_NS 40000u
 
 /* Counters for tests and benchmarks; owner thread only. */
 struct lapict_kvm_stats {
@@ -75,6 +99,19 @@ struct lapict_kvm {
     atomic_int expired;   /* timer thread -> vCPU thread */
     atomic_int stop;      /* lapict_kvm_stop() -> vCPU thread */
     atomic_int in_halt;   /* the vCPU sleeps in halt(): no signal */
+    /* Host timer instant (CLOCK_MONOTONIC ns, 0: none): vCPU -> timer
+     * thread, which spins to it after the early timerfd wake. */
+    _Atomic uint64_t target_ns;
+    uint32_t halt_poll_ns, kick_lead_ns;
+    uint64_t arms;        /* host timer arm/cancel calls (vCPU thread) */
+    bool sync_events;     /* KVM_CAP_SYNC_REGS: inject through kvm_run */
+    bool kick_timer_ok;   /* kick_timer signals the vCPU thread */
+    int kick_timer;       /* kernel POSIX timer id */
+    uint64_t kick_armed_ns; /* its arming: target_ns as of the last entry */
+    uint8_t window_kicks; /* consecutive kicks to find an open window */
+    /* Tests: with vcpu_fd -1, called instead of KVM_RUN (same contract). */
+    int (*fake_run)(struct lapict_kvm *k);
+    void *fake_arg;
     uint32_t tsc_khz;
     int64_t tsc_offset;   /* guest TSC - host TSC */
     /* LAPIC state beyond the timer. */
@@ -88,6 +125,10 @@ struct lapict_kvm {
     int fake_last_vector;
     uint64_t fake_injections;
     struct lapict_kvm_stats st;
+    /* CPU model (lapict_kvm_set_cpuid()); zero: x2APIC offered, 36 bits. */
+    bool x2apic_absent;    /* CPUID lacks x2APIC: IA32_APIC_BASE.EXTD reserved */
+    uint8_t maxphyaddr;    /* physical-address bits of IA32_APIC_BASE */
+    uint64_t nmis;         /* NMIs sent to self (KVM_NMI, or counted) */
 };
 
 /**
@@ -110,6 +151,18 @@ int lapict_kvm_vm_setup(int vm_fd);
  * @x2apic, initial APIC ID 0 (EBX 31:24).
  */
 void lapict_kvm_cpuid_fixup(struct kvm_cpuid2 *cpuid, bool x2apic);
+
+/**
+ * lapict_kvm_set_cpuid() - the CPU model the LAPIC enforces.
+ * @k: the LAPIC (after lapict_kvm_init()).
+ * @cpuid: the entries given to KVM_SET_CPUID2.
+ *
+ * Leaf 1 ECX bit 21 (x2APIC) decides whether IA32_APIC_BASE.EXTD may be
+ * set; leaf 0x80000008 EAX[7:0] (MAXPHYADDR) which base bits are reserved.
+ * Without this call x2APIC is allowed and 36 bits are assumed.
+ */
+void lapict_kvm_set_cpuid(struct lapict_kvm *k,
+                          const struct kvm_cpuid2 *cpuid);
 
 /**
  * lapict_kvm_init() - set up the LAPIC of one vCPU.

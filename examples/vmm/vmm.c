@@ -24,9 +24,14 @@
 
 #include "guest/mailbox.h"
 #include "lapict_kvm.h"
+#include "platform.h"
 
 #ifndef LAPICT_VMM_GUEST
 #define LAPICT_VMM_GUEST "guest.bin"
+#endif
+/* --guest=baremetal: examples/baremetal's kernel (its CMakeLists sets it). */
+#ifndef LAPICT_VMM_BAREMETAL
+#define LAPICT_VMM_BAREMETAL "lapict-baremetal.bin"
 #endif
 
 enum lapic_kind { LAPIC_LIB, LAPIC_KERNEL };
@@ -37,8 +42,11 @@ struct opts {
     int advance_mode;
     uint32_t advance_ns, advance_max_ns;
     const char *csv, *guest;
-    bool compare, quiet, no_thread;
+    bool compare, quiet, no_thread, kick_thread;
     unsigned timeout_s;
+    /* --guest=baremetal: its lines as they are, its status; --timers. */
+    bool plain;
+    uint64_t timers;
 };
 
 struct result {
@@ -248,7 +256,7 @@ static int handle_io(struct vm *v, const struct opts *o, struct result *res)
     switch (r->io.port) {
     case PORT_PUTS:
         if (!o->quiet)
-            printf("guest: %s\n", guest_str(v, val));
+            printf("%s%s\n", o->plain ? "" : "guest: ", guest_str(v, val));
         return 1;
     case PORT_DONE:
         res->status = (int)val;
@@ -388,10 +396,12 @@ static int run_one(const struct opts *o, int lapic, const char *csv,
     mb->period_ns = o->period_ns;
     mb->tsc_khz = (uint64_t)tsc_khz;
     mb->bus_hz = 1000000000ull; /* both LAPICs: 1 GHz timer clock */
+    mb->timers = o->timers;
 
     if (lapic == LAPIC_LIB) {
         struct lapict_kvm_config kc = {
             .timer_thread = !o->no_thread,
+            .kick_thread = o->kick_thread,
             .advance_mode = (uint32_t)o->advance_mode,
             .advance_ns = o->advance_ns,
             .advance_max_ns = o->advance_mode == LAPICT_ADVANCE_ADAPTIVE
@@ -494,13 +504,19 @@ static void usage(void)
            "  [--wait=hlt|spin] [--samples=N] [--delta=CYCLES] "
            "[--period-ns=NS]\n"
            "  [--advance=off|adaptive|NS] [--csv=FILE] [--compare] "
-           "[--guest=FILE] [--timeout=S] [--quiet]\n");
+           "[--guest=FILE|baremetal] [--timers=K]\n"
+           "  [--timeout=S] [--quiet]\n"
+           "       lapict-vmm [--lapic=lib|kernel] --kernel=FILE.flat "
+           "[--append=ARGS] [--initrd=FILE]\n"
+           "  [--x2apic=on|off] [--advance=...] [--timeout=S] [--quiet]"
+           "   (multiboot kernel, serial on stdout)\n");
 }
 
 int main(int argc, char **argv)
 {
     static const char *const lapics[] = {"lib", "kernel"};
     static const char *const waits[] = {"hlt", "spin"};
+    static const char *const onoff[] = {"on", "off"};
     static const struct option lo[] = {
         {"lapic", required_argument, 0, 'l'},
         {"test", required_argument, 0, 't'},
@@ -512,10 +528,16 @@ int main(int argc, char **argv)
         {"csv", required_argument, 0, 'c'},
         {"compare", no_argument, 0, 'C'},
         {"guest", required_argument, 0, 'g'},
+        {"timers", required_argument, 0, 'k'},
+        {"kernel", required_argument, 0, 'K'},
+        {"append", required_argument, 0, 'A'},
+        {"initrd", required_argument, 0, 'I'},
+        {"x2apic", required_argument, 0, 'X'},
         {"timeout", required_argument, 0, 'T'},
         {"quiet", no_argument, 0, 'q'},
         {"advance-max", required_argument, 0, 'M'},
         {"no-timer-thread", no_argument, 0, 'N'},
+        {"kick-thread", no_argument, 0, 'Z'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
@@ -526,6 +548,7 @@ int main(int argc, char **argv)
                      .advance_max_ns = 60000,
                      .guest = LAPICT_VMM_GUEST, .timeout_s = 120};
     struct result r[2];
+    struct lapict_vmm_boot_opts mb = {.x2apic = true};
     int c, status = 0;
 
     while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -548,11 +571,22 @@ int main(int argc, char **argv)
             break;
         case 'c': o.csv = optarg; break;
         case 'C': o.compare = true; break;
-        case 'g': o.guest = optarg; break;
+        case 'g':
+            o.plain = !strcmp(optarg, "baremetal");
+            o.guest = o.plain ? LAPICT_VMM_BAREMETAL : optarg;
+            break;
+        case 'k': o.timers = parse_u64(optarg, "--timers"); break;
+        case 'K': mb.kernel = optarg; break;
+        case 'A': mb.append = optarg; break;
+        case 'I': mb.initrd = optarg; break;
+        case 'X':
+            mb.x2apic = parse_enum(optarg, onoff, 2, "--x2apic") == 0;
+            break;
         case 'T': o.timeout_s = (unsigned)parse_u64(optarg, "--timeout"); break;
         case 'q': o.quiet = true; break;
         case 'M': o.advance_max_ns = (uint32_t)parse_u64(optarg, "--advance-max"); break;
         case 'N': o.no_thread = true; break;
+        case 'Z': o.kick_thread = true; break;
         case 'h': usage(); return 0;
         default: usage(); return 2;
         }
@@ -570,6 +604,24 @@ int main(int argc, char **argv)
     }
     signal(SIGALRM, on_alarm);
 
+    if (mb.kernel) {
+        /* A multiboot kernel (kvm-unit-tests .flat): platform.c. */
+        mb.lapic_kernel = o.lapic == LAPIC_KERNEL;
+        mb.ram_bytes = 128ull << 20;
+        mb.timeout_s = o.timeout_s;
+        mb.quiet = o.quiet;
+        mb.advance_mode = (uint32_t)o.advance_mode;
+        mb.advance_ns = o.advance_ns;
+        mb.advance_max_ns =
+            o.advance_mode == LAPICT_ADVANCE_ADAPTIVE ? o.advance_max_ns : 0;
+        return lapict_vmm_boot(&mb);
+    }
+
+    if (o.plain) {
+        /* The guest checks, and prints its own RESULT line. */
+        status = run_one(&o, o.lapic, NULL, &r[0]);
+        return status < 0 || status > 255 ? 255 : status;
+    }
     if (!o.compare) {
         status = run_one(&o, o.lapic, o.csv, &r[0]);
         print_result(&o, o.lapic, &r[0]);

@@ -256,7 +256,9 @@ END_TEST
  * sets immediate_exit for the next KVM_RUN. Meant to run under TSan too. */
 START_TEST(timer_thread_kick)
 {
-    struct lapict_kvm_config c = {.tsc_khz = 1000000, .timer_thread = true};
+    /* kick_thread: the kick timer is armed only by lapict_kvm_run(). */
+    struct lapict_kvm_config c = {.tsc_khz = 1000000, .timer_thread = true,
+                                  .kick_thread = true};
     struct kvm_run *r2 = calloc(1, sizeof(*r2));
     struct lapict_kvm *k2 = calloc(1, sizeof(*k2));
     int i, rounds;

@@ -8,8 +8,8 @@
 #include <stdint.h>
 
 #include "mailbox.h"
+#include "runtime.h"
 
-#define APIC 0xFEE00000ull
 #define A_EOI 0xB0u
 #define A_SVR 0xF0u
 #define A_ESR 0x280u
@@ -27,49 +27,11 @@
 static struct mailbox *const mb = (struct mailbox *)(uintptr_t)MB_ADDR;
 static uint64_t *const samples = (uint64_t *)(uintptr_t)SAMPLES_ADDR;
 
-struct idt_entry {
-    uint16_t off0, sel;
-    uint8_t ist, type;
-    uint16_t off1;
-    uint32_t off2, zero;
-};
-static struct idt_entry idt[256];
-
-extern void timer_stub(void);
-extern void spurious_stub(void);
-extern const uint64_t exc_stubs[20];
-
 /* What the timer ISR does with an interrupt. */
 enum isr_mode { ISR_COUNT, ISR_LATENCY_DL, ISR_LATENCY_OS, ISR_PERIODIC };
 static volatile int isr_mode;
 static volatile uint64_t n_irq, expected, last_irq_tsc;
 static uint64_t delta, os_ticks, early;
-
-static inline uint64_t rdtsc(void)
-{
-    uint32_t lo, hi;
-    __asm__ volatile("lfence; rdtsc" : "=a"(lo), "=d"(hi)::"memory");
-    return ((uint64_t)hi << 32) | lo;
-}
-
-static inline void wrmsr(uint32_t msr, uint64_t v)
-{
-    __asm__ volatile("wrmsr" ::"c"(msr), "a"((uint32_t)v),
-                     "d"((uint32_t)(v >> 32))
-                     : "memory");
-}
-
-static inline uint64_t rdmsr(uint32_t msr)
-{
-    uint32_t lo, hi;
-    __asm__ volatile("rdmsr" : "=a"(lo), "=d"(hi) : "c"(msr) : "memory");
-    return ((uint64_t)hi << 32) | lo;
-}
-
-static inline void outl(uint16_t port, uint32_t v)
-{
-    __asm__ volatile("outl %0, %1" ::"a"(v), "Nd"(port) : "memory");
-}
 
 /*
  * Host stalls: this guest runs nested on a shared machine, where the vCPU
@@ -103,82 +65,6 @@ static inline void apic_write(uint32_t off, uint32_t v)
     gap_note(rdtsc());
     *(volatile uint32_t *)(uintptr_t)(APIC + off) = v;
     gap_note(rdtsc());
-}
-
-static void puts_(const char *s)
-{
-    outl(PORT_PUTS, (uint32_t)(uintptr_t)s);
-}
-
-/* A tiny formatter: %s %u (uint64) %x (uint64) %d (int64). */
-static char line[256];
-static void out(const char *fmt, ...)
-{
-    __builtin_va_list ap;
-    char *p = line, *end = line + sizeof(line) - 1;
-    char tmp[24];
-
-    __builtin_va_start(ap, fmt);
-    for (; *fmt && p < end; fmt++) {
-        if (*fmt != '%') {
-            *p++ = *fmt;
-            continue;
-        }
-        fmt++;
-        if (*fmt == 's') {
-            const char *s = __builtin_va_arg(ap, const char *);
-            while (*s && p < end)
-                *p++ = *s++;
-            continue;
-        }
-        uint64_t v = __builtin_va_arg(ap, uint64_t);
-        unsigned base = *fmt == 'x' ? 16 : 10;
-        int n = 0;
-        if (*fmt == 'd' && (int64_t)v < 0) {
-            *p++ = '-';
-            v = -v;
-        }
-        do {
-            tmp[n++] = "0123456789abcdef"[v % base];
-            v /= base;
-        } while (v && n < 24);
-        while (n && p < end)
-            *p++ = tmp[--n];
-    }
-    *p = 0;
-    __builtin_va_end(ap);
-    puts_(line);
-}
-
-void exception(uint64_t vec)
-{
-    out("EXCEPTION vector=%u", vec);
-    outl(PORT_DONE, 100u + (uint32_t)vec);
-}
-
-static void set_gate(unsigned v, uint64_t fn)
-{
-    idt[v].off0 = (uint16_t)fn;
-    idt[v].sel = 0x08;
-    idt[v].ist = 0;
-    idt[v].type = 0x8E; /* present, 64-bit interrupt gate */
-    idt[v].off1 = (uint16_t)(fn >> 16);
-    idt[v].off2 = (uint32_t)(fn >> 32);
-    idt[v].zero = 0;
-}
-
-static void setup_idt(void)
-{
-    struct __attribute__((packed)) {
-        uint16_t limit;
-        uint64_t base;
-    } d = {sizeof(idt) - 1, (uint64_t)(uintptr_t)idt};
-
-    for (unsigned i = 0; i < 20; i++)
-        set_gate(i, exc_stubs[i]);
-    set_gate(VEC, (uint64_t)(uintptr_t)timer_stub);
-    set_gate(0xFF, (uint64_t)(uintptr_t)spurious_stub);
-    __asm__ volatile("lidt %0" ::"m"(d));
 }
 
 static uint64_t ns_to_tsc_floor(uint64_t ns)
@@ -589,7 +475,7 @@ void guest_main(void)
         outl(PORT_DONE, 1);
         return;
     }
-    setup_idt();
+    setup_idt(VEC);
     delta = mb->delta;
     apic_write(A_SVR, 0x1FF); /* software-enable, spurious vector 0xFF */
     apic_write(A_ESR, 0);

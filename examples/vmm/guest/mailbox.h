@@ -40,6 +40,8 @@ struct mailbox {
      * for periodic the raw arrival TSC), counts. */
     uint64_t nsamples, early, pass, fail;
     uint64_t t_first, t_last, t_start;
+    /* VMM -> guest: virtual timers of the bare-metal guest (0: default). */
+    uint64_t timers;
 };
 
 #endif

@@ -1,0 +1,219 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Multiboot v1 loader for ELF32 kernels (the format of kvm-unit-tests'
+ * x86 .flat binaries: a 64-bit program in an elf32-i386 container whose
+ * 32-bit entry switches to long mode itself). Everything read from the
+ * image is bounds-checked: the file is untrusted input.
+ */
+#include "platform.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/ioctl.h>
+
+#define MB_MAGIC 0x1BADB002u
+#define MB_BOOT_MAGIC 0x2BADB002u
+#define MB_SEARCH 8192u
+#define MB_FLAG_AOUT_KLUDGE 0x10000u
+/* multiboot_info flags: mem_*, cmdline, mods. */
+#define MBI_MEM 0x1u
+#define MBI_CMDLINE 0x4u
+#define MBI_MODS 0x8u
+
+/* ELF32 as laid out in the file (little-endian, packed by definition). */
+struct elf32_ehdr {
+    uint8_t ident[16];
+    uint16_t type, machine;
+    uint32_t version, entry, phoff, shoff, flags;
+    uint16_t ehsize, phentsize, phnum, shentsize, shnum, shstrndx;
+};
+
+struct elf32_phdr {
+    uint32_t type, offset, vaddr, paddr, filesz, memsz, flags, align;
+};
+
+#define PT_LOAD 1u
+#define EM_386 3u
+#define ET_EXEC 2u
+
+/* The multiboot information fields a loader of this kind fills. */
+struct mb_info {
+    uint32_t flags, mem_lower, mem_upper, boot_device, cmdline;
+    uint32_t mods_count, mods_addr;
+    uint32_t syms[4];
+    uint32_t mmap_length, mmap_addr;
+};
+
+struct mb_module {
+    uint32_t start, end, cmdline, reserved;
+};
+
+static int fail(char *err, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, len, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+static uint32_t rd32(const uint8_t *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+/* The header: 4-byte aligned within the first 8 KiB, checksum 0. */
+static long find_header(const uint8_t *img, size_t len)
+{
+    size_t end = len < MB_SEARCH ? len : MB_SEARCH;
+    for (size_t off = 0; off + 12 <= end; off += 4) {
+        if (rd32(img + off) != MB_MAGIC)
+            continue;
+        if ((uint32_t)(rd32(img + off) + rd32(img + off + 4) +
+                       rd32(img + off + 8)) == 0)
+            return (long)off;
+    }
+    return -1;
+}
+
+int lapict_vmm_mb_load(uint8_t *mem, uint64_t ram_bytes, const uint8_t *image,
+                       size_t image_len, const char *cmdline,
+                       const uint8_t *module, size_t module_len,
+                       struct lapict_vmm_mb_boot *out, char *err,
+                       size_t err_len)
+{
+    struct elf32_ehdr eh;
+    struct mb_info mbi;
+    uint64_t load_end = 0;
+    size_t clen;
+    long hdr;
+
+    if (ram_bytes < (2u << 20) || ram_bytes > 0xF0000000ull)
+        return fail(err, err_len, "RAM size out of range");
+    hdr = find_header(image, image_len);
+    if (hdr < 0)
+        return fail(err, err_len, "no multiboot v1 header in the first "
+                                  "8 KiB");
+    if (image_len < sizeof(eh))
+        return fail(err, err_len, "not an ELF file");
+    memcpy(&eh, image, sizeof(eh));
+    if (memcmp(eh.ident, "\177ELF", 4) != 0) {
+        if (rd32(image + hdr + 4) & MB_FLAG_AOUT_KLUDGE)
+            return fail(err, err_len, "a.out-kludge multiboot images are "
+                                      "not supported, only ELF32");
+        return fail(err, err_len, "not an ELF file");
+    }
+    if (eh.ident[4] != 1 || eh.ident[5] != 1 || eh.machine != EM_386 ||
+        eh.type != ET_EXEC)
+        return fail(err, err_len, "not an ELF32 little-endian EM_386 "
+                                  "executable (convert a 64-bit ELF with "
+                                  "objcopy -O elf32-i386)");
+    if (eh.phentsize != sizeof(struct elf32_phdr) || eh.phnum == 0 ||
+        eh.phoff > image_len ||
+        (uint64_t)eh.phnum * sizeof(struct elf32_phdr) > image_len - eh.phoff)
+        return fail(err, err_len, "bad program header table");
+
+    for (uint32_t i = 0; i < eh.phnum; i++) {
+        struct elf32_phdr ph;
+        memcpy(&ph, image + eh.phoff + i * sizeof(ph), sizeof(ph));
+        if (ph.type != PT_LOAD || ph.memsz == 0)
+            continue;
+        if (ph.filesz > ph.memsz || ph.offset > image_len ||
+            ph.filesz > image_len - ph.offset)
+            return fail(err, err_len, "segment %u: file bytes outside the "
+                                      "image", i);
+        if (ph.paddr < LAPICT_VMM_MB_LOW_END ||
+            (uint64_t)ph.paddr + ph.memsz > ram_bytes)
+            return fail(err, err_len, "segment %u: [0x%x, 0x%llx) outside "
+                                      "RAM above 1 MiB", i, ph.paddr,
+                        (unsigned long long)ph.paddr + ph.memsz);
+        memcpy(mem + ph.paddr, image + ph.offset, ph.filesz);
+        memset(mem + ph.paddr + ph.filesz, 0, ph.memsz - ph.filesz);
+        if ((uint64_t)ph.paddr + ph.memsz > load_end)
+            load_end = (uint64_t)ph.paddr + ph.memsz;
+    }
+    if (!load_end)
+        return fail(err, err_len, "no PT_LOAD segment");
+    if (eh.entry < LAPICT_VMM_MB_LOW_END || eh.entry >= load_end)
+        return fail(err, err_len, "entry point 0x%x outside the loaded "
+                                  "image", eh.entry);
+
+    clen = strlen(cmdline);
+    if (clen >= LAPICT_VMM_MB_CMDLINE_MAX)
+        return fail(err, err_len, "command line longer than %u bytes",
+                    LAPICT_VMM_MB_CMDLINE_MAX - 1);
+    if (module && module_len > LAPICT_VMM_MB_MODULE_MAX)
+        return fail(err, err_len, "initrd larger than %u bytes",
+                    LAPICT_VMM_MB_MODULE_MAX);
+
+    memset(&mbi, 0, sizeof(mbi));
+    mbi.flags = MBI_MEM | MBI_CMDLINE;
+    mbi.mem_lower = 640;
+    /* KiB above 1 MiB; kvm-unit-tests takes mem_upper * 1024 as the end of
+     * usable memory, which stays inside RAM either way. */
+    mbi.mem_upper = (uint32_t)((ram_bytes - (1u << 20)) >> 10);
+    mbi.cmdline = LAPICT_VMM_MB_CMDLINE;
+    memcpy(mem + LAPICT_VMM_MB_CMDLINE, cmdline, clen + 1);
+    if (module) {
+        struct mb_module m = {.start = LAPICT_VMM_MB_MODULE,
+                              .end = LAPICT_VMM_MB_MODULE +
+                                     (uint32_t)module_len,
+                              .cmdline = 0};
+        memcpy(mem + LAPICT_VMM_MB_MODULE, module, module_len);
+        memcpy(mem + LAPICT_VMM_MB_MODS, &m, sizeof(m));
+        mbi.flags |= MBI_MODS;
+        mbi.mods_count = 1;
+        mbi.mods_addr = LAPICT_VMM_MB_MODS;
+    }
+    memcpy(mem + LAPICT_VMM_MB_INFO, &mbi, sizeof(mbi));
+
+    /* A GDT the segment registers match, for kernels that reload them
+     * before installing their own. */
+    {
+        static const uint64_t gdt[3] = {0, 0x00CF9B000000FFFFull,
+                                        0x00CF93000000FFFFull};
+        memcpy(mem + LAPICT_VMM_MB_GDT, gdt, sizeof(gdt));
+    }
+    out->entry = eh.entry;
+    out->mbi = LAPICT_VMM_MB_INFO;
+    out->load_end = (uint32_t)load_end;
+    return 0;
+}
+
+int lapict_vmm_mb_enter(int vcpu_fd, const struct lapict_vmm_mb_boot *boot)
+{
+    struct kvm_sregs s;
+    struct kvm_regs r;
+    struct kvm_segment cs = {.base = 0, .limit = 0xFFFFFFFF, .selector = 8,
+                             .type = 11, .present = 1, .dpl = 0, .db = 1,
+                             .s = 1, .l = 0, .g = 1};
+    struct kvm_segment ds = cs;
+
+    ds.selector = 16;
+    ds.type = 3;
+    if (ioctl(vcpu_fd, KVM_GET_SREGS, &s) < 0)
+        return -errno;
+    s.cs = cs;
+    s.ds = s.es = s.fs = s.gs = s.ss = ds;
+    s.gdt.base = LAPICT_VMM_MB_GDT;
+    s.gdt.limit = 3 * 8 - 1;
+    s.idt.base = 0;
+    s.idt.limit = 0x3FF;
+    s.cr0 = 0x11; /* PE, ET: protected mode, paging off */
+    s.cr3 = 0;
+    s.cr4 = 0;
+    s.efer = 0;
+    if (ioctl(vcpu_fd, KVM_SET_SREGS, &s) < 0)
+        return -errno;
+    memset(&r, 0, sizeof(r));
+    r.rip = boot->entry;
+    r.rflags = 0x2;
+    r.rax = MB_BOOT_MAGIC;
+    r.rbx = boot->mbi;
+    if (ioctl(vcpu_fd, KVM_SET_REGS, &r) < 0)
+        return -errno;
+    return 0;
+}

@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * examples/baremetal under KVM: lapict-vmm --lapic=kernel --guest=baremetal
+ * boots the guest kernel, whose virtual timers (lapict instances) share
+ * KVM's in-kernel TSC-deadline timer through adapters/baremetal. The
+ * kernel checks every delivery itself; this test reads its RESULT line.
+ * Skipped with a message when /dev/kvm is missing or a VM cannot be made.
+ */
+#define _GNU_SOURCE
+#include <check.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__linux__) && defined(__x86_64__) && defined(LAPICT_VMM_BIN)
+#include <fcntl.h>
+#include <linux/kvm.h>
+#include <sys/ioctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* NULL when a VM can be created, else why not. */
+static const char *kvm_missing(void)
+{
+    int kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+    int vm = kvm < 0 ? -1 : ioctl(kvm, KVM_CREATE_VM, 0);
+    const char *why = kvm < 0  ? "cannot open /dev/kvm"
+                      : vm < 0 ? "KVM_CREATE_VM fails"
+                               : NULL;
+
+    if (vm >= 0)
+        close(vm);
+    if (kvm >= 0)
+        close(kvm);
+    return why;
+}
+
+struct bm_result {
+    unsigned timers;
+    uint64_t deliveries, early, lost, median, p99;
+};
+
+static char console[1 << 16];
+
+/* Boots the guest with @timers (0: its default); fills @r from RESULT. */
+static void boot(unsigned timers, unsigned expect, struct bm_result *r)
+{
+    char cmd[512];
+    const char *line;
+    size_t n;
+    FILE *p;
+    int rc;
+
+    snprintf(cmd, sizeof(cmd),
+             "%s --lapic=kernel --guest=baremetal --timers=%u --timeout=60 "
+             "2>&1",
+             LAPICT_VMM_BIN, timers);
+    p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    n = fread(console, 1, sizeof(console) - 1, p);
+    console[n] = 0;
+    rc = pclose(p);
+    line = strstr(console, "RESULT test=baremetal ");
+    ck_assert_msg(line, "no RESULT line:\n%s", console);
+    ck_assert_msg(sscanf(line,
+                         "RESULT test=baremetal timers=%u deliveries=%" SCNu64
+                         " early=%" SCNu64 " lost=%" SCNu64
+                         " median_late=%" SCNu64 " p99_late=%" SCNu64,
+                         &r->timers, &r->deliveries, &r->early, &r->lost,
+                         &r->median, &r->p99) == 6,
+                  "bad RESULT line:\n%s", console);
+    ck_assert_msg(WIFEXITED(rc) && WEXITSTATUS(rc) == 0, "guest status %d:\n%s",
+                  rc, console);
+    ck_assert_uint_eq(r->timers, expect);
+}
+
+/* Rule: the default 64 timers (one-shot, periodic, TSC-deadline) on one
+ * physical TSC-deadline timer: deliveries happen, none before its
+ * architectural instant, none lost or doubled. */
+START_TEST(baremetal_default_timers)
+{
+    struct bm_result r;
+
+    boot(0, 64, &r);
+    ck_assert_msg(r.deliveries > 0 && r.early == 0 && r.lost == 0, "%s",
+                  console);
+    ck_assert_uint_le(r.median, r.p99);
+}
+END_TEST
+
+/* Rule: the same with a handful of timers (the physical timer follows one
+ * virtual timer at a time more often). */
+START_TEST(baremetal_few_timers)
+{
+    struct bm_result r;
+
+    boot(5, 5, &r);
+    ck_assert_msg(r.deliveries > 0 && r.early == 0 && r.lost == 0, "%s",
+                  console);
+}
+END_TEST
+
+int main(void)
+{
+    const char *why = kvm_missing();
+    Suite *s;
+    TCase *tc;
+    SRunner *sr;
+    int failed;
+
+    if (why) {
+        printf("check_baremetal: SKIP: %s\n", why);
+        return EXIT_SUCCESS;
+    }
+    s = suite_create("baremetal");
+    tc = tcase_create("kvm");
+    tcase_add_test(tc, baremetal_default_timers);
+    tcase_add_test(tc, baremetal_few_timers);
+    tcase_set_timeout(tc, 90);
+    suite_add_tcase(s, tc);
+    sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+#else
+
+int main(void)
+{
+    printf("check_baremetal: SKIP: needs Linux on x86-64 and lapict-vmm "
+           "(LAPICT_VMM_BIN)\n");
+    return EXIT_SUCCESS;
+}
+
+#endif

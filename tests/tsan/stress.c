@@ -1,0 +1,309 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ThreadSanitizer stress of the KVM adapter's hand-off between the host
+ * timer (the kick timer's signal, or the timer thread) and the vCPU thread
+ * (TIMER.md "Concurrency"), without KVM: the adapter's real run loop
+ * (lapict_kvm_run: halt polling and sleeping, kicks, immediate_exit,
+ * interrupt windows, lapict_before_guest_entry) drives a fake vCPU whose
+ * "KVM_RUN" is fake_run() below. The fake guest arms many short TSC
+ * deadlines (some already past), takes each interrupt in an ISR that
+ * exits for EOI and the next deadline with IF clear, and in between either
+ * halts or runs with IF set until kicked. A watchdog thread stops the vCPU
+ * with lapict_kvm_stop() from outside if progress stalls (a lost
+ * interrupt) and always at the end, while the guest idles in HLT.
+ *
+ * Rules checked: every deadline write produces exactly one interrupt (none
+ * lost, none doubled), never before the deadline in guest TSC ("TSC-
+ * Deadline Mode"); TSan reports no data race (run with halt_on_error).
+ *
+ * usage: tsan_stress [--kick=signal|thread|none] [--advance=off|adaptive]
+ *                    [--deadlines=N] [--seed=S]
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <x86intrin.h>
+
+#include "lapict_kvm.h"
+
+#define VEC 0x40u
+#define APIC 0xFEE00000ull
+#define PORT_IDLE 0x80u
+
+enum phase { P_SETUP, P_EOI, P_DEADLINE, P_RUN, P_IDLE };
+
+struct fake {
+    uint64_t seed, want, tsc_khz;
+    uint64_t deadline;        /* outstanding deadline, guest TSC */
+    bool outstanding;
+    enum phase phase;
+    uint64_t seen_injections; /* k->fake_injections already taken */
+    uint64_t written, got, early, doubled, halts, spins, kicked;
+    int setup_step;
+    atomic_uint_fast64_t progress; /* interrupts taken: read by watchdog */
+    atomic_int done;
+};
+
+static uint64_t rnd(struct fake *f)
+{
+    /* xorshift64* */
+    f->seed ^= f->seed >> 12;
+    f->seed ^= f->seed << 25;
+    f->seed ^= f->seed >> 27;
+    return f->seed * 0x2545F4914F6CDD1Dull;
+}
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t calibrate_khz(void)
+{
+    uint64_t t0 = mono_ns(), c0 = __rdtsc(), t1, c1;
+    struct timespec d = {0, 50000000};
+
+    nanosleep(&d, NULL);
+    t1 = mono_ns();
+    c1 = __rdtsc();
+    return (c1 - c0) * 1000000ull / (t1 - t0);
+}
+
+static void mmio_exit(struct kvm_run *r, uint32_t off, uint32_t val)
+{
+    r->exit_reason = KVM_EXIT_MMIO;
+    r->mmio.phys_addr = APIC + off;
+    r->mmio.len = 4;
+    r->mmio.is_write = 1;
+    memcpy(r->mmio.data, &val, 4);
+}
+
+/* The guest state seen by KVM after an exit: IF and the injection window. */
+static void guest_if(struct kvm_run *r, bool on)
+{
+    r->if_flag = on;
+    r->ready_for_interrupt_injection = on;
+}
+
+/* KVM_RUN for the fake vCPU: same return contract (0, or -1 with errno). */
+static int fake_run(struct lapict_kvm *k)
+{
+    struct fake *f = k->fake_arg;
+    struct kvm_run *r = k->run;
+    uint64_t until;
+
+    if (__atomic_load_n(&r->immediate_exit, __ATOMIC_SEQ_CST)) {
+        errno = EINTR;
+        return -1;
+    }
+    /* An injection queued for this entry is taken before any instruction. */
+    if (k->fake_injections != f->seen_injections) {
+        uint64_t n = k->fake_injections - f->seen_injections;
+        f->seen_injections = k->fake_injections;
+        if (n > 1 || !f->outstanding || (int)k->fake_last_vector != VEC)
+            f->doubled += n > 1 ? n - 1 : 1;
+        if (f->outstanding && __rdtsc() < f->deadline)
+            f->early++;
+        f->outstanding = false;
+        f->got++;
+        atomic_store(&f->progress, f->got);
+        /* ISR: EOI with IF clear; the next deadline follows. */
+        guest_if(r, false);
+        mmio_exit(r, 0xB0, 0);
+        f->phase = P_DEADLINE;
+        return 0;
+    }
+    switch (f->phase) {
+    case P_SETUP:
+        guest_if(r, false);
+        if (f->setup_step++ == 0) {
+            mmio_exit(r, 0xF0, 0x1FF); /* SVR: enabled, spurious 0xFF */
+        } else {
+            mmio_exit(r, 0x320, 0x40000u | VEC); /* LVTT: TSC deadline */
+            f->phase = P_DEADLINE;
+        }
+        return 0;
+    case P_DEADLINE: {
+        uint64_t now = __rdtsc(), d, ns;
+        if (f->written >= f->want) {
+            atomic_store(&f->done, 1); /* the watchdog stops the idle vCPU */
+            f->phase = P_IDLE;
+            guest_if(r, true);
+            r->exit_reason = KVM_EXIT_HLT; /* idle: only a stop wakes it */
+            return 0;
+        }
+        /* 0-150 us ahead, 1 in 16 already past, 1 in 16 at once. */
+        switch (rnd(f) & 15) {
+        case 0: d = now - (rnd(f) & 0xFFFF); break;
+        case 1: d = now; break;
+        default:
+            ns = rnd(f) % 150000u;
+            d = now + ns * f->tsc_khz / 1000000u;
+            break;
+        }
+        f->deadline = d ? d : 1;
+        f->outstanding = true;
+        f->written++;
+        r->exit_reason = KVM_EXIT_X86_WRMSR;
+        r->msr.index = LAPICT_MSR_TSC_DEADLINE;
+        r->msr.data = f->deadline;
+        r->msr.error = 0;
+        guest_if(r, false);
+        f->phase = P_RUN;
+        return 0;
+    }
+    case P_RUN:
+        guest_if(r, true); /* iret: IF set from here */
+        if (r->request_interrupt_window) {
+            r->exit_reason = KVM_EXIT_IRQ_WINDOW_OPEN;
+            return 0;
+        }
+        if (!f->outstanding || (rnd(f) & 1)) {
+            f->halts++;
+            r->exit_reason = KVM_EXIT_HLT;
+            return 0;
+        }
+        /* Spin with IF set for up to 300 us, or until kicked. */
+        f->spins++;
+        until = mono_ns() + rnd(f) % 300000u;
+        while (mono_ns() < until) {
+            if (__atomic_load_n(&r->immediate_exit, __ATOMIC_SEQ_CST)) {
+                f->kicked++;
+                errno = EINTR;
+                return -1;
+            }
+            _mm_pause();
+        }
+        r->exit_reason = KVM_EXIT_IO; /* a VMM exit: the caller resumes */
+        r->io.port = PORT_IDLE;
+        return 0;
+    case P_IDLE:
+    default:
+        guest_if(r, true);
+        r->exit_reason = KVM_EXIT_HLT;
+        return 0;
+    }
+}
+
+struct watch {
+    struct lapict_kvm *k;
+    struct fake *f;
+    bool stalled;
+};
+
+/* Stop the vCPU from another thread: at the end, or after a stall. */
+static void *watchdog(void *arg)
+{
+    struct watch *w = arg;
+    uint64_t last = 0, since = mono_ns();
+    struct timespec d = {0, 2000000};
+
+    for (;;) {
+        uint64_t p = atomic_load(&w->f->progress);
+        nanosleep(&d, NULL);
+        if (atomic_load(&w->f->done))
+            break;
+        if (p != last) {
+            last = p;
+            since = mono_ns();
+        } else if (mono_ns() - since > 3000000000ull) {
+            w->stalled = true;
+            break;
+        }
+    }
+    lapict_kvm_stop(w->k);
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    struct lapict_kvm_config cfg = {.timer_thread = true,
+                                    .advance_max_ns = 60000};
+    static struct kvm_run run;
+    struct lapict_kvm k;
+    struct fake f;
+    struct watch w;
+    pthread_t wt;
+    const char *kick = "signal";
+    int rc;
+
+    memset(&f, 0, sizeof(f));
+    f.want = 3000;
+    f.seed = 0x9E3779B97F4A7C15ull;
+    for (int i = 1; i < argc; i++) {
+        if (!strncmp(argv[i], "--kick=", 7))
+            kick = argv[i] + 7;
+        else if (!strcmp(argv[i], "--advance=adaptive"))
+            cfg.advance_mode = LAPICT_ADVANCE_ADAPTIVE;
+        else if (!strcmp(argv[i], "--advance=off"))
+            cfg.advance_mode = LAPICT_ADVANCE_OFF;
+        else if (!strncmp(argv[i], "--deadlines=", 12))
+            f.want = strtoull(argv[i] + 12, NULL, 0);
+        else if (!strncmp(argv[i], "--seed=", 7))
+            f.seed = strtoull(argv[i] + 7, NULL, 0) | 1u;
+        else {
+            fprintf(stderr, "tsan_stress: bad argument %s\n", argv[i]);
+            return 2;
+        }
+    }
+    if (!strcmp(kick, "thread"))
+        cfg.kick_thread = true;
+    else if (!strcmp(kick, "none"))
+        cfg.timer_thread = false; /* the owner polls: no kicks at all */
+    else if (strcmp(kick, "signal"))
+        return 2;
+    f.tsc_khz = calibrate_khz();
+    cfg.tsc_khz = (uint32_t)f.tsc_khz;
+    atomic_init(&f.progress, 0);
+    atomic_init(&f.done, 0);
+
+    rc = lapict_kvm_init(&k, -1, &run, &cfg);
+    if (rc) {
+        fprintf(stderr, "tsan_stress: lapict_kvm_init: %d\n", rc);
+        return 2;
+    }
+    k.fake_run = fake_run;
+    k.fake_arg = &f;
+    w = (struct watch){.k = &k, .f = &f};
+    if (pthread_create(&wt, NULL, watchdog, &w))
+        return 2;
+
+    for (;;) {
+        rc = lapict_kvm_run(&k);
+        if (rc < 0) {
+            fprintf(stderr, "tsan_stress: run: %s\n", strerror(-rc));
+            break;
+        }
+        if (run.exit_reason == KVM_EXIT_INTR)
+            break; /* lapict_kvm_stop() */
+    }
+    pthread_join(wt, NULL);
+    lapict_kvm_destroy(&k);
+
+    printf("tsan_stress kick=%s advance=%s deadlines=%llu interrupts=%llu "
+           "early=%llu doubled=%llu halts=%llu spins=%llu kicked=%llu "
+           "stalled=%d tsc_khz=%llu\n",
+           kick, cfg.advance_mode ? "adaptive" : "off",
+           (unsigned long long)f.written, (unsigned long long)f.got,
+           (unsigned long long)f.early, (unsigned long long)f.doubled,
+           (unsigned long long)f.halts, (unsigned long long)f.spins,
+           (unsigned long long)f.kicked, w.stalled,
+           (unsigned long long)f.tsc_khz);
+    if (w.stalled || f.got != f.written || f.written != f.want || f.early ||
+        f.doubled) {
+        printf("FAIL: lost=%lld early=%llu doubled=%llu stalled=%d\n",
+               (long long)(f.written - f.got), (unsigned long long)f.early,
+               (unsigned long long)f.doubled, w.stalled);
+        return 1;
+    }
+    printf("PASS\n");
+    return 0;
+}
