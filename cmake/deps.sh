@@ -24,6 +24,10 @@ missing=()
 for t in "${tools[@]}"; do
     command -v "$t" >/dev/null 2>&1 || missing+=("$t")
 done
+# The demo's latency plot; the command is gnuplot, the package without X.
+if [ "${1:-}" = demo ] && ! command -v gnuplot >/dev/null 2>&1; then
+    missing+=(gnuplot-nox)
+fi
 for p in "${libs[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
 done

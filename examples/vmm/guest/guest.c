@@ -356,8 +356,13 @@ static void st_mode_switch(void)
     cct = apic_read(A_TMCCT);
     ok = n_irq - n0 >= 2 && cct > 0 && cct <= ticks;
     check(ok, "periodic: reloads, TMCCT in (0, TMICT]", n_irq - n0, cct);
-    apic_write(A_LVTT, MODE_ONESHOT | VEC);
+    /*
+     * Switch right after a tick arrives, so that no tick of the periodic
+     * phase is still on its way (delivery here can take most of a period).
+     */
+    spin_ns(3000000, n_irq + 1);
     n0 = n_irq;
+    apic_write(A_LVTT, MODE_ONESHOT | VEC);
     spin_ns(3500000, ~0ull);
     cct = apic_read(A_TMCCT);
     check(n_irq - n0 == 1 && cct == 0,
