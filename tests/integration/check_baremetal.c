@@ -13,28 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kvm_probe.h"
+
 #if defined(__linux__) && defined(__x86_64__) && defined(LAPICT_VMM_BIN)
-#include <fcntl.h>
-#include <linux/kvm.h>
-#include <sys/ioctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
-
-/* NULL when a VM can be created, else why not. */
-static const char *kvm_missing(void)
-{
-    int kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
-    int vm = kvm < 0 ? -1 : ioctl(kvm, KVM_CREATE_VM, 0);
-    const char *why = kvm < 0  ? "cannot open /dev/kvm"
-                      : vm < 0 ? "KVM_CREATE_VM fails"
-                               : NULL;
-
-    if (vm >= 0)
-        close(vm);
-    if (kvm >= 0)
-        close(kvm);
-    return why;
-}
 
 struct bm_result {
     unsigned timers;
@@ -46,21 +28,16 @@ static char console[1 << 16];
 /* Boots the guest with @timers (0: its default); fills @r from RESULT. */
 static void boot(unsigned timers, unsigned expect, struct bm_result *r)
 {
-    char cmd[512];
+    char cmd[512], *out;
     const char *line;
-    size_t n;
-    FILE *p;
     int rc;
 
     snprintf(cmd, sizeof(cmd),
-             "%s --lapic=kernel --guest=baremetal --timers=%u --timeout=60 "
-             "2>&1",
+             "%s --lapic=kernel --guest=baremetal --timers=%u --timeout=60",
              LAPICT_VMM_BIN, timers);
-    p = popen(cmd, "r");
-    ck_assert_ptr_nonnull(p);
-    n = fread(console, 1, sizeof(console) - 1, p);
-    console[n] = 0;
-    rc = pclose(p);
+    out = lt_run_capture(cmd, &rc);
+    snprintf(console, sizeof(console), "%s", out);
+    free(out);
     line = strstr(console, "RESULT test=baremetal ");
     ck_assert_msg(line, "no RESULT line:\n%s", console);
     ck_assert_msg(sscanf(line,
@@ -70,8 +47,7 @@ static void boot(unsigned timers, unsigned expect, struct bm_result *r)
                          &r->timers, &r->deliveries, &r->early, &r->lost,
                          &r->median, &r->p99) == 6,
                   "bad RESULT line:\n%s", console);
-    ck_assert_msg(WIFEXITED(rc) && WEXITSTATUS(rc) == 0, "guest status %d:\n%s",
-                  rc, console);
+    ck_assert_msg(rc == 0, "guest status %d:\n%s", rc, console);
     ck_assert_uint_eq(r->timers, expect);
 }
 
@@ -103,7 +79,7 @@ END_TEST
 
 int main(void)
 {
-    const char *why = kvm_missing();
+    const char *why = lt_kvm_unusable();
     Suite *s;
     TCase *tc;
     SRunner *sr;

@@ -17,6 +17,8 @@
  */
 #define _GNU_SOURCE
 #include <check.h>
+
+#include "kvm_probe.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -364,52 +366,13 @@ END_TEST
 
 /* --- lapict-vmm boots lapict-mbtest on /dev/kvm ----------------------- */
 
-static const char *kvm_unusable(void)
-{
-    static char why[128];
-    int fd = open("/dev/kvm", O_RDWR | O_CLOEXEC), vm;
-
-    if (fd < 0) {
-        snprintf(why, sizeof(why), "cannot open /dev/kvm (%m)");
-        return why;
-    }
-    vm = ioctl(fd, KVM_CREATE_VM, 0);
-    if (vm < 0) {
-        snprintf(why, sizeof(why), "KVM_CREATE_VM failed (%m)");
-        close(fd);
-        return why;
-    }
-    close(vm);
-    close(fd);
-    return NULL;
-}
-
 /* Runs lapict-vmm with @args; returns its output, *status the exit code. */
 static char *vmm(const char *args, int *status)
 {
-    char cmd[1024], *out = NULL;
-    size_t n = 0, cap = 0;
-    FILE *p;
-    int c, rc;
-
-    snprintf(cmd, sizeof(cmd), "%s --timeout=60 --quiet %s 2>&1",
-             LAPICT_VMM_BIN, args);
-    p = popen(cmd, "r");
-    ck_assert_ptr_nonnull(p);
-    while ((c = fgetc(p)) != EOF) {
-        if (n + 2 > cap) {
-            cap = cap ? 2 * cap : 8192;
-            out = realloc(out, cap);
-            ck_assert_ptr_nonnull(out);
-        }
-        out[n++] = (char)c;
-    }
-    if (!out)
-        out = calloc(1, 1);
-    out[n] = 0;
-    rc = pclose(p);
-    *status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-    return out;
+    char cmd[1024];
+    snprintf(cmd, sizeof(cmd), "%s --timeout=60 --quiet %s", LAPICT_VMM_BIN,
+             args);
+    return lt_run_capture(cmd, status);
 }
 
 /*
@@ -501,7 +464,7 @@ static Suite *suite(void)
     tcase_add_test(l, apic_base_follows_cpuid);
     tcase_add_test(l, ipi_destinations);
     suite_add_tcase(s, l);
-    why = kvm_unusable();
+    why = lt_kvm_unusable();
     if (why) {
         printf("check_multiboot: SKIP the lapict-vmm cases: %s\n", why);
     } else {

@@ -14,6 +14,8 @@
  */
 #define _GNU_SOURCE
 #include <check.h>
+
+#include "kvm_probe.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -298,52 +300,12 @@ END_TEST
 /* --- lapict-vmm on /dev/kvm ------------------------------------------ */
 
 #ifdef LAPICT_VMM_BIN
-static const char *kvm_unusable(void)
-{
-    static char why[128];
-    int fd = open("/dev/kvm", O_RDWR | O_CLOEXEC), vm;
-
-    if (fd < 0) {
-        snprintf(why, sizeof(why), "cannot open /dev/kvm (%m)");
-        return why;
-    }
-    vm = ioctl(fd, KVM_CREATE_VM, 0);
-    if (vm < 0) {
-        snprintf(why, sizeof(why), "KVM_CREATE_VM failed (%m)");
-        close(fd);
-        return why;
-    }
-    close(vm);
-    close(fd);
-    return NULL;
-}
-
-/* Runs lapict-vmm with @args; returns its stdout (malloc'ed), *rc status. */
+/* Runs lapict-vmm with @args; returns its output (malloc'ed), *rc status. */
 static char *vmm(const char *args, int *rc)
 {
     char cmd[512];
-    char *out = NULL;
-    size_t n = 0, cap = 0;
-    FILE *p;
-    int c;
-
-    snprintf(cmd, sizeof(cmd), "%s --timeout=30 %s 2>&1", LAPICT_VMM_BIN,
-             args);
-    p = popen(cmd, "r");
-    ck_assert_ptr_nonnull(p);
-    while ((c = fgetc(p)) != EOF) {
-        if (n + 2 > cap) {
-            cap = cap ? 2 * cap : 4096;
-            out = realloc(out, cap);
-            ck_assert_ptr_nonnull(out);
-        }
-        out[n++] = (char)c;
-    }
-    if (!out)
-        out = calloc(1, 1);
-    out[n] = 0;
-    *rc = pclose(p);
-    return out;
+    snprintf(cmd, sizeof(cmd), "%s --timeout=30 %s", LAPICT_VMM_BIN, args);
+    return lt_run_capture(cmd, rc);
 }
 
 START_TEST(vmm_selftest_lib)
@@ -404,7 +366,7 @@ static Suite *suite(void)
     tcase_set_timeout(f, 30);
     suite_add_tcase(s, f);
 #ifdef LAPICT_VMM_BIN
-    const char *why = kvm_unusable();
+    const char *why = lt_kvm_unusable();
     if (why) {
         printf("check_vmm: SKIP the lapict-vmm cases: %s\n", why);
     } else {

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT */
+#define _GNU_SOURCE
+#include "kvm_probe.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <linux/kvm.h>
+
+const char *lt_kvm_unusable(void)
+{
+    static char why[128];
+    int fd = open("/dev/kvm", O_RDWR | O_CLOEXEC), vm;
+
+    if (fd < 0) {
+        snprintf(why, sizeof(why), "cannot open /dev/kvm (%m)");
+        return why;
+    }
+    vm = ioctl(fd, KVM_CREATE_VM, 0);
+    if (vm < 0) {
+        snprintf(why, sizeof(why), "KVM_CREATE_VM failed (%m)");
+        close(fd);
+        return why;
+    }
+    close(vm);
+    close(fd);
+    return NULL;
+}
+
+char *lt_run_capture(const char *cmd, int *status)
+{
+    char full[2048], *out = NULL, *grown;
+    size_t n = 0, cap = 0;
+    FILE *p;
+    int c, rc;
+
+    snprintf(full, sizeof(full), "%s 2>&1", cmd);
+    p = popen(full, "r");
+    if (!p) {
+        perror("popen");
+        abort();
+    }
+    while ((c = fgetc(p)) != EOF) {
+        if (n + 2 > cap) {
+            cap = cap ? 2 * cap : 8192;
+            grown = realloc(out, cap);
+            if (!grown)
+                abort();
+            out = grown;
+        }
+        out[n++] = (char)c;
+    }
+    if (!out && !(out = calloc(1, 1)))
+        abort();
+    out[n] = 0;
+    rc = pclose(p);
+    *status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+    return out;
+}
