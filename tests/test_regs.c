@@ -14,31 +14,6 @@ static void setup(struct fake_host *h, struct lapict_timer *t,
 }
 
 /* Observable register file, to prove that a refused access changed nothing. */
-struct regs_snap {
-    uint32_t lvtt, tdcr, tmict, tmcct;
-    uint64_t deadline;
-};
-
-static struct regs_snap snap(struct lapict_timer *t)
-{
-    struct regs_snap s;
-    s.lvtt = lapict_lvtt_read(t);
-    s.tdcr = lapict_tdcr_read(t);
-    s.tmict = lapict_tmict_read(t);
-    s.tmcct = lapict_tmcct_read(t);
-    s.deadline = lapict_tsc_deadline_read(t);
-    return s;
-}
-
-static void assert_snap_equal(struct regs_snap a, struct regs_snap b)
-{
-    assert_int_equal(a.lvtt, b.lvtt);
-    assert_int_equal(a.tdcr, b.tdcr);
-    assert_int_equal(a.tmict, b.tmict);
-    assert_int_equal(a.tmcct, b.tmcct);
-    assert_int_equal(a.deadline, b.deadline);
-}
-
 static void registers_have_reset_values(void **state)
 {
     (void)state;
@@ -322,18 +297,18 @@ static void xapic_tmcct_write_is_ignored(void **state)
     struct fake_host h;
     struct lapict_timer t;
     struct lapict_config c = tu_cfg();
-    struct regs_snap before;
+    struct tu_regs before;
     unsigned arms;
     setup(&h, &t, &c, 0);
     lapict_tdcr_write(&t, 0xB);
     lapict_lvtt_write(&t, VEC);
     lapict_tmict_write(&t, 500000);
     fake_advance(&h, 1000);
-    before = snap(&t);
+    before = tu_read_regs(&t);
     arms = h.sw_arms + h.hv_arms;
     assert_int_equal(lapict_xapic_write(&t, 0x390, 7), LAPICT_OK);
     assert_int_equal(lapict_xapic_write(&t, 0x390, 0), LAPICT_OK);
-    assert_snap_equal(before, snap(&t));
+    tu_assert_regs_equal(before, tu_read_regs(&t));
     assert_int_equal(h.sw_arms + h.hv_arms, arms);
     fake_advance(&h, 499000);
     assert_int_equal(h.ninj, 1);
@@ -354,13 +329,13 @@ static void xapic_other_offsets_are_noreg(void **state)
     struct fake_host h;
     struct lapict_timer t;
     struct lapict_config c = tu_cfg();
-    struct regs_snap before;
+    struct tu_regs before;
     size_t i;
     setup(&h, &t, &c, 0);
     lapict_tdcr_write(&t, 0x3);
     lapict_lvtt_write(&t, LAPICT_LVTT_PERIODIC | VEC);
     lapict_tmict_write(&t, 700000);
-    before = snap(&t);
+    before = tu_read_regs(&t);
     for (i = 0; i < sizeof(xapic_noregs) / sizeof(xapic_noregs[0]); i++) {
         uint32_t v = 0x12345678u;
         print_message("offset 0x%x\n", xapic_noregs[i]);
@@ -371,7 +346,7 @@ static void xapic_other_offsets_are_noreg(void **state)
         assert_int_equal(lapict_xapic_write(&t, xapic_noregs[i], 0xFFFFFFFFu),
                          LAPICT_E_NOREG);
     }
-    assert_snap_equal(before, snap(&t));
+    tu_assert_regs_equal(before, tu_read_regs(&t));
 }
 
 static void xapic_null_arguments_are_inval(void **state)
@@ -433,19 +408,19 @@ static void msr_high_bits_are_gp_and_change_nothing(void **state)
             struct fake_host h;
             struct lapict_timer t;
             struct lapict_config c = tu_cfg();
-            struct regs_snap before;
+            struct tu_regs before;
             unsigned arms;
             setup(&h, &t, &c, 0);
             lapict_tdcr_write(&t, 0x1);
             lapict_lvtt_write(&t, LAPICT_LVTT_PERIODIC | VEC);
             lapict_tmict_write(&t, 400000);
             fake_advance(&h, 3000);
-            before = snap(&t);
+            before = tu_read_regs(&t);
             arms = h.sw_arms + h.hv_arms + h.sw_cancels + h.hv_cancels;
             /* Low bits that would change the register if accepted. */
             assert_int_equal(lapict_msr_write(&t, msrs[i], highs[j] | 0x9u),
                              LAPICT_E_GP);
-            assert_snap_equal(before, snap(&t));
+            tu_assert_regs_equal(before, tu_read_regs(&t));
             assert_int_equal(
                 h.sw_arms + h.hv_arms + h.sw_cancels + h.hv_cancels, arms);
         }
@@ -458,16 +433,16 @@ static void msr_tmcct_write_is_gp(void **state)
     struct fake_host h;
     struct lapict_timer t;
     struct lapict_config c = tu_cfg();
-    struct regs_snap before;
+    struct tu_regs before;
     setup(&h, &t, &c, 0);
     lapict_tdcr_write(&t, 0xB);
     lapict_tmict_write(&t, 50000);
     fake_advance(&h, 10);
-    before = snap(&t);
+    before = tu_read_regs(&t);
     assert_int_equal(lapict_msr_write(&t, 0x839, 0), LAPICT_E_GP);
     assert_int_equal(lapict_msr_write(&t, 0x839, 5), LAPICT_E_GP);
     assert_int_equal(lapict_msr_write(&t, 0x839, 1ull << 40), LAPICT_E_GP);
-    assert_snap_equal(before, snap(&t));
+    tu_assert_regs_equal(before, tu_read_regs(&t));
 }
 
 static const uint32_t msr_noregs[] = {
@@ -482,12 +457,12 @@ static void msr_other_numbers_are_noreg(void **state)
     struct fake_host h;
     struct lapict_timer t;
     struct lapict_config c = tu_cfg();
-    struct regs_snap before;
+    struct tu_regs before;
     size_t i;
     setup(&h, &t, &c, 0);
     lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
     lapict_tsc_deadline_write(&t, 5000000);
-    before = snap(&t);
+    before = tu_read_regs(&t);
     for (i = 0; i < sizeof(msr_noregs) / sizeof(msr_noregs[0]); i++) {
         uint64_t v = 0;
         print_message("msr 0x%x\n", msr_noregs[i]);
@@ -498,7 +473,7 @@ static void msr_other_numbers_are_noreg(void **state)
         assert_int_equal(lapict_msr_write(&t, msr_noregs[i], 1ull << 40),
                          LAPICT_E_NOREG);
     }
-    assert_snap_equal(before, snap(&t));
+    tu_assert_regs_equal(before, tu_read_regs(&t));
 }
 
 static void msr_null_arguments_are_inval(void **state)

@@ -57,4 +57,30 @@ static inline void tu_check_host(const struct fake_host *h)
     assert_false(h->runaway);
 }
 
+/* Everything a guest can read of the timer, for before/after comparisons. */
+struct tu_regs {
+    uint32_t lvtt, tdcr, tmict, tmcct;
+    uint64_t deadline;
+};
+
+static inline struct tu_regs tu_read_regs(struct lapict_timer *t)
+{
+    struct tu_regs r;
+    r.lvtt = lapict_lvtt_read(t);
+    r.tdcr = lapict_tdcr_read(t);
+    r.tmict = lapict_tmict_read(t);
+    r.tmcct = lapict_tmcct_read(t);
+    r.deadline = lapict_tsc_deadline_read(t);
+    return r;
+}
+
+static inline void tu_assert_regs_equal(struct tu_regs a, struct tu_regs b)
+{
+    assert_int_equal(a.lvtt, b.lvtt);
+    assert_int_equal(a.tdcr, b.tdcr);
+    assert_int_equal(a.tmict, b.tmict);
+    assert_int_equal(a.tmcct, b.tmcct);
+    assert_int_equal(a.deadline, b.deadline);
+}
+
 #endif /* LAPICT_TEST_TESTUTIL_H */
