@@ -230,6 +230,8 @@ uint32_t lapict__tmcct(const struct lapict_timer *t, uint64_t now);
 bool lapict__needs_clamp(const struct lapict_timer *t);
 /* Re-anchor the count-down at @now keeping count @c (0 stops it). */
 void lapict__reanchor(struct lapict_timer *t, uint64_t now, uint32_t c);
+/* Set or clear the clamp flag, counting each engagement. */
+void lapict__clamp_flag(struct lapict_timer *t, bool clamp);
 /* Apply @clamp to a running count-down, preserving its count. */
 void lapict__set_clamp(struct lapict_timer *t, uint64_t now, bool clamp);
 /* Process expiries due at @now (no advance); re-arm if any. */

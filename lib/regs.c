@@ -93,13 +93,7 @@ int lapict_tdcr_write(struct lapict_timer *t, uint32_t val)
     /* Keep the count, drop the fraction of the tick in progress. */
     c = lapict__tmcct(t, now);
     t->tdcr = (uint8_t)val;
-    if (lapict__needs_clamp(t)) {
-        if (!(t->flags & LAPICT__F_CLAMPED))
-            LAPICT__INC(t->c.clamps);
-        t->flags |= LAPICT__F_CLAMPED;
-    } else {
-        t->flags &= (uint16_t)~LAPICT__F_CLAMPED;
-    }
+    lapict__clamp_flag(t, lapict__needs_clamp(t));
     lapict__reanchor(t, now, c);
     lapict__rearm(t, now);
     return LAPICT_OK;
@@ -130,8 +124,7 @@ int lapict_tmict_write(struct lapict_timer *t, uint32_t val)
         uint64_t rel = lapict__ns_for_raw(t, val);
         if ((t->lvtt & LAPICT_LVTT_MODE) == LAPICT_LVTT_PERIODIC &&
             rel < t->min_period_ns) {
-            t->flags |= LAPICT__F_CLAMPED;
-            LAPICT__INC(t->c.clamps);
+            lapict__clamp_flag(t, true);
             rel = t->min_period_ns; /* N ticks last exactly P */
         }
         t->anchor_ns = now;

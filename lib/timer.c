@@ -87,9 +87,14 @@ void lapict__reanchor(struct lapict_timer *t, uint64_t now, uint32_t c)
     t->flags |= LAPICT__F_CD_ACTIVE | LAPICT__F_CD_ARMED;
 }
 
-static void note_clamp(struct lapict_timer *t)
+void lapict__clamp_flag(struct lapict_timer *t, bool clamp)
 {
-    LAPICT__INC(t->c.clamps);
+    if (clamp && !(t->flags & LAPICT__F_CLAMPED))
+        LAPICT__INC(t->c.clamps);
+    if (clamp)
+        t->flags |= LAPICT__F_CLAMPED;
+    else
+        t->flags &= (uint16_t)~LAPICT__F_CLAMPED;
 }
 
 void lapict__set_clamp(struct lapict_timer *t, uint64_t now, bool clamp)
@@ -99,12 +104,7 @@ void lapict__set_clamp(struct lapict_timer *t, uint64_t now, bool clamp)
     if (clamp == !!(t->flags & LAPICT__F_CLAMPED))
         return;
     c = lapict__tmcct(t, now); /* with the old clock */
-    if (clamp) {
-        t->flags |= LAPICT__F_CLAMPED;
-        note_clamp(t);
-    } else {
-        t->flags &= (uint16_t)~LAPICT__F_CLAMPED;
-    }
+    lapict__clamp_flag(t, clamp);
     if (t->flags & LAPICT__F_CD_ACTIVE)
         lapict__reanchor(t, now, c);
 }
