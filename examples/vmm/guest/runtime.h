@@ -10,36 +10,11 @@
 
 #include <stdint.h>
 
+#include "cpu.h"
 #include "mailbox.h"
 
 /* xAPIC MMIO base (IA32_APIC_BASE reset value). */
 #define APIC 0xFEE00000ull
-
-static inline uint64_t rdtsc(void)
-{
-    uint32_t lo, hi;
-    __asm__ volatile("lfence; rdtsc" : "=a"(lo), "=d"(hi)::"memory");
-    return ((uint64_t)hi << 32) | lo;
-}
-
-static inline void wrmsr(uint32_t msr, uint64_t v)
-{
-    __asm__ volatile("wrmsr" ::"c"(msr), "a"((uint32_t)v),
-                     "d"((uint32_t)(v >> 32))
-                     : "memory");
-}
-
-static inline uint64_t rdmsr(uint32_t msr)
-{
-    uint32_t lo, hi;
-    __asm__ volatile("rdmsr" : "=a"(lo), "=d"(hi) : "c"(msr) : "memory");
-    return ((uint64_t)hi << 32) | lo;
-}
-
-static inline void outl(uint16_t port, uint32_t v)
-{
-    __asm__ volatile("outl %0, %1" ::"a"(v), "Nd"(port) : "memory");
-}
 
 /* One line to the VMM's console (PORT_PUTS). */
 void puts_(const char *s);

@@ -18,6 +18,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "../guest/cpu.h"
+
 #define APIC_DEFAULT 0xFEE00000ull
 #define APIC_ALT 0xFED40000ull
 #define MSR_TSC 0x10u
@@ -102,40 +104,6 @@ static inline void outb(uint16_t port, uint8_t v)
 static inline void outw(uint16_t port, uint16_t v)
 {
     __asm__ volatile("outw %0, %1" ::"a"(v), "Nd"(port) : "memory");
-}
-
-static inline void outl(uint16_t port, uint32_t v)
-{
-    __asm__ volatile("outl %0, %1" ::"a"(v), "Nd"(port) : "memory");
-}
-
-static inline uint8_t inb(uint16_t port)
-{
-    uint8_t v;
-    __asm__ volatile("inb %1, %0" : "=a"(v) : "Nd"(port) : "memory");
-    return v;
-}
-
-static inline uint64_t rdtsc(void)
-{
-    uint32_t lo, hi;
-    __asm__ volatile("lfence; rdtsc" : "=a"(lo), "=d"(hi)::"memory");
-    return ((uint64_t)hi << 32) | lo;
-}
-
-/* Plain WRMSR/RDMSR: two bytes each, which the #GP fixup skips. */
-static inline void wrmsr(uint32_t msr, uint64_t v)
-{
-    __asm__ volatile("wrmsr" ::"c"(msr), "a"((uint32_t)v),
-                     "d"((uint32_t)(v >> 32))
-                     : "memory");
-}
-
-static inline uint64_t rdmsr(uint32_t msr)
-{
-    uint32_t lo = 0, hi = 0;
-    __asm__ volatile("rdmsr" : "+a"(lo), "+d"(hi) : "c"(msr) : "memory");
-    return ((uint64_t)hi << 32) | lo;
 }
 
 static inline void cpuid(uint32_t leaf, uint32_t *a, uint32_t *b,
