@@ -50,6 +50,13 @@ typedef unsigned __int128 lapict__u128;
 /* Host intervals are limited to 2^62 ns (146 years): beyond, re-check. */
 #define LAPICT__FAR_NS (1ull << 62)
 
+/*
+ * Inlined into every entry point that uses it: the hot paths are short
+ * chains of small steps, and a call per step (with its saves and restores)
+ * was a third of their instructions.
+ */
+#define LAPICT__HOT inline __attribute__((always_inline))
+
 /* Saturating counter increment. */
 #define LAPICT__INC(x) ((x) += ((x) != UINT32_MAX))
 
@@ -142,11 +149,43 @@ static inline uint64_t lapict__tsc(const struct lapict_timer *t)
 uint64_t lapict__deadline_ns(const struct lapict_timer *t, uint64_t now,
                              uint64_t tsc, uint64_t d);
 /* Arm the host timer for @target (hardware if allowed, else software). */
-void lapict__host_arm(struct lapict_timer *t, uint64_t target);
-void lapict__host_cancel(struct lapict_timer *t);
+void lapict__host_arm_slow(struct lapict_timer *t, uint64_t target);
+
+static inline void lapict__host_arm(struct lapict_timer *t, uint64_t target)
+{
+    /* Common case, inline: a host without a preemption timer. */
+    if (!t->ops->hv_timer_arm) {
+        if (t->armed == LAPICT__ARMED_SW && t->armed_ns == target &&
+            !(t->flags & LAPICT__F_REARM))
+            return;
+        t->flags &= (uint16_t)~LAPICT__F_REARM;
+        t->ops->sw_timer_arm(t->ctx, target);
+        t->armed = LAPICT__ARMED_SW;
+        t->armed_ns = target;
+        return;
+    }
+    lapict__host_arm_slow(t, target);
+}
+static inline void lapict__host_cancel(struct lapict_timer *t)
+{
+    if (t->armed == LAPICT__ARMED_SW)
+        t->ops->sw_timer_cancel(t->ctx);
+    else if (t->armed == LAPICT__ARMED_HV)
+        t->ops->hv_timer_cancel(t->ctx);
+    t->armed = LAPICT__ARMED_NONE;
+    t->flags &= (uint16_t)~LAPICT__F_REARM;
+}
 /* Move the armed timer to match the blocked state. */
 void lapict__host_move(struct lapict_timer *t);
-bool lapict__inject(struct lapict_timer *t, uint8_t vector);
+static inline bool lapict__inject(struct lapict_timer *t, uint8_t vector)
+{
+    if (t->ops->inject(t->ctx, vector)) {
+        LAPICT__INC(t->c.injections);
+        return true;
+    }
+    LAPICT__INC(t->c.refused);
+    return false;
+}
 void lapict__spin_until(struct lapict_timer *t, uint64_t host_ns);
 
 /* Without a spin op the core cannot wait before entry: no advance. */
@@ -169,6 +208,13 @@ static inline unsigned lapict__div_log2(uint32_t tdcr)
     /* TDCR bits 3,1,0 index 2,4,8,16,32,64,128,1: log2 is (index+1) mod 8. */
     unsigned idx = ((tdcr >> 1) & 4u) | (tdcr & 3u);
     return (idx + 1u) & 7u;
+}
+
+/* Set TDCR (stored bits only) and the divider shift with it. */
+static inline void lapict__set_tdcr(struct lapict_timer *t, uint32_t tdcr)
+{
+    t->tdcr = (uint8_t)tdcr;
+    t->div_shift = (uint8_t)lapict__div_log2(tdcr);
 }
 
 /* ns elapsed since the anchor (0 if the clock is behind it). */
@@ -195,7 +241,7 @@ static inline uint64_t lapict__ticks_in(const struct lapict_timer *t,
     /* floor(floor(x) / 2^k) = floor(x / 2^k): divide the bus ticks. */
     raw = lapict__div128((lapict__u128)d * t->bus_p, t->bus_q, t->bus_rq,
                          t->bus_qshift) >>
-          lapict__div_log2(t->tdcr);
+          t->div_shift;
     return raw > UINT64_MAX ? UINT64_MAX : (uint64_t)raw;
 }
 
@@ -203,7 +249,8 @@ static inline uint64_t lapict__ticks_in(const struct lapict_timer *t,
 static inline uint64_t lapict__ns_for_raw(const struct lapict_timer *t,
                                           uint64_t n)
 {
-    lapict__u128 m = ((lapict__u128)n << lapict__div_log2(t->tdcr)) * t->bus_q;
+    /* bus_q < 2^32 and the shift <= 7: the scaled factor fits 64 bits. */
+    lapict__u128 m = (lapict__u128)n * ((uint64_t)t->bus_q << t->div_shift);
     return lapict__div_ceil(m, t->bus_p, t->bus_rp, t->bus_pshift);
 }
 

@@ -59,7 +59,7 @@ static bool arm_hv(struct lapict_timer *t, uint64_t target)
     return false;
 }
 
-void lapict__host_arm(struct lapict_timer *t, uint64_t target)
+void lapict__host_arm_slow(struct lapict_timer *t, uint64_t target)
 {
     if (t->armed != LAPICT__ARMED_NONE && t->armed_ns == target &&
         !(t->flags & LAPICT__F_REARM))
@@ -68,16 +68,6 @@ void lapict__host_arm(struct lapict_timer *t, uint64_t target)
     if (hv_usable(t) && arm_hv(t, target))
         return;
     arm_sw(t, target);
-}
-
-void lapict__host_cancel(struct lapict_timer *t)
-{
-    if (t->armed == LAPICT__ARMED_SW)
-        t->ops->sw_timer_cancel(t->ctx);
-    else if (t->armed == LAPICT__ARMED_HV)
-        t->ops->hv_timer_cancel(t->ctx);
-    t->armed = LAPICT__ARMED_NONE;
-    t->flags &= (uint16_t)~LAPICT__F_REARM;
 }
 
 void lapict__host_move(struct lapict_timer *t)
@@ -93,16 +83,6 @@ void lapict__host_move(struct lapict_timer *t)
         else
             arm_sw(t, target);
     }
-}
-
-bool lapict__inject(struct lapict_timer *t, uint8_t vector)
-{
-    if (t->ops->inject(t->ctx, vector)) {
-        LAPICT__INC(t->c.injections);
-        return true;
-    }
-    LAPICT__INC(t->c.refused);
-    return false;
 }
 
 void lapict__spin_until(struct lapict_timer *t, uint64_t host_ns)

@@ -10,7 +10,8 @@
 #define LVTT_STORED (LAPICT_LVTT_VECTOR | LAPICT_LVTT_MASK | LAPICT_LVTT_MODE)
 #define TDCR_STORED 0xBu
 
-static uint64_t sync_now(struct lapict_timer *t)
+static inline __attribute__((always_inline)) uint64_t
+sync_now(struct lapict_timer *t)
 {
     uint64_t now = lapict__now(t);
     lapict__update(t, now);
@@ -87,12 +88,12 @@ int lapict_tdcr_write(struct lapict_timer *t, uint32_t val)
     if (val == t->tdcr)
         return LAPICT_OK;
     if (!(t->flags & LAPICT__F_CD_ACTIVE)) {
-        t->tdcr = (uint8_t)val;
+        lapict__set_tdcr(t, val);
         return LAPICT_OK;
     }
     /* Keep the count, drop the fraction of the tick in progress. */
     c = lapict__tmcct(t, now);
-    t->tdcr = (uint8_t)val;
+    lapict__set_tdcr(t, val);
     lapict__clamp_flag(t, lapict__needs_clamp(t));
     lapict__reanchor(t, now, c);
     lapict__rearm(t, now);
@@ -158,18 +159,27 @@ uint64_t lapict_tsc_deadline_read(struct lapict_timer *t)
 
 int lapict_tsc_deadline_write(struct lapict_timer *t, uint64_t val)
 {
-    uint64_t now;
+    uint64_t now, tsc;
 
     if (!lapict__valid(t))
         return LAPICT_E_INVAL;
-    now = sync_now(t);
-    if (!in_deadline_mode(t))
+    if (!in_deadline_mode(t)) {
+        sync_now(t);
         return LAPICT_OK;
+    }
+    /*
+     * sync_now() without a second TSC read: the deadline being replaced
+     * matters only if it has expired (re-aiming it would be moot), and the
+     * same reading serves the new one.
+     */
+    now = lapict__now(t);
+    tsc = lapict__tsc(t);
+    if ((t->flags & LAPICT__F_DL_ARMED) && tsc >= t->deadline_tsc)
+        lapict__update_slow(t, now);
     t->pending = 0;
     t->flags &= (uint16_t)~(LAPICT__F_DL_ARMED | LAPICT__F_PREINJ);
     t->deadline_tsc = val;
     if (val) {
-        uint64_t tsc = lapict__tsc(t);
         /* Never a negative delta: a deadline already passed fires now. */
         t->dl_ns = lapict__deadline_ns(t, now, tsc, val);
         t->flags |= LAPICT__F_DL_ARMED;

@@ -207,7 +207,7 @@ int lapict_state_restore(struct lapict_timer *t, const void *buf, size_t len)
     n = *t;
     fl = get32(b + OFF_FLAGS);
     n.lvtt = get32(b + OFF_LVTT);
-    n.tdcr = (uint8_t)get32(b + OFF_TDCR);
+    lapict__set_tdcr(&n, get32(b + OFF_TDCR));
     n.tmict = get32(b + OFF_TMICT);
     n.flags &= (uint16_t)(LAPICT__F_BLOCKED | LAPICT__F_DL_OK);
     for (i = 0; i < NFLAGS; i++)

@@ -136,7 +136,7 @@ uint32_t lapict__advance(const struct lapict_timer *t)
 }
 
 /* Offer pending interrupts to the host, reading mask and vector now. */
-static void deliver(struct lapict_timer *t)
+static LAPICT__HOT void deliver(struct lapict_timer *t)
 {
     while (t->pending) {
         uint8_t v = (uint8_t)(t->lvtt & LAPICT_LVTT_VECTOR);
@@ -159,7 +159,8 @@ static void deliver(struct lapict_timer *t)
 }
 
 /* @k expiries happened, the last at host time @instant. */
-static void expired(struct lapict_timer *t, uint64_t k, uint64_t instant)
+static LAPICT__HOT void expired(struct lapict_timer *t, uint64_t k,
+                             uint64_t instant)
 {
     uint64_t total;
 
@@ -211,7 +212,7 @@ static lapict__u128 ticks_in_wide(const struct lapict_timer *t, uint64_t d)
                                     t->min_period_ns);
     return lapict__div128((lapict__u128)d * t->bus_p, t->bus_q, t->bus_rq,
                           t->bus_qshift) >>
-           lapict__div_log2(t->tdcr);
+           t->div_shift;
 }
 
 /*
@@ -236,7 +237,7 @@ static uint64_t stalled(struct lapict_timer *t, uint64_t d)
         m = lapict__udiv128_wide(last, unit);
         ns = clamped ? (uint64_t)m * t->min_period_ns
                      : (uint64_t)(m * ((lapict__u128)t->bus_q
-                                       << lapict__div_log2(t->tdcr)));
+                                       << t->div_shift));
         t->anchor_ns += ns;
         last -= m * unit;
     }
@@ -248,7 +249,7 @@ static uint64_t stalled(struct lapict_timer *t, uint64_t d)
  * Process the expiries whose instant is at or before @now. Return whether
  * anything expired (the host timer then needs re-arming).
  */
-static bool process(struct lapict_timer *t, uint64_t now)
+static LAPICT__HOT bool process(struct lapict_timer *t, uint64_t now)
 {
     if (t->flags & LAPICT__F_CD_ARMED) {
         uint64_t d = lapict__elapsed(t, now), k = 1, next;
@@ -288,7 +289,8 @@ static bool process(struct lapict_timer *t, uint64_t now)
 }
 
 /* Absolute host instant of the next expiry, capped LAPICT__FAR_NS ahead. */
-static uint64_t next_instant(const struct lapict_timer *t, uint64_t now)
+static LAPICT__HOT uint64_t next_instant(const struct lapict_timer *t,
+                                         uint64_t now)
 {
     if (t->flags & LAPICT__F_CD_ARMED) {
         uint64_t d = lapict__elapsed(t, now);
@@ -307,7 +309,8 @@ static uint64_t next_instant(const struct lapict_timer *t, uint64_t now)
  * pre-injection (window closed, masked, illegal vector) cannot turn into a
  * storm of callbacks.
  */
-static void rearm(struct lapict_timer *t, uint64_t now, bool tried)
+static LAPICT__HOT void rearm(struct lapict_timer *t, uint64_t now,
+                           bool tried)
 {
     uint64_t exact, target;
     uint32_t adv;
@@ -427,6 +430,7 @@ int lapict_init(struct lapict_timer *t, const struct lapict_config *cfg,
                          ? (uint16_t)cfg->catch_up_max
                          : 1;
     n.lvtt = LAPICT_LVTT_RESET;
+    lapict__set_tdcr(&n, 0);
     n.flags = LAPICT__F_SVR_EN;
     if (cfg->tsc_deadline)
         n.flags |= LAPICT__F_DL_OK;
@@ -442,7 +446,7 @@ int lapict_reset(struct lapict_timer *t)
     lapict__host_cancel(t);
     lapict__disarm(t);
     t->lvtt = LAPICT_LVTT_RESET;
-    t->tdcr = 0;
+    lapict__set_tdcr(t, 0);
     return LAPICT_OK;
 }
 

@@ -183,7 +183,7 @@ static void conversions_match_formulas(void **state)
         cfg.bus_hz = buses[b];
         assert_int_equal(lapict_init(&t, &cfg, &ops, NULL), LAPICT_OK);
         for (uint32_t tdcr = 0; tdcr < 16; tdcr++) {
-            t.tdcr = (uint8_t)(tdcr & 0xB);
+            lapict__set_tdcr(&t, tdcr & 0xB);
             u128 div = (u128)1 << lapict__div_log2(tdcr);
             for (int k = 0; k < 300; k++) {
                 uint64_t dns = rnd() >> (rnd() % 63 + 1);
@@ -213,7 +213,7 @@ static void largest_count_slowest_bus_no_wrap(void **state)
     lapict_config_default(&cfg);
     cfg.bus_hz = 1000;
     assert_int_equal(lapict_init(&t, &cfg, &ops, NULL), LAPICT_OK);
-    t.tdcr = 0xA;
+    lapict__set_tdcr(&t, 0xA);
     u128 want = (u128)0xFFFFFFFFu * 128u * 1000000000u / 1000u;
     assert_int_equal(lapict__ns_for(&t, 0xFFFFFFFFu), (uint64_t)want);
     assert_true(want < LAPICT__FAR_NS);

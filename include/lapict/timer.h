@@ -57,6 +57,8 @@ struct lapict_timer {
     uint16_t flags;
     uint8_t tdcr, adv_mode, missed, armed;
     uint8_t bus_qshift, bus_pshift, tsc_bshift, adv_outliers;
+    /* log2 of the divider TDCR selects (kept with tdcr). */
+    uint8_t div_shift;
     uint32_t magic;
     struct lapict__counters c;
 };
