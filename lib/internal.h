@@ -288,7 +288,54 @@ void lapict__rearm(struct lapict_timer *t, uint64_t now);
 /* Drop all timer activity (mode switch, reset). */
 void lapict__disarm(struct lapict_timer *t);
 /* Current advance in ns (0 when off or no spin op). */
-uint32_t lapict__advance(const struct lapict_timer *t);
+static inline uint32_t lapict__advance(const struct lapict_timer *t)
+{
+    return lapict__can_spin(t) ? t->adv_ns : 0;
+}
+
+/* Absolute host instant of the next expiry, capped LAPICT__FAR_NS ahead. */
+static LAPICT__HOT uint64_t lapict__next_instant(const struct lapict_timer *t,
+                                                 uint64_t now)
+{
+    if (t->flags & LAPICT__F_CD_ARMED) {
+        uint64_t d = lapict__elapsed(t, now);
+        if (t->next_rel_ns > d && t->next_rel_ns - d > LAPICT__FAR_NS)
+            return now + LAPICT__FAR_NS;
+        return t->anchor_ns + t->next_rel_ns;
+    }
+    return t->dl_ns;
+}
+
+/*
+ * Arm the host timer @adv ns before the next instant. When that point has
+ * already passed, a register path still arms it (the host fires at once and
+ * lapict_expire() injects ahead); lapict_expire() itself, having just tried,
+ * falls back to the exact instant so that a refused or impossible
+ * pre-injection (window closed, masked, illegal vector) cannot turn into a
+ * storm of callbacks.
+ */
+static LAPICT__HOT void lapict__rearm_hot(struct lapict_timer *t, uint64_t now,
+                                       bool tried)
+{
+    uint64_t exact, target;
+    uint32_t adv;
+
+    if (!(t->flags & (LAPICT__F_CD_ARMED | LAPICT__F_DL_ARMED))) {
+        lapict__host_cancel(t);
+        return;
+    }
+    exact = lapict__next_instant(t, now);
+    target = exact;
+    adv = lapict__advance(t);
+    if (adv && !(t->flags & LAPICT__F_PREINJ) &&
+        !(tried && lapict__after_eq(now, exact - adv)))
+        target = exact - adv;
+    /* A target already passed is due now: that is when the host fires. */
+    if (!lapict__after_eq(target, now))
+        target = now;
+    lapict__host_arm(t, target);
+}
+
 /* Record a guest-caused error. */
 void lapict__guest_error(struct lapict_timer *t, int status,
                          uint32_t detail);

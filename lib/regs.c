@@ -133,7 +133,7 @@ int lapict_tmict_write(struct lapict_timer *t, uint32_t val)
         t->next_rel_ns = rel;
         t->flags |= LAPICT__F_CD_ACTIVE | LAPICT__F_CD_ARMED;
     }
-    lapict__rearm(t, now);
+    lapict__rearm_hot(t, now, false);
     return LAPICT_OK;
 }
 
@@ -186,7 +186,7 @@ int lapict_tsc_deadline_write(struct lapict_timer *t, uint64_t val)
         if (tsc >= val)
             lapict__update(t, now);
     }
-    lapict__rearm(t, now);
+    lapict__rearm_hot(t, now, false);
     return LAPICT_OK;
 }
 

@@ -130,10 +130,6 @@ void lapict__guest_error(struct lapict_timer *t, int status, uint32_t detail)
     lapict__report(t, status, detail);
 }
 
-uint32_t lapict__advance(const struct lapict_timer *t)
-{
-    return lapict__can_spin(t) ? t->adv_ns : 0;
-}
 
 /* Offer pending interrupts to the host, reading mask and vector now. */
 static LAPICT__HOT void deliver(struct lapict_timer *t)
@@ -175,6 +171,13 @@ static LAPICT__HOT void expired(struct lapict_timer *t, uint64_t k,
     }
     if (t->lvtt & LAPICT_LVTT_MASK) {
         lapict__add_sat(&t->c.masked, k);
+        return;
+    }
+    if (k == 1 && t->pending == 0 &&
+        (t->lvtt & LAPICT_LVTT_VECTOR) >= 16) {
+        /* The common case, as every policy and deliver() would treat it. */
+        if (!lapict__inject(t, (uint8_t)(t->lvtt & LAPICT_LVTT_VECTOR)))
+            t->pending = 1;
         return;
     }
     total = t->pending + k;
@@ -288,52 +291,9 @@ static LAPICT__HOT bool process(struct lapict_timer *t, uint64_t now)
     return false;
 }
 
-/* Absolute host instant of the next expiry, capped LAPICT__FAR_NS ahead. */
-static LAPICT__HOT uint64_t next_instant(const struct lapict_timer *t,
-                                         uint64_t now)
-{
-    if (t->flags & LAPICT__F_CD_ARMED) {
-        uint64_t d = lapict__elapsed(t, now);
-        if (t->next_rel_ns > d && t->next_rel_ns - d > LAPICT__FAR_NS)
-            return now + LAPICT__FAR_NS;
-        return t->anchor_ns + t->next_rel_ns;
-    }
-    return t->dl_ns;
-}
-
-/*
- * Arm the host timer @adv ns before the next instant. When that point has
- * already passed, a register path still arms it (the host fires at once and
- * lapict_expire() injects ahead); lapict_expire() itself, having just tried,
- * falls back to the exact instant so that a refused or impossible
- * pre-injection (window closed, masked, illegal vector) cannot turn into a
- * storm of callbacks.
- */
-static LAPICT__HOT void rearm(struct lapict_timer *t, uint64_t now,
-                           bool tried)
-{
-    uint64_t exact, target;
-    uint32_t adv;
-
-    if (!(t->flags & (LAPICT__F_CD_ARMED | LAPICT__F_DL_ARMED))) {
-        lapict__host_cancel(t);
-        return;
-    }
-    exact = next_instant(t, now);
-    target = exact;
-    adv = lapict__advance(t);
-    if (adv && !(t->flags & LAPICT__F_PREINJ) &&
-        !(tried && lapict__after_eq(now, exact - adv)))
-        target = exact - adv;
-    /* A target already passed is due now: that is when the host fires. */
-    if (!lapict__after_eq(target, now))
-        target = now;
-    lapict__host_arm(t, target);
-}
-
 void lapict__rearm(struct lapict_timer *t, uint64_t now)
 {
-    rearm(t, now, false);
+    lapict__rearm_hot(t, now, false);
 }
 
 void lapict__update_slow(struct lapict_timer *t, uint64_t now)
@@ -472,7 +432,7 @@ int lapict_expire(struct lapict_timer *t)
         t->lead_ns = lead > UINT32_MAX ? UINT32_MAX : (uint32_t)lead;
         t->flags |= LAPICT__F_SAMPLE;
     }
-    rearm(t, now, true);
+    lapict__rearm_hot(t, now, true);
     return LAPICT_OK;
 }
 
