@@ -122,7 +122,15 @@ static inline lapict__u128 lapict__div128(lapict__u128 n, uint64_t d,
 static inline uint64_t lapict__div_floor(lapict__u128 n, uint64_t d,
                                          const uint64_t r[2], uint8_t shift)
 {
-    lapict__u128 q = lapict__div128(n, d, r, shift);
+    lapict__u128 q;
+
+    /* A 64-bit numerator has a 64-bit quotient: no saturation test. */
+    if ((n >> 64) == 0 && (r[0] | r[1]) != 0) {
+        uint64_t n0 = (uint64_t)n;
+        uint64_t q0 = (uint64_t)(((lapict__u128)n0 * r[1]) >> 64);
+        return q0 + (n0 - q0 * d >= d);
+    }
+    q = lapict__div128(n, d, r, shift);
     return q > UINT64_MAX ? UINT64_MAX : (uint64_t)q;
 }
 
@@ -145,9 +153,7 @@ static inline uint64_t lapict__tsc(const struct lapict_timer *t)
     return t->ops->guest_tsc(t->ctx);
 }
 
-/* Host instant at which the guest TSC reaches @d (now <= result). */
-uint64_t lapict__deadline_ns(const struct lapict_timer *t, uint64_t now,
-                             uint64_t tsc, uint64_t d);
+
 /* Arm the host timer for @target (hardware if allowed, else software). */
 void lapict__host_arm_slow(struct lapict_timer *t, uint64_t target);
 
@@ -269,6 +275,28 @@ static inline uint64_t lapict__ns_from_tsc(const struct lapict_timer *t,
 {
     return lapict__div_ceil((lapict__u128)d * t->tsc_a, t->tsc_b, t->tsc_rb,
                             t->tsc_bshift);
+}
+
+/* Host instant at which the guest TSC reaches @d (now <= result). */
+static LAPICT__HOT uint64_t lapict__deadline_ns(const struct lapict_timer *t,
+                                               uint64_t now, uint64_t tsc,
+                                               uint64_t d)
+{
+    uint64_t rem;
+
+    if (tsc >= d)
+        return now;
+    if (t->ops->tsc_to_host_ns) {
+        /* The host knows its TSC mapping exactly, phase included. */
+        uint64_t at = t->ops->tsc_to_host_ns(t->ctx, d);
+        rem = lapict__after_eq(now, at) ? 0 : at - now;
+    } else {
+        rem = 0;
+    }
+    /* No host answer, or one already past while the TSC is still short. */
+    if (rem == 0)
+        rem = lapict__ns_from_tsc(t, d - tsc);
+    return now + (rem > LAPICT__FAR_NS ? LAPICT__FAR_NS : rem);
 }
 
 /* Current count at @now. */

@@ -7,26 +7,6 @@
  */
 #include "internal.h"
 
-uint64_t lapict__deadline_ns(const struct lapict_timer *t, uint64_t now,
-                             uint64_t tsc, uint64_t d)
-{
-    uint64_t rem;
-
-    if (tsc >= d)
-        return now;
-    if (t->ops->tsc_to_host_ns) {
-        /* The host knows its TSC mapping exactly, phase included. */
-        uint64_t at = t->ops->tsc_to_host_ns(t->ctx, d);
-        rem = lapict__after_eq(now, at) ? 0 : at - now;
-    } else {
-        rem = 0;
-    }
-    /* No host answer, or one already past while the TSC is still short. */
-    if (rem == 0)
-        rem = lapict__ns_from_tsc(t, d - tsc);
-    return now + (rem > LAPICT__FAR_NS ? LAPICT__FAR_NS : rem);
-}
-
 static bool hv_usable(const struct lapict_timer *t)
 {
     return t->ops->hv_timer_arm && !(t->flags & LAPICT__F_BLOCKED);
