@@ -55,7 +55,12 @@ typedef unsigned __int128 lapict__u128;
  * chains of small steps, and a call per step (with its saves and restores)
  * was a third of their instructions.
  */
+#ifdef __OPTIMIZE__
 #define LAPICT__HOT inline __attribute__((always_inline))
+#else
+/* -O0 (debug, coverage): one copy per function, branches counted once. */
+#define LAPICT__HOT inline
+#endif
 
 /* Saturating counter increment. */
 #define LAPICT__INC(x) ((x) += ((x) != UINT32_MAX))

@@ -10,7 +10,7 @@
 #define LVTT_STORED (LAPICT_LVTT_VECTOR | LAPICT_LVTT_MASK | LAPICT_LVTT_MODE)
 #define TDCR_STORED 0xBu
 
-static inline __attribute__((always_inline)) uint64_t
+static LAPICT__HOT uint64_t
 sync_now(struct lapict_timer *t)
 {
     uint64_t now = lapict__now(t);
