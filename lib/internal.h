@@ -130,9 +130,11 @@ static inline uint64_t lapict__div_floor(lapict__u128 n, uint64_t d,
     lapict__u128 q;
 
     /* A 64-bit numerator has a 64-bit quotient: no saturation test. */
-    if ((n >> 64) == 0 && (r[0] | r[1]) != 0) {
-        uint64_t n0 = (uint64_t)n;
-        uint64_t q0 = (uint64_t)(((lapict__u128)n0 * r[1]) >> 64);
+    if ((n >> 64) == 0) {
+        uint64_t n0 = (uint64_t)n, q0;
+        if ((r[0] | r[1]) == 0)
+            return n0 >> shift;
+        q0 = (uint64_t)(((lapict__u128)n0 * r[1]) >> 64);
         return q0 + (n0 - q0 * d >= d);
     }
     q = lapict__div128(n, d, r, shift);
@@ -210,7 +212,8 @@ void lapict__report(struct lapict_timer *t, int status, uint32_t detail);
 
 static inline bool lapict__valid(const struct lapict_timer *t)
 {
-    return t && t->magic == LAPICT__MAGIC && t->ops;
+    /* The magic is only ever set together with a checked ops table. */
+    return t && t->magic == LAPICT__MAGIC;
 }
 
 /* Divider log2 for a TDCR value (0..7 for divide 1..128). */
@@ -347,19 +350,12 @@ static LAPICT__HOT uint64_t lapict__next_instant(const struct lapict_timer *t,
  * pre-injection (window closed, masked, illegal vector) cannot turn into a
  * storm of callbacks.
  */
-static LAPICT__HOT void lapict__rearm_hot(struct lapict_timer *t, uint64_t now,
-                                       bool tried)
+static LAPICT__HOT void lapict__arm_for(struct lapict_timer *t, uint64_t now,
+                                     uint64_t exact, bool tried)
 {
-    uint64_t exact, target;
-    uint32_t adv;
+    uint64_t target = exact;
+    uint32_t adv = lapict__advance(t);
 
-    if (!(t->flags & (LAPICT__F_CD_ARMED | LAPICT__F_DL_ARMED))) {
-        lapict__host_cancel(t);
-        return;
-    }
-    exact = lapict__next_instant(t, now);
-    target = exact;
-    adv = lapict__advance(t);
     if (adv && !(t->flags & LAPICT__F_PREINJ) &&
         !(tried && lapict__after_eq(now, exact - adv)))
         target = exact - adv;
@@ -367,6 +363,16 @@ static LAPICT__HOT void lapict__rearm_hot(struct lapict_timer *t, uint64_t now,
     if (!lapict__after_eq(target, now))
         target = now;
     lapict__host_arm(t, target);
+}
+
+static LAPICT__HOT void lapict__rearm_hot(struct lapict_timer *t, uint64_t now,
+                                       bool tried)
+{
+    if (!(t->flags & (LAPICT__F_CD_ARMED | LAPICT__F_DL_ARMED))) {
+        lapict__host_cancel(t);
+        return;
+    }
+    lapict__arm_for(t, now, lapict__next_instant(t, now), tried);
 }
 
 /* Record a guest-caused error. */

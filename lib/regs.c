@@ -132,8 +132,14 @@ int lapict_tmict_write(struct lapict_timer *t, uint32_t val)
         t->e_tick = val;
         t->next_rel_ns = rel;
         t->flags |= LAPICT__F_CD_ACTIVE | LAPICT__F_CD_ARMED;
+        /* The next instant is known: no need to derive it again. */
+        lapict__arm_for(t, now,
+                        now + (rel > LAPICT__FAR_NS ? LAPICT__FAR_NS : rel),
+                        false);
+        return LAPICT_OK;
     }
-    lapict__rearm_hot(t, now, false);
+    /* Not in deadline mode: nothing else can be armed. */
+    lapict__host_cancel(t);
     return LAPICT_OK;
 }
 
@@ -183,8 +189,11 @@ int lapict_tsc_deadline_write(struct lapict_timer *t, uint64_t val)
         /* Never a negative delta: a deadline already passed fires now. */
         t->dl_ns = lapict__deadline_ns(t, now, tsc, val);
         t->flags |= LAPICT__F_DL_ARMED;
-        if (tsc >= val)
-            lapict__update(t, now);
+        if (tsc < val) {
+            lapict__arm_for(t, now, t->dl_ns, false);
+            return LAPICT_OK;
+        }
+        lapict__update(t, now);
     }
     lapict__rearm_hot(t, now, false);
     return LAPICT_OK;
