@@ -30,7 +30,7 @@ typedef unsigned __int128 lapict__u128;
 #define LAPICT__F_BLOCKED 0x0020u   /* vCPU halted */
 #define LAPICT__F_PREINJ 0x0040u    /* next expiry injected ahead (advance) */
 #define LAPICT__F_SAMPLE 0x0080u    /* measure arrival at next entry */
-#define LAPICT__F_REARM 0x0100u     /* host timer consumed: must re-arm */
+/* 0x0100 was "host timer consumed": now an argument (see host_arm). */
 #define LAPICT__F_HAVE_EST 0x0200u  /* adaptive tuner has an estimate */
 #define LAPICT__F_DL_OK 0x0400u     /* config: TSC-deadline supported */
 #define LAPICT__F_EXPIRED 0x0800u   /* last_instant_ns holds an expiry */
@@ -162,22 +162,26 @@ static inline uint64_t lapict__tsc(const struct lapict_timer *t)
 
 
 /* Arm the host timer for @target (hardware if allowed, else software). */
-void lapict__host_arm_slow(struct lapict_timer *t, uint64_t target);
+void lapict__host_arm_slow(struct lapict_timer *t, uint64_t target,
+                           bool spent);
 
-static inline void lapict__host_arm(struct lapict_timer *t, uint64_t target)
+/*
+ * @spent: the host timer that called into the library has fired, so it is
+ * armed again even for the same target (lapict_expire()).
+ */
+static inline void lapict__host_arm(struct lapict_timer *t, uint64_t target,
+                                    bool spent)
 {
     /* Common case, inline: a host without a preemption timer. */
     if (!t->ops->hv_timer_arm) {
-        if (t->armed == LAPICT__ARMED_SW && t->armed_ns == target &&
-            !(t->flags & LAPICT__F_REARM))
+        if (t->armed == LAPICT__ARMED_SW && t->armed_ns == target && !spent)
             return;
-        t->flags &= (uint16_t)~LAPICT__F_REARM;
         t->ops->sw_timer_arm(t->ctx, target);
         t->armed = LAPICT__ARMED_SW;
         t->armed_ns = target;
         return;
     }
-    lapict__host_arm_slow(t, target);
+    lapict__host_arm_slow(t, target, spent);
 }
 static inline void lapict__host_cancel(struct lapict_timer *t)
 {
@@ -186,7 +190,6 @@ static inline void lapict__host_cancel(struct lapict_timer *t)
     else if (t->armed == LAPICT__ARMED_HV)
         t->ops->hv_timer_cancel(t->ctx);
     t->armed = LAPICT__ARMED_NONE;
-    t->flags &= (uint16_t)~LAPICT__F_REARM;
 }
 /* Move the armed timer to match the blocked state. */
 void lapict__host_move(struct lapict_timer *t);
@@ -362,7 +365,7 @@ static LAPICT__HOT void lapict__arm_for(struct lapict_timer *t, uint64_t now,
     /* A target already passed is due now: that is when the host fires. */
     if (!lapict__after_eq(target, now))
         target = now;
-    lapict__host_arm(t, target);
+    lapict__host_arm(t, target, tried);
 }
 
 static LAPICT__HOT void lapict__rearm_hot(struct lapict_timer *t, uint64_t now,

@@ -39,12 +39,11 @@ static bool arm_hv(struct lapict_timer *t, uint64_t target)
     return false;
 }
 
-void lapict__host_arm_slow(struct lapict_timer *t, uint64_t target)
+void lapict__host_arm_slow(struct lapict_timer *t, uint64_t target,
+                           bool spent)
 {
-    if (t->armed != LAPICT__ARMED_NONE && t->armed_ns == target &&
-        !(t->flags & LAPICT__F_REARM))
+    if (t->armed != LAPICT__ARMED_NONE && t->armed_ns == target && !spent)
         return;
-    t->flags &= (uint16_t)~LAPICT__F_REARM;
     if (hv_usable(t) && arm_hv(t, target))
         return;
     arm_sw(t, target);

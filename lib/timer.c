@@ -412,20 +412,19 @@ int lapict_reset(struct lapict_timer *t)
 
 int lapict_expire(struct lapict_timer *t)
 {
-    uint64_t now, due;
+    uint64_t now;
     uint32_t inj;
 
     if (!lapict__valid(t))
         return LAPICT_E_INVAL;
     now = lapict__now(t);
-    /* The host timer that called us is spent, whatever we armed last. */
-    t->flags |= LAPICT__F_REARM;
-    due = t->armed == LAPICT__ARMED_NONE ? now : t->armed_ns;
     inj = t->c.injections;
     process(t, now);
     preinject(t, now);
     if (t->c.injections != inj) {
-        /* Measure the latency from when this host timer was due. */
+        /* Measure the latency from when this host timer was due (neither
+         * step above arms a host timer: armed_ns is still that one). */
+        uint64_t due = t->armed == LAPICT__ARMED_NONE ? now : t->armed_ns;
         uint64_t lead = lapict__after_eq(due, t->last_instant_ns)
                             ? 0
                             : t->last_instant_ns - due;
