@@ -329,7 +329,8 @@ void lapict__disarm(struct lapict_timer *t);
 /* Current advance in ns (0 when off or no spin op). */
 static inline uint32_t lapict__advance(const struct lapict_timer *t)
 {
-    return lapict__can_spin(t) ? t->adv_ns : 0;
+    /* 0 on a host without a spin op (lapict_init()). */
+    return t->adv_ns;
 }
 
 /* Absolute host instant of the next expiry, capped LAPICT__FAR_NS ahead. */

@@ -385,6 +385,10 @@ int lapict_init(struct lapict_timer *t, const struct lapict_config *cfg,
     n.adv_max_ns = cfg->advance_mode == LAPICT_ADVANCE_ADAPTIVE
                        ? cfg->advance_max_ns
                        : n.adv_ns;
+    /* Without a spin op nothing can wait before entry: no advance, ever
+     * (every bound below is adv_max_ns, so adv_ns stays 0). */
+    if (!ops->spin_until)
+        n.adv_ns = n.adv_max_ns = 0;
     n.missed = (uint8_t)cfg->missed_policy;
     n.catch_up_max = cfg->missed_policy == LAPICT_MISSED_CATCH_UP
                          ? (uint16_t)cfg->catch_up_max

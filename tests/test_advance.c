@@ -186,7 +186,8 @@ static void uniform_noise_is_covered(void **state)
     assert_true(t.adv_ns <= 40000);
 }
 
-/* Rule: only the adaptive mode with a spin op tunes. */
+/* Rule: only the adaptive mode with a spin op tunes; without a spin op
+ * the advance is 0 from init on (nothing could wait before entry). */
 static void only_adaptive_with_spin_tunes(void **state)
 {
     struct fake_host h;
@@ -199,9 +200,12 @@ static void only_adaptive_with_spin_tunes(void **state)
     tune_err(&t, 5000);
     assert_int_equal(t.adv_ns, 0);
     setup(&h, &t, LAPICT_ADVANCE_ADAPTIVE, 1000, 5000, false);
+    assert_int_equal(t.adv_ns, 0);
     tune_err(&t, 2000);
-    assert_int_equal(t.adv_ns, 1000);
+    assert_int_equal(t.adv_ns, 0);
     assert_false(t.flags & LAPICT__F_HAVE_EST);
+    setup(&h, &t, LAPICT_ADVANCE_FIXED, 3000, 3000, false);
+    assert_int_equal(t.adv_ns, 0);
 }
 
 int main(void)
