@@ -202,7 +202,14 @@ static inline bool lapict__inject(struct lapict_timer *t, uint8_t vector)
     LAPICT__INC(t->c.refused);
     return false;
 }
-void lapict__spin_until(struct lapict_timer *t, uint64_t host_ns);
+static inline void lapict__spin_until(struct lapict_timer *t,
+                                      uint64_t host_ns)
+{
+    if (!t->ops->spin_until)
+        return; /* e.g. a pre-injection restored on a host without one */
+    LAPICT__INC(t->c.spins);
+    t->ops->spin_until(t->ctx, host_ns);
+}
 
 /* Without a spin op the core cannot wait before entry: no advance. */
 static inline bool lapict__can_spin(const struct lapict_timer *t)

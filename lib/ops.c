@@ -64,14 +64,6 @@ void lapict__host_move(struct lapict_timer *t)
     }
 }
 
-void lapict__spin_until(struct lapict_timer *t, uint64_t host_ns)
-{
-    if (!t->ops->spin_until)
-        return; /* e.g. a pre-injection restored on a host without one */
-    LAPICT__INC(t->c.spins);
-    t->ops->spin_until(t->ctx, host_ns);
-}
-
 void lapict__report(struct lapict_timer *t, int status, uint32_t detail)
 {
     if (t->ops->report)

@@ -501,7 +501,10 @@ static __attribute__((noinline)) int entry_work(struct lapict_timer *t)
                                                       t->deadline_tsc));
         }
     }
-    lapict__update(t, lapict__now(t));
+    now = lapict__now(t);
+    /* lapict__update() inline: the expiry injected ahead is due now. */
+    if (process(t, now))
+        lapict__rearm_hot(t, now, false);
     return LAPICT_OK;
 }
 
