@@ -340,16 +340,19 @@ static inline uint32_t lapict__advance(const struct lapict_timer *t)
     return t->adv_ns;
 }
 
-/* Absolute host instant of the next expiry, capped LAPICT__FAR_NS ahead. */
+/*
+ * Absolute host instant of the next expiry, at most LAPICT__FAR_NS ahead:
+ * a deadline is capped when converted, and a count-down's next expiry is
+ * at most one count ahead of a monotonic host clock: 2^32 ticks at divide
+ * 128 on the slowest bus (LAPICT_BUS_HZ_MIN) or one minimum period, under
+ * 2^59 ns (restore rejects a count above N).
+ */
 static LAPICT__HOT uint64_t lapict__next_instant(const struct lapict_timer *t,
                                                  uint64_t now)
 {
-    if (t->flags & LAPICT__F_CD_ARMED) {
-        uint64_t d = lapict__elapsed(t, now);
-        if (t->next_rel_ns > d && t->next_rel_ns - d > LAPICT__FAR_NS)
-            return now + LAPICT__FAR_NS;
+    (void)now;
+    if (t->flags & LAPICT__F_CD_ARMED)
         return t->anchor_ns + t->next_rel_ns;
-    }
     return t->dl_ns;
 }
 
