@@ -160,7 +160,6 @@ static inline uint64_t lapict__tsc(const struct lapict_timer *t)
     return t->ops->guest_tsc(t->ctx);
 }
 
-
 /* Arm the host timer for @target (hardware if allowed, else software). */
 void lapict__host_arm_slow(struct lapict_timer *t, uint64_t target,
                            bool spent);
@@ -183,6 +182,7 @@ static inline void lapict__host_arm(struct lapict_timer *t, uint64_t target,
     }
     lapict__host_arm_slow(t, target, spent);
 }
+
 static inline void lapict__host_cancel(struct lapict_timer *t)
 {
     if (t->armed == LAPICT__ARMED_SW)
@@ -191,8 +191,10 @@ static inline void lapict__host_cancel(struct lapict_timer *t)
         t->ops->hv_timer_cancel(t->ctx);
     t->armed = LAPICT__ARMED_NONE;
 }
+
 /* Move the armed timer to match the blocked state. */
 void lapict__host_move(struct lapict_timer *t);
+
 static inline bool lapict__inject(struct lapict_timer *t, uint8_t vector)
 {
     if (t->ops->inject(t->ctx, vector)) {
@@ -202,6 +204,7 @@ static inline bool lapict__inject(struct lapict_timer *t, uint8_t vector)
     LAPICT__INC(t->c.refused);
     return false;
 }
+
 static inline void lapict__spin_until(struct lapict_timer *t,
                                       uint64_t host_ns)
 {
@@ -347,10 +350,8 @@ static inline uint32_t lapict__advance(const struct lapict_timer *t)
  * 128 on the slowest bus (LAPICT_BUS_HZ_MIN) or one minimum period, under
  * 2^59 ns (restore rejects a count above N).
  */
-static LAPICT__HOT uint64_t lapict__next_instant(const struct lapict_timer *t,
-                                                 uint64_t now)
+static LAPICT__HOT uint64_t lapict__next_instant(const struct lapict_timer *t)
 {
-    (void)now;
     if (t->flags & LAPICT__F_CD_ARMED)
         return t->anchor_ns + t->next_rel_ns;
     return t->dl_ns;
@@ -386,7 +387,7 @@ static LAPICT__HOT void lapict__rearm_hot(struct lapict_timer *t, uint64_t now,
         lapict__host_cancel(t);
         return;
     }
-    lapict__arm_for(t, now, lapict__next_instant(t, now), tried);
+    lapict__arm_for(t, now, lapict__next_instant(t), tried);
 }
 
 /* Record a guest-caused error. */

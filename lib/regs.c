@@ -132,10 +132,8 @@ int lapict_tmict_write(struct lapict_timer *t, uint32_t val)
         t->e_tick = val;
         t->next_rel_ns = rel;
         t->flags |= LAPICT__F_CD_ACTIVE | LAPICT__F_CD_ARMED;
-        /* The next instant is known: no need to derive it again. */
-        lapict__arm_for(t, now,
-                        now + (rel > LAPICT__FAR_NS ? LAPICT__FAR_NS : rel),
-                        false);
+        /* Armed for sure: the re-arm's state tests can be skipped. */
+        lapict__arm_for(t, now, lapict__next_instant(t), false);
         return LAPICT_OK;
     }
     /* Not in deadline mode: nothing else can be armed. */
