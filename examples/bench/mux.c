@@ -305,13 +305,22 @@ static struct mux_plan mux_plan_for(uint32_t n, bool smoke, bool cg)
     return p;
 }
 
+/* Dump the counters of one batch, labelled as mux_callgrind.sh parses it. */
+static void cg_dump(const char *side, uint32_t n, uint64_t ops)
+{
+    char label[64];
+
+    snprintf(label, sizeof(label), "mux %s n=%u ops=%llu", side, n,
+             (unsigned long long)ops);
+    CALLGRIND_DUMP_STATS_AT(label);
+}
+
 static int mux_one(uint32_t n, bool smoke, bool cg)
 {
     struct mux_plan p = mux_plan_for(n, smoke, cg);
     struct mux_heap h;
     struct mux_list l;
     double t0, best = 0, list_s;
-    char label[64];
     int rep, reps = smoke || cg ? 1 : 3;
 
     /* Keys spread over 1 us per armed timer. */
@@ -332,11 +341,8 @@ static int mux_one(uint32_t n, bool smoke, bool cg)
         t0 = mux_now_s();
         heap_run(&h, p.heap_ops);
         s = mux_now_s() - t0;
-        if (cg) {
-            snprintf(label, sizeof(label), "mux heap n=%u ops=%llu", n,
-                     (unsigned long long)p.heap_ops);
-            CALLGRIND_DUMP_STATS_AT(label);
-        }
+        if (cg)
+            cg_dump("heap", n, p.heap_ops);
         if (rep == 0 || s < best)
             best = s;
     }
@@ -356,11 +362,8 @@ static int mux_one(uint32_t n, bool smoke, bool cg)
     t0 = mux_now_s();
     list_run(&l, p.list_ops);
     list_s = mux_now_s() - t0;
-    if (cg) {
-        snprintf(label, sizeof(label), "mux list n=%u ops=%llu", n,
-                 (unsigned long long)p.list_ops);
-        CALLGRIND_DUMP_STATS_AT(label);
-    }
+    if (cg)
+        cg_dump("list", n, p.list_ops);
     free(l.timers);
 
     {
