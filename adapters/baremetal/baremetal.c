@@ -22,7 +22,7 @@ __extension__ typedef unsigned __int128 bm_u128;
 #define BM_NODE_AWAY 0x424D4E41u  /* "BMNA" */
 /* Node flags. */
 #define BM_N_KEPT 0x1u /* detached with deadline_host_ns to arm at attach */
-#define BM_N_HV 0x2u   /* preemption timer armed for hv_host_ns */
+#define BM_N_HV 0x2u   /* on the preemption timer for deadline_host_ns */
 /* Host distances beyond this are "far": lapict re-checks anyway. */
 #define BM_FAR_NS (1ull << 62)
 /* Guest TSC ratio lower bound: guest rate >= host rate / 2^16. */
@@ -458,20 +458,15 @@ int lapict_bm_cancel(struct lapict_bm_node *node)
 
 bool lapict_bm_node_armed(const struct lapict_bm_node *node, uint64_t *host_ns)
 {
-    uint64_t at;
+    bool armed;
 
-    if (node_ok(node) && node_armed(node))
-        at = node->deadline_host_ns;
-    else if (node_ok(node) && (node->flags & BM_N_HV))
-        at = node->hv_host_ns;
-    else if (node_is(node) && node->magic == BM_NODE_AWAY &&
-             (node->flags & BM_N_KEPT))
-        at = node->deadline_host_ns;
+    if (node_ok(node))
+        armed = node_armed(node) || (node->flags & BM_N_HV);
     else
-        return false;
-    if (host_ns)
-        *host_ns = at;
-    return true;
+        armed = node_is(node) && (node->flags & BM_N_KEPT);
+    if (armed && host_ns)
+        *host_ns = node->deadline_host_ns;
+    return armed;
 }
 
 int lapict_bm_node_detach(struct lapict_bm_node *node)
@@ -540,7 +535,7 @@ int lapict_bm_node_put(struct lapict_bm_node *node)
     /* Whatever the core did: a deadline off the heap is never left behind. */
     if (node->flags & BM_N_HV) {
         node->flags &= ~BM_N_HV;
-        (void)lapict_bm_arm(node, node->hv_host_ns);
+        (void)lapict_bm_arm(node, node->deadline_host_ns);
     }
     return rc;
 }
@@ -609,7 +604,7 @@ static int service(struct lapict_bm_cpu *cpu, bool irq)
     cur = cpu->hw->read_tsc(cpu->hw_ctx);
     now = lapict_bm_clock_ns(cpu->clock, cur);
     g = cpu->guest;
-    if (g && (g->flags & BM_N_HV) && due(g->hv_host_ns, now)) {
+    if (g && (g->flags & BM_N_HV) && due(g->deadline_host_ns, now)) {
         /* Spent: the core re-arms it (usually the preemption timer again). */
         g->flags &= ~BM_N_HV;
         cpu->st.fired++;
@@ -686,7 +681,7 @@ int lapict_bm_guest_entry(struct lapict_bm_cpu *cpu)
         return LAPICT_OK;
     cur = cpu->hw->read_tsc(cpu->hw_ctx);
     /* The earliest of the heap's top and the loaded node's deadline. */
-    key = hv ? g->hv_host_ns : cpu->heap[0].key_host_ns;
+    key = hv ? g->deadline_host_ns : cpu->heap[0].key_host_ns;
     if (hv && cpu->n && (int64_t)(cpu->heap[0].key_host_ns - key) < 0)
         key = cpu->heap[0].key_host_ns;
     d = due(key, lapict_bm_clock_ns(cpu->clock, cur))
@@ -760,7 +755,7 @@ static bool op_hv_arm(void *ctx, uint64_t host_ns)
     if (!node_ok(node) || node->cpu->guest != node ||
         !node->cpu->hw->write_preempt)
         return false;
-    node->hv_host_ns = host_ns;
+    node->deadline_host_ns = host_ns;
     node->flags |= BM_N_HV;
     return true;
 }

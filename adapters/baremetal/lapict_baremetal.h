@@ -119,10 +119,11 @@ struct lapict_bm_node {
     uint32_t slot;
     /* Also the state: on a CPU, or detached (in migration). */
     uint32_t magic;
-    /* The heap deadline, also kept across detach/attach. */
+    /*
+     * The deadline: in the heap, on the preemption timer (never both: the
+     * core arms one host timer at a time), or kept across detach/attach.
+     */
     uint64_t deadline_host_ns;
-    /* The preemption-timer deadline, while the core has it armed. */
-    uint64_t hv_host_ns;
     struct lapict_timer *timer;
     void *user;
     /* Guest TSC = (host TSC * ratio >> 48) + offset. */
