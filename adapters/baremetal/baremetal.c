@@ -311,11 +311,16 @@ static bool node_ok(const struct lapict_bm_node *node)
     return node && node->magic == BM_NODE_MAGIC && cpu_ok(node->cpu);
 }
 
+/* A detached node. */
+static bool node_away(const struct lapict_bm_node *node)
+{
+    return node && node->magic == BM_NODE_AWAY;
+}
+
 /* A node, on a CPU or detached. */
 static bool node_is(const struct lapict_bm_node *node)
 {
-    return node &&
-           (node->magic == BM_NODE_MAGIC || node->magic == BM_NODE_AWAY);
+    return node_away(node) || (node && node->magic == BM_NODE_MAGIC);
 }
 
 /* Armed, not counting the entry of the node whose callback is running. */
@@ -408,8 +413,9 @@ int lapict_bm_arm(struct lapict_bm_node *node, uint64_t host_ns)
     struct lapict_bm_cpu *cpu;
     struct lapict_bm_slot e;
 
-    if (!node_ok(node)) {
-        if (!node_is(node))
+    /* Rare (misuse, migration): out of the line of the arm. */
+    if (__builtin_expect(!node_ok(node), 0)) {
+        if (!node_away(node))
             return LAPICT_E_INVAL;
         /* Detached: attach arms it. */
         node->deadline_host_ns = host_ns;
@@ -440,7 +446,7 @@ int lapict_bm_cancel(struct lapict_bm_node *node)
     struct lapict_bm_cpu *cpu;
 
     if (!node_ok(node)) {
-        if (!node_is(node))
+        if (!node_away(node))
             return LAPICT_E_INVAL;
         node->flags &= ~BM_N_KEPT;
         return LAPICT_OK;
@@ -463,7 +469,7 @@ bool lapict_bm_node_armed(const struct lapict_bm_node *node, uint64_t *host_ns)
     if (node_ok(node))
         armed = node_armed(node) || (node->flags & BM_N_HV);
     else
-        armed = node_is(node) && (node->flags & BM_N_KEPT);
+        armed = node_away(node) && (node->flags & BM_N_KEPT);
     if (armed && host_ns)
         *host_ns = node->deadline_host_ns;
     return armed;
@@ -490,8 +496,7 @@ int lapict_bm_node_detach(struct lapict_bm_node *node)
 int lapict_bm_node_attach(struct lapict_bm_node *node,
                           struct lapict_bm_cpu *cpu)
 {
-    if (!node_is(node) || node->magic != BM_NODE_AWAY || !cpu_ok(cpu) ||
-        cpu->nodes == cpu->cap)
+    if (!node_away(node) || !cpu_ok(cpu) || cpu->nodes == cpu->cap)
         return LAPICT_E_INVAL;
     cpu->nodes++;
     node->cpu = cpu;
