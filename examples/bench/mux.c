@@ -138,7 +138,7 @@ static int heap_setup(struct mux_heap *h, uint32_t n)
     uint32_t i;
 
     memset(h, 0, sizeof(*h));
-    h->slots = calloc(n, sizeof(*h->slots));
+    h->slots = calloc(LAPICT_BM_SLOTS(n), sizeof(*h->slots));
     h->nodes = calloc(n, sizeof(*h->nodes));
     if (!h->slots || !h->nodes)
         return -1;
@@ -147,8 +147,8 @@ static int heap_setup(struct mux_heap *h, uint32_t n)
         return -1;
     memset(&cc, 0, sizeof(cc));
     cc.clock = &h->clk;
-    if (lapict_bm_cpu_init(&h->cpu, &cc, &mux_hw_ops, &mhw, h->slots, n) !=
-        LAPICT_OK)
+    if (lapict_bm_cpu_init(&h->cpu, &cc, &mux_hw_ops, &mhw, h->slots,
+                           LAPICT_BM_SLOTS(n)) != LAPICT_OK)
         return -1;
     for (i = 0; i < n; i++) {
         if (lapict_bm_node_init(&h->nodes[i], &h->cpu, NULL,
