@@ -32,6 +32,9 @@ version=$(sed -n 's/^project(lapict VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
 soversion=$(sed -n 's/^set(LAPICT_SOVERSION \([0-9]*\))$/\1/p' CMakeLists.txt)
 [ -n "$version" ] && [ -n "$soversion" ] ||
     fail "cannot read the version / LAPICT_SOVERSION from CMakeLists.txt"
+header=$(sed -n 's/^#define LAPICT_VERSION_STRING "\(.*\)"$/\1/p' include/lapict/version.h)
+[ "$header" = "$version" ] ||
+    fail "include/lapict/version.h says $header, CMakeLists.txt $version"
 debversion=$(dpkg-parsechangelog -l debian/changelog -S Version)
 [ "${debversion%-*}" = "$version" ] ||
     fail "debian/changelog is at ${debversion%-*}, CMakeLists.txt at $version" \
