@@ -17,8 +17,10 @@
 # "Incompatible" is abidiff's ABIDIFF_ABI_INCOMPATIBLE_CHANGE bit (a removed
 # function), any changed function left after cmake/abi/lapict.abignore (a
 # changed parameter, return or pointed-to type such as struct lapict_stats),
-# or struct lapict_timer growing. The check also looks at the last commit
-# that changed the baseline: an incompatible step there needs a new SONAME.
+# or struct lapict_timer growing. An op appended to struct lapict_ops needs a
+# new LAPICT_OPS_VERSION (cmake/abi/ops.txt records both). The check also
+# looks at the last commit that changed the baseline: an incompatible step
+# there needs a new SONAME.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,6 +34,10 @@ check | update) ;;
 esac
 baseline=cmake/abi/liblapict.abi
 suppr=cmake/abi/lapict.abignore
+# LAPICT_OPS_VERSION and the number of fields of struct lapict_ops the
+# baseline was made with (abidiff, told that the table grows at the end,
+# does not report an appended op; a bump of the version must come with it).
+opsfile=cmake/abi/ops.txt
 dir=${LAPICT_ABI_DIR:-build-ci/abi}
 update_cmd="bash cmake/abi.sh update"
 
@@ -57,6 +63,12 @@ fresh=$dir/liblapict.abi
 abidw --no-corpus-path --no-show-locs --no-comp-dir-path \
     --headers-dir include/lapict --drop-private-types "$lib" >"$fresh"
 
+ops_version=$(sed -n 's/^#define LAPICT_OPS_VERSION \([0-9]*\)$/\1/p' include/lapict/ops.h)
+ops_fields() {
+    awk "/<class-decl name='lapict_ops'/ { f = 1 }
+         f && /<data-member/ { n++ }
+         f && /<\/class-decl>/ { print n; exit }" "$1"
+}
 soname_of() { grep -o -m1 "soname='[^']*'" "$1" | sed "s/soname='\(.*\)'/\1/"; }
 timer_bits() {
     grep -o -m1 "class-decl name='lapict_timer' size-in-bits='[0-9]*'" "$1" |
@@ -113,10 +125,21 @@ if [ "$mode" = update ]; then
                  "'$update_cmd' again." >&2
             exit 1
         fi
-        echo "abi: $verdict change ($old_soname -> $new_soname)"
+        echo "abi: against the old baseline: $verdict ($old_soname -> $new_soname)"
+    fi
+    if [ -f "$opsfile" ]; then
+        read -r _ old_ops_version _ old_ops_fields <"$opsfile"
+        if [ "$(ops_fields "$fresh")" != "$old_ops_fields" ] &&
+            [ "$ops_version" -le "$old_ops_version" ]; then
+            echo "abi: REFUSED: struct lapict_ops has $(ops_fields "$fresh")" \
+                 "fields, the baseline $old_ops_fields, but LAPICT_OPS_VERSION" \
+                 "is still $ops_version: bump it (CONTRIBUTING.md, \"ABI\")" >&2
+            exit 1
+        fi
     fi
     cp "$fresh" "$baseline"
-    echo "abi: wrote $baseline ($new_soname); commit it with the change"
+    echo "ops_version $ops_version ops_fields $(ops_fields "$fresh")" >"$opsfile"
+    echo "abi: wrote $baseline ($new_soname) and $opsfile; commit them with the change"
     exit 0
 fi
 
@@ -155,6 +178,29 @@ if git rev-parse --git-dir >/dev/null 2>&1; then
 fi
 
 compare "$baseline" "$fresh"
+# An op appended to struct lapict_ops: compatible only with a new
+# LAPICT_OPS_VERSION, and the baseline records both.
+if [ ! -f "$opsfile" ]; then
+    echo "abi: FAILED: no $opsfile; create it with '$update_cmd'" >&2
+    fail=1
+else
+    read -r _ old_ops_version _ old_ops_fields <"$opsfile"
+    new_ops_fields=$(ops_fields "$fresh")
+    if [ "$new_ops_fields" != "$old_ops_fields" ] ||
+        [ "$ops_version" != "$old_ops_version" ]; then
+        if [ "$new_ops_fields" != "$old_ops_fields" ] &&
+            [ "$ops_version" -le "$old_ops_version" ]; then
+            echo "abi: FAILED: struct lapict_ops went from $old_ops_fields to" \
+                 "$new_ops_fields fields with LAPICT_OPS_VERSION still" \
+                 "$ops_version: bump it, then '$update_cmd'" >&2
+        else
+            echo "abi: FAILED: struct lapict_ops: $old_ops_fields fields at" \
+                 "version $old_ops_version in the baseline, $new_ops_fields at" \
+                 "$ops_version now: '$update_cmd'" >&2
+        fi
+        fail=1
+    fi
+fi
 case $verdict in
 same)
     echo "abi: $lib matches $baseline ($new_soname)"

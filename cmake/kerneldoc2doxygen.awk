@@ -14,9 +14,24 @@
 #       member group, DISTRIBUTE_GROUP_DOC)
 #   "code; /* text */"                   -> "code; /**< text */"
 #   struct lapict_timer and lapict__*    -> body hidden (\cond): private
+#   the " */" closing a function's block -> " * \timermd SECTIONS */", the
+#       TIMER.md sections docs/api-rules.md gives for it (-v rules=FILE)
 #
 # A function without a "/**" comment, or a parameter without "@arg:", stays
 # undocumented, and Doxygen (WARN_IF_UNDOCUMENTED, WARN_NO_PARAMDOC) warns.
+BEGIN {
+    # "| lapict_x() | sections |" rows of docs/api-rules.md.
+    if (rules != "")
+        while ((getline row < rules) > 0)
+            if (match(row, /^\| lapict_[a-z0-9_]+\(\) \| /)) {
+                fn = substr(row, 3, RLENGTH - 7)
+                sections = substr(row, RLENGTH + 1)
+                sub(/[ \t]*\|[ \t]*$/, "", sections)
+                if (sections !~ /^—/)
+                    spec[fn] = sections
+            }
+}
+
 { line[NR] = $0 }
 
 function is_define(s) { return s ~ /^#[ \t]*define[ \t]/ }
@@ -81,6 +96,16 @@ END {
                 if (t ~ /\*\// || j == NR)
                     break
             }
+            # A function's block: the TIMER.md sections it implements.
+            if (kernel && line[j] ~ /^ \*\/$/)
+                for (k = j + 1; k <= j + 3 && k <= NR; k++)
+                    if (match(line[k], /lapict_[a-z0-9_]+[ \t]*\(/)) {
+                        fn = substr(line[k], RSTART, RLENGTH)
+                        sub(/[ \t]*\($/, "", fn)
+                        if (fn in spec)
+                            out[j] = " * \\timermd " spec[fn] " */"
+                        break
+                    }
             # A run of two or more #defines right after it: one group.
             k = j + 1
             n = 0
