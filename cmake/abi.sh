@@ -128,7 +128,7 @@ if [ "$mode" = update ]; then
         echo "abi: against the old baseline: $verdict ($old_soname -> $new_soname)"
     fi
     if [ -f "$opsfile" ]; then
-        read -r _ old_ops_version _ old_ops_fields <"$opsfile"
+        read -r _ old_ops_version _ old_ops_fields < <(grep -v '^#' "$opsfile")
         if [ "$(ops_fields "$fresh")" != "$old_ops_fields" ] &&
             [ "$ops_version" -le "$old_ops_version" ]; then
             echo "abi: REFUSED: struct lapict_ops has $(ops_fields "$fresh")" \
@@ -137,8 +137,13 @@ if [ "$mode" = update ]; then
             exit 1
         fi
     fi
-    cp "$fresh" "$baseline"
-    echo "ops_version $ops_version ops_fields $(ops_fields "$fresh")" >"$opsfile"
+    # abidiff accepts a comment after the corpus, not before it.
+    { cat "$fresh"; echo "<!-- SPDX-License-Identifier: MIT -->"; } >"$baseline"
+    {
+        echo "# SPDX-License-Identifier: MIT"
+        echo "# Written by bash cmake/abi.sh update, read by bash cmake/abi.sh."
+        echo "ops_version $ops_version ops_fields $(ops_fields "$fresh")"
+    } >"$opsfile"
     echo "abi: wrote $baseline ($new_soname) and $opsfile; commit them with the change"
     exit 0
 fi
@@ -184,7 +189,7 @@ if [ ! -f "$opsfile" ]; then
     echo "abi: FAILED: no $opsfile; create it with '$update_cmd'" >&2
     fail=1
 else
-    read -r _ old_ops_version _ old_ops_fields <"$opsfile"
+    read -r _ old_ops_version _ old_ops_fields < <(grep -v '^#' "$opsfile")
     new_ops_fields=$(ops_fields "$fresh")
     if [ "$new_ops_fields" != "$old_ops_fields" ] ||
         [ "$ops_version" != "$old_ops_version" ]; then
