@@ -53,7 +53,7 @@ cmake -S . -B "$dir" -DCMAKE_C_COMPILER=gcc -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DBUILD_SHARED_LIBS=ON -DLAPICT_BUILD_TESTS=OFF \
     -DLAPICT_BUILD_EXAMPLES=OFF -DLAPICT_BUILD_ADAPTERS=OFF >/dev/null
 cmake --build "$dir" -j2 --target lapict >/dev/null
-lib=$(find "$dir" -maxdepth 1 -name 'liblapict.so.*.*' -type f | head -n1)
+lib=$(find "$dir" -maxdepth 1 -name 'liblapict.so.*.*' -type f -print -quit)
 if [ -z "$lib" ]; then
     echo "abi: no liblapict.so.* in $dir" >&2
     exit 2

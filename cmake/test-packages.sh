@@ -55,7 +55,10 @@ case $work/ in
 "$src"/build/* | "$src"/build-*/*) ;;
 "$src"/*) fail "LAPICT_PKG_DIR must be outside the tree or in a build-* dir" ;;
 esac
-rm -rf "$work"/*
+# Only what this script writes there (LAPICT_PKG_DIR may be any folder).
+rm -rf "$work"/lapict-[0-9]* "$work/root" "$work/consumer" \
+    "$work"/*.deb "$work"/*.changes "$work"/*.buildinfo \
+    "$work/build.log" "$work/lintian.txt" "$work/vmm-strings.txt"
 tree=$work/lapict-$version
 mkdir -p "$tree"
 tar -C "$src" --exclude=./.git --exclude=./build --exclude='./build-*' -cf - . |
@@ -118,11 +121,14 @@ for tool in lapict-replay lapict-vmm lapict-bench; do
         fail "installed $tool --help"
 done
 # lapict-vmm loads its guest images from where the package puts them.
-for image in $(strings "$root/usr/bin/lapict-vmm" | grep '^/usr/lib/lapict/' || true); do
+# (strings into a file: with pipefail, grep -q closing the pipe early would
+# fail the pipeline.)
+strings "$root/usr/bin/lapict-vmm" >"$work/vmm-strings.txt"
+for image in $(grep '^/usr/lib/lapict/' "$work/vmm-strings.txt" || true); do
     [ -f "$root$image" ] || fail "lapict-vmm expects $image, not in lapict-tools"
     echo "test-packages: lapict-vmm default image $image: packaged"
 done
-strings "$root/usr/bin/lapict-vmm" | grep -q '^/usr/lib/lapict/lapict-vmm-guest' ||
+grep -q '^/usr/lib/lapict/lapict-vmm-guest' "$work/vmm-strings.txt" ||
     fail "lapict-vmm's default guest is not under /usr/lib/lapict"
 
 # --- the consumer project against the root --------------------------------
