@@ -38,7 +38,7 @@ header=$(sed -n 's/^#define LAPICT_VERSION_STRING "\(.*\)"$/\1/p' include/lapict
 debversion=$(dpkg-parsechangelog -l debian/changelog -S Version)
 [ "${debversion%-*}" = "$version" ] ||
     fail "debian/changelog is at ${debversion%-*}, CMakeLists.txt at $version" \
-         "(CONTRIBUTING.md, "Releasing": add a debian/changelog entry)"
+         "(CONTRIBUTING.md, 'Releasing': add a debian/changelog entry)"
 libpkg=liblapict$soversion
 grep -qx "Package: $libpkg" debian/control ||
     fail "debian/control has no package $libpkg for LAPICT_SOVERSION" \
@@ -137,4 +137,8 @@ cmake -DINSTALLED_PREFIX="$root/usr" -DSOURCE_DIR="$src/tests/consumer" \
     -DLIBDIR="lib/$multiarch" -DPKG_CONFIG="$(command -v pkg-config)" \
     -P cmake/test_consumer.cmake
 
-echo "test-packages: passed in $((SECONDS - start))s ($(cd "$work" && ls ./*.deb | xargs -n1 basename | tr '\n' ' '))"
+debs=""
+for deb in "$work"/*.deb; do
+    debs="$debs ${deb##*/}"
+done
+echo "test-packages: passed in $((SECONDS - start))s:$debs"
