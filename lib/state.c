@@ -77,20 +77,26 @@ static uint64_t bus_hz_of(const struct lapict_timer *t)
     return t->bus_p * (1000000000ull / t->bus_q);
 }
 
-int lapict_state_save(struct lapict_timer *t, void *buf, size_t len)
+int lapict_state_save_at(const struct lapict_timer *cur, uint64_t now,
+                         uint64_t guest_tsc, void *buf, size_t len)
 {
+    struct lapict_timer st, *t = &st;
     uint8_t *b = buf;
-    uint64_t now;
     uint32_t fl = 0;
     size_t i;
     bool cd;
 
-    if (!lapict__valid(t) || !buf)
+    if (!lapict__valid(cur) || !buf)
         return LAPICT_E_INVAL;
     if (len < LAPICT_STATE_SIZE)
         return LAPICT_E_STATE_SIZE;
-    now = lapict__now(t);
-    lapict__update(t, now);
+    /*
+     * The state as servicing at @now would leave it, worked out on a copy
+     * without calling the host: a due expiry travels as pending, so an
+     * interrupt controller saved before or after the timer loses nothing.
+     */
+    st = *cur;
+    lapict__settle(t, now, guest_tsc);
     for (i = 0; i < NFLAGS; i++)
         if (t->flags & flag_map[i].internal)
             fl |= flag_map[i].wire;
@@ -114,6 +120,21 @@ int lapict_state_save(struct lapict_timer *t, void *buf, size_t len)
     put32(b + OFF_ADV_DEV, t->adv_dev);
     put32(b + OFF_CRC, lapict__crc32(b, OFF_CRC));
     return LAPICT_OK;
+}
+
+int lapict_state_save(const struct lapict_timer *t, void *buf, size_t len)
+{
+    uint64_t now;
+
+    if (!lapict__valid(t) || !buf)
+        return LAPICT_E_INVAL;
+    if (len < LAPICT_STATE_SIZE)
+        return LAPICT_E_STATE_SIZE;
+    /* Pure reads; the guest TSC matters only to an armed deadline. */
+    now = lapict__now(t);
+    return lapict_state_save_at(
+        t, now, (t->flags & LAPICT__F_DL_ARMED) ? lapict__tsc(t) : 0, buf,
+        len);
 }
 
 static int check_header(const uint8_t *b)
@@ -191,7 +212,7 @@ int lapict_state_restore(struct lapict_timer *t, const void *buf, size_t len)
     const uint8_t *b = buf;
     struct lapict_timer n;
     uint32_t fl, pending, adv;
-    uint64_t now;
+    uint64_t now, tsc = 0;
     size_t i;
     int rc;
 
@@ -228,8 +249,10 @@ int lapict_state_restore(struct lapict_timer *t, const void *buf, size_t len)
         /* This host's minimum period may differ: keep the count. */
         lapict__set_clamp(&n, now, lapict__needs_clamp(&n));
     }
-    if (n.flags & LAPICT__F_DL_ARMED)
-        n.dl_ns = lapict__deadline_ns(&n, now, lapict__tsc(&n), n.deadline_tsc);
+    if (n.flags & LAPICT__F_DL_ARMED) {
+        tsc = lapict__tsc(&n);
+        n.dl_ns = lapict__deadline_ns(&n, now, tsc, n.deadline_tsc);
+    }
     pending = get32(b + OFF_PENDING);
     if (pending > n.catch_up_max) {
         lapict__add_sat(n.missed == LAPICT_MISSED_COALESCE ? &n.c.coalesced
@@ -249,12 +272,18 @@ int lapict_state_restore(struct lapict_timer *t, const void *buf, size_t len)
     /* No expiry happened here yet: nothing holds back an early injection. */
     n.flags &= (uint16_t)~LAPICT__F_EXPIRED;
     n.last_instant_ns = now;
+    /*
+     * An expiry already due here (a deadline this guest TSC has passed, a
+     * forged elapsed time) joins the pending ones: restore never injects,
+     * since an interrupt controller restored after it would overwrite the
+     * injection. The host delivers with lapict_irq_window_open() (state.h).
+     */
+    lapict__settle(&n, now, tsc);
 
     /* Commit: the host timers of the old state go, the new state arms. */
     lapict__host_cancel(t);
     n.armed = LAPICT__ARMED_NONE;
     *t = n;
-    lapict__update(t, now);
     lapict__rearm(t, now);
     return LAPICT_OK;
 }

@@ -323,9 +323,9 @@ tsc_deadline_restored_fires_when_destination_tsc_reaches_it(void **state)
     }
 }
 
-/* The expiry instant passed, the host timer has not fired yet: the save
- * sees it (due expiries are processed first); it is delivered once in
- * total, on whichever side, and never again. */
+/* The expiry instant passed, the host timer has not fired yet: the blob
+ * carries it as pending (the source does not inject it); it is delivered
+ * once in total, on the destination, and never again. */
 static void
 save_after_expiry_before_delivery_delivers_exactly_once(void **state)
 {
@@ -348,9 +348,8 @@ save_after_expiry_before_delivery_delivers_exactly_once(void **state)
             fake_window(&hb, true);
             fake_advance(&hb, 5000000);
             fake_window(&hb, true);
-            assert_int_equal(ha.ninj + hb.ninj, 1);
-            if (!win)
-                assert_int_equal(hb.ninj, 1);
+            assert_int_equal(ha.ninj, 0);
+            assert_int_equal(hb.ninj, 1);
             assert_int_equal(lapict_tmcct_read(&tb), 0);
         }
 }
@@ -717,6 +716,397 @@ static void restore_with_different_bus_hz_is_state_config(void **state)
     expect_rejected(blob, SZ, LAPICT_E_STATE_CONFIG);
 }
 
+/* ---- Saving has no side effects (issue 11 defect 3) ---- */
+
+/*
+ * Trap ops: installed into a fake host's table around a save, every op but
+ * the clock reads (and those too when clock_ok is false) fails the test.
+ * The instance keeps its pointer to h->ops, so swapping the entries is seen.
+ */
+static struct lapict_ops trap_orig;
+static bool trap_clock_ok;
+
+static uint64_t trap_now_ns(void *ctx)
+{
+    if (!trap_clock_ok)
+        fail_msg("now_ns called during save");
+    return trap_orig.now_ns(ctx);
+}
+
+static uint64_t trap_guest_tsc(void *ctx)
+{
+    if (!trap_clock_ok)
+        fail_msg("guest_tsc called during save");
+    return trap_orig.guest_tsc(ctx);
+}
+
+static void trap_sw_arm(void *ctx, uint64_t ns)
+{
+    (void)ctx;
+    (void)ns;
+    fail_msg("sw_timer_arm called during save");
+}
+
+static void trap_sw_cancel(void *ctx)
+{
+    (void)ctx;
+    fail_msg("sw_timer_cancel called during save");
+}
+
+static bool trap_hv_arm(void *ctx, uint64_t ns)
+{
+    (void)ctx;
+    (void)ns;
+    fail_msg("hv_timer_arm called during save");
+    return false;
+}
+
+static void trap_hv_cancel(void *ctx)
+{
+    (void)ctx;
+    fail_msg("hv_timer_cancel called during save");
+}
+
+static bool trap_inject(void *ctx, uint8_t v)
+{
+    (void)ctx;
+    fail_msg("inject(%u) called during save", v);
+    return false;
+}
+
+static void trap_spin(void *ctx, uint64_t ns)
+{
+    (void)ctx;
+    (void)ns;
+    fail_msg("spin_until called during save");
+}
+
+static void trap_report(void *ctx, int s, uint32_t d)
+{
+    (void)ctx;
+    fail_msg("report(%d, %u) called during save", s, d);
+}
+
+static uint64_t trap_tsc_to_host(void *ctx, uint64_t tsc)
+{
+    (void)ctx;
+    (void)tsc;
+    fail_msg("tsc_to_host_ns called during save");
+    return 0;
+}
+
+static void traps_on(struct fake_host *h, bool clock_ok)
+{
+    trap_orig = h->ops;
+    trap_clock_ok = clock_ok;
+    h->ops.now_ns = trap_now_ns;
+    h->ops.guest_tsc = trap_guest_tsc;
+    h->ops.sw_timer_arm = trap_sw_arm;
+    h->ops.sw_timer_cancel = trap_sw_cancel;
+    if (h->ops.hv_timer_arm) {
+        h->ops.hv_timer_arm = trap_hv_arm;
+        h->ops.hv_timer_cancel = trap_hv_cancel;
+    }
+    h->ops.inject = trap_inject;
+    h->ops.spin_until = trap_spin;
+    h->ops.report = trap_report;
+    if (h->ops.tsc_to_host_ns)
+        h->ops.tsc_to_host_ns = trap_tsc_to_host;
+}
+
+static void traps_off(struct fake_host *h)
+{
+    h->ops = trap_orig;
+}
+
+/* States in which a save finds work a register access would do. */
+enum due {
+    D_ONESHOT_DUE,       /* one-shot instant passed, host timer not run */
+    D_PERIODIC_DUE,      /* one grid point passed */
+    D_PERIODIC_MISSED,   /* three grid points passed */
+    D_DEADLINE_DUE,      /* guest TSC past the deadline */
+    D_PREINJ_DUE,        /* injected ahead, then its instant passed */
+    D_PREINJ_AHEAD,      /* injected ahead, instant not reached */
+    D_PENDING_AND_DUE,   /* one refused and pending, the next one due */
+    D_ILLEGAL_DUE,       /* due with vector 5 (reported at delivery) */
+    D_COUNT
+};
+
+static void build_due(enum due d, struct fake_host *h, struct lapict_timer *t,
+                      uint64_t base, enum lapict_missed_policy pol)
+{
+    struct lapict_config c = tu_cfg();
+    c.missed_policy = pol;
+    c.catch_up_max = 100;
+    if (d == D_PREINJ_DUE || d == D_PREINJ_AHEAD) {
+        c.advance_mode = LAPICT_ADVANCE_FIXED;
+        c.advance_ns = 3000;
+    }
+    tu_setup(h, t, &c, base, (d & 1) != 0);
+    switch (d) {
+    case D_ONESHOT_DUE:
+        countdown(t, 0xB, LAPICT_LVTT_ONESHOT, 1000000);
+        fake_stall(h, 1000500);
+        break;
+    case D_PERIODIC_DUE:
+        countdown(t, 0xB, LAPICT_LVTT_PERIODIC, 1000000);
+        fake_stall(h, 1000500);
+        break;
+    case D_PERIODIC_MISSED:
+        countdown(t, 0xB, LAPICT_LVTT_PERIODIC, 1000000);
+        fake_stall(h, 3000500);
+        break;
+    case D_DEADLINE_DUE:
+        lapict_lvtt_write(t, LAPICT_LVTT_TSC_DEADLINE | VEC);
+        lapict_tsc_deadline_write(t, fake_tsc(h) + 1000000);
+        fake_stall(h, 1000500);
+        break;
+    case D_PREINJ_DUE:
+    case D_PREINJ_AHEAD:
+        countdown(t, 0xB, LAPICT_LVTT_PERIODIC, 1000000);
+        /* The host timer fires 3 us early: injected ahead. */
+        fake_advance(h, 998000);
+        assert_int_equal(h->ninj, 1);
+        if (d == D_PREINJ_DUE)
+            fake_stall(h, 2500);
+        break;
+    case D_PENDING_AND_DUE:
+        countdown(t, 0xB, LAPICT_LVTT_PERIODIC, 1000000);
+        fake_window(h, false);
+        fake_advance(h, 1000000);
+        assert_int_equal(tu_stats(t).pending, 1);
+        fake_stall(h, 1000100);
+        break;
+    default:
+        countdown(t, 0xB, LAPICT_LVTT_ONESHOT, 1000);
+        lapict_lvtt_write(t, LAPICT_LVTT_ONESHOT | 5u);
+        fake_stall(h, 2000);
+        break;
+    }
+}
+
+/*
+ * lapict_state_save() reads the clock and nothing else: no inject, no
+ * timer op, no report; and the instance is bit-for-bit what it was.
+ * lapict_state_save_at() calls no op at all and gives the same blob.
+ */
+static void save_calls_no_host_op_and_changes_nothing(void **state)
+{
+    (void)state;
+    size_t b;
+    int d, s;
+    for (b = 0; b < TU_NBASES; b++) {
+        for (d = 0; d < D_COUNT + S_COUNT; d++) {
+            struct fake_host h;
+            struct lapict_timer t, copy;
+            uint8_t blob[SZ], blob2[SZ];
+            uint64_t now, tsc;
+            struct fake_host hcopy;
+            print_message("base %zu state %d\n", b, d);
+            if (d < D_COUNT)
+                build_due((enum due)d, &h, &t, tu_bases[b],
+                          LAPICT_MISSED_COALESCE);
+            else
+                build((enum scen)(d - D_COUNT), &h, &t, tu_bases[b]);
+            memcpy(&copy, &t, sizeof(t));
+            traps_on(&h, true);
+            memcpy(&hcopy, &h, sizeof(h));
+            save(&t, blob);
+            traps_off(&h);
+            assert_memory_equal(&t, &copy, sizeof(t));
+            /* The host is untouched too (its clock reads count calls). */
+            hcopy.op_calls = h.op_calls;
+            hcopy.ops = h.ops;
+            assert_memory_equal(&h, &hcopy, sizeof(h));
+            now = h.now_ns;
+            tsc = fake_tsc(&h);
+            traps_on(&h, false);
+            for (s = 0; s < 2; s++)
+                assert_int_equal(
+                    lapict_state_save_at(&t, now, tsc, blob2, SZ), LAPICT_OK);
+            traps_off(&h);
+            assert_memory_equal(blob, blob2, SZ);
+            assert_memory_equal(&t, &copy, sizeof(t));
+        }
+    }
+}
+
+/*
+ * The blob of a save is the blob of the same instance serviced at that
+ * instant with the host refusing the interrupt: a due expiry travels as
+ * pending, periodic timers sit on their next grid point, and the
+ * missed-tick policy has been applied.
+ */
+static void save_describes_the_state_as_if_serviced_now(void **state)
+{
+    (void)state;
+    static const enum lapict_missed_policy pols[] = {
+        LAPICT_MISSED_COALESCE, LAPICT_MISSED_CATCH_UP, LAPICT_MISSED_DROP};
+    size_t b, p;
+    int d;
+    for (b = 0; b < TU_NBASES; b++)
+        for (p = 0; p < 3; p++)
+            for (d = 0; d < D_COUNT; d++) {
+                struct fake_host ha, hb;
+                struct lapict_timer ta, tb;
+                uint8_t blob_a[SZ], blob_b[SZ];
+                print_message("base %zu policy %zu state %d\n", b, p, d);
+                build_due((enum due)d, &ha, &ta, tu_bases[b], pols[p]);
+                build_due((enum due)d, &hb, &tb, tu_bases[b], pols[p]);
+                save(&ta, blob_a);
+                /* The twin is serviced at the same instant, window shut. */
+                hb.window_open = false;
+                assert_int_equal(lapict_expire(&tb), LAPICT_OK);
+                save(&tb, blob_b);
+                if (d == D_ILLEGAL_DUE) {
+                    /* Servicing reports and drops an illegal vector at
+                     * delivery; the blob keeps it pending so that the
+                     * destination reports it (ESR), once. */
+                    assert_int_equal(oracle_get32(blob_a, 48), 1);
+                    assert_int_equal(oracle_get32(blob_b, 48), 0);
+                    assert_int_equal(hb.nrep, 1);
+                    assert_int_equal(ha.nrep, 0);
+                    continue;
+                }
+                assert_memory_equal(blob_a, blob_b, SZ);
+            }
+}
+
+/*
+ * A VMM saves its interrupt controller (a model IRR here: the vectors the
+ * source host accepted) and the timer in either order, and restores them in
+ * either order on the destination, then does what state.h asks: one
+ * lapict_irq_window_open(). Every interrupt due by the save instant is
+ * delivered exactly once across the migration, whatever the orders.
+ */
+static unsigned migrate_with_irr(enum due d, enum lapict_missed_policy pol,
+                                 uint64_t base, bool timer_first_src,
+                                 bool timer_first_dst, unsigned *expected)
+{
+    struct fake_host ha, hb;
+    struct lapict_timer ta, tb;
+    struct lapict_config c = tu_cfg();
+    uint8_t blob[SZ];
+    unsigned irr, lost = 0, before_irr;
+    build_due(d, &ha, &ta, base, pol);
+    if (timer_first_src) {
+        save(&ta, blob);
+        irr = ha.ninj; /* the IRR snapshot holds what was injected */
+    } else {
+        irr = ha.ninj;
+        save(&ta, blob);
+    }
+    /* Interrupts of the source that did not make it into the IRR copy. */
+    lost += ha.ninj - irr;
+    c.missed_policy = pol;
+    c.catch_up_max = 100;
+    if (d == D_PREINJ_DUE || d == D_PREINJ_AHEAD) {
+        c.advance_mode = LAPICT_ADVANCE_FIXED;
+        c.advance_ns = 3000;
+    }
+    tu_setup(&hb, &tb, &c, base + 5000000000ull, false);
+    hb.tsc_offset = fake_tsc(&ha); /* the TSC continues */
+    if (timer_first_dst) {
+        assert_int_equal(lapict_state_restore(&tb, blob, SZ), LAPICT_OK);
+        /* Restoring the IRR copy overwrites what was injected meanwhile. */
+        lost += hb.ninj;
+        before_irr = hb.ninj;
+    } else {
+        before_irr = 0;
+        assert_int_equal(lapict_state_restore(&tb, blob, SZ), LAPICT_OK);
+    }
+    assert_int_equal(lapict_irq_window_open(&tb), LAPICT_OK);
+    assert_int_equal(lapict_irq_window_open(&tb), LAPICT_OK);
+    fake_enter(&hb);
+    /* Before the next expiry of any of the states. */
+    fake_advance(&hb, 400000);
+    *expected = lost;
+    return irr + (hb.ninj - before_irr);
+}
+
+static void due_expiry_delivered_once_whatever_the_irr_save_order(void **state)
+{
+    (void)state;
+    /* Interrupts in the guest's hands across the migration, per state:
+     * (source IRR copy + destination deliveries). Pre-injected expiries were
+     * injected before the vCPU stopped, so the IRR copy holds them. */
+    static const struct {
+        enum due d;
+        enum lapict_missed_policy pol;
+        unsigned want;
+    } cases[] = {
+        {D_ONESHOT_DUE, LAPICT_MISSED_COALESCE, 1},
+        {D_PERIODIC_DUE, LAPICT_MISSED_COALESCE, 1},
+        {D_PERIODIC_DUE, LAPICT_MISSED_DROP, 1},
+        {D_PERIODIC_MISSED, LAPICT_MISSED_COALESCE, 1},
+        {D_PERIODIC_MISSED, LAPICT_MISSED_CATCH_UP, 3},
+        {D_PERIODIC_MISSED, LAPICT_MISSED_DROP, 0},
+        {D_DEADLINE_DUE, LAPICT_MISSED_COALESCE, 1},
+        {D_PREINJ_DUE, LAPICT_MISSED_COALESCE, 1},
+        {D_PREINJ_AHEAD, LAPICT_MISSED_COALESCE, 1},
+        {D_PENDING_AND_DUE, LAPICT_MISSED_COALESCE, 1},
+        {D_PENDING_AND_DUE, LAPICT_MISSED_CATCH_UP, 2},
+        {D_ILLEGAL_DUE, LAPICT_MISSED_COALESCE, 0},
+    };
+    size_t b, i;
+    int o;
+    for (b = 0; b < TU_NBASES; b++)
+        for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+            for (o = 0; o < 4; o++) {
+                unsigned lost, got;
+                print_message("base %zu case %zu order %d\n", b, i, o);
+                got = migrate_with_irr(cases[i].d, cases[i].pol, tu_bases[b],
+                                       o & 1, o & 2, &lost);
+                assert_int_equal(lost, 0);
+                assert_int_equal(got, cases[i].want);
+            }
+}
+
+/*
+ * state.h: restore never calls inject (an interrupt controller restored
+ * after it would overwrite the injection); the host calls
+ * lapict_irq_window_open() once after restoring, and that delivers what the
+ * blob holds pending and any expiry already due, once.
+ */
+static void restore_injects_nothing_window_open_delivers_once(void **state)
+{
+    (void)state;
+    size_t b;
+    int w;
+    for (b = 0; b < TU_NBASES; b++)
+        for (w = 0; w < 2; w++) {
+            struct fake_host ha, hb;
+            struct lapict_timer ta, tb;
+            struct lapict_config c = tu_cfg();
+            uint8_t blob[SZ];
+            uint64_t D;
+            tu_setup(&ha, &ta, &c, tu_bases[b], false);
+            lapict_lvtt_write(&ta, LAPICT_LVTT_TSC_DEADLINE | VEC);
+            D = fake_tsc(&ha) + 1000000;
+            lapict_tsc_deadline_write(&ta, D);
+            save(&ta, blob);
+            /* The destination's TSC is already past D: due on arrival. */
+            fake_host_init(&hb, tu_bases[1 - b], 1000000, D + 10, w != 0);
+            assert_int_equal(fake_attach(&hb, &tb, &c), LAPICT_OK);
+            hb.window_open = w != 0;
+            assert_int_equal(lapict_state_restore(&tb, blob, SZ), LAPICT_OK);
+            assert_int_equal(hb.inject_calls, 0);
+            assert_int_equal(lapict_tsc_deadline_read(&tb), 0);
+            assert_int_equal(hb.inject_calls, 0);
+            assert_int_equal(lapict_lvtt_read(&tb) & LAPICT_LVTT_PENDING,
+                             LAPICT_LVTT_PENDING);
+            /* Window closed: it stays pending, offered again later. */
+            assert_int_equal(lapict_irq_window_open(&tb), LAPICT_OK);
+            assert_int_equal(hb.ninj, w ? 1u : 0u);
+            fake_window(&hb, true);
+            fake_window(&hb, true);
+            fake_advance(&hb, 10000000);
+            assert_int_equal(hb.ninj, 1);
+            assert_int_equal(hb.inj[0].vector, VEC);
+            tu_check_host(&hb);
+        }
+}
+
 int main(int argc, char **argv)
 {
     /* Optional test name pattern, e.g. for debugging one test. */
@@ -747,6 +1137,11 @@ int main(int argc, char **argv)
         cmocka_unit_test(correct_checksum_bad_fields_give_state_field),
         cmocka_unit_test(inconsistent_mode_and_registers_give_state_field),
         cmocka_unit_test(restore_with_different_bus_hz_is_state_config),
+        cmocka_unit_test(save_calls_no_host_op_and_changes_nothing),
+        cmocka_unit_test(save_describes_the_state_as_if_serviced_now),
+        cmocka_unit_test(
+            due_expiry_delivered_once_whatever_the_irr_save_order),
+        cmocka_unit_test(restore_injects_nothing_window_open_delivers_once),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

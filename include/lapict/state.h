@@ -36,20 +36,45 @@ extern "C" {
 #define LAPICT_STATE_VERSION 1u
 
 /**
- * lapict_state_save() - serialise the timer state.
- * @t: the instance.
+ * lapict_state_save() - serialise the timer state as of now.
+ * @t: the instance; not modified.
  * @buf: receives LAPICT_STATE_SIZE bytes.
  * @len: size of @buf; at least LAPICT_STATE_SIZE.
  *
- * Due expiries are processed first, so the blob describes the timer as the
- * guest would observe it now. The instance keeps running unchanged.
+ * Reads the host clock (now_ns, and guest_tsc if a TSC deadline is armed)
+ * and calls no other op: nothing is injected, armed or reported, and the
+ * instance is left exactly as it was. The blob describes the timer as
+ * servicing at that instant would leave it: an expiry that is due but not
+ * yet processed travels as pending (the missed-tick policy applied, a
+ * periodic count-down on its next grid point), so the order in which the
+ * host saves its interrupt controller and the timer does not matter: the
+ * interrupt is in exactly one of them. See lapict_state_save_at().
  *
  * Context: owner thread, vCPU stopped.
  * Return: LAPICT_OK; LAPICT_E_INVAL for NULL; LAPICT_E_STATE_SIZE if @len
  * is too small.
  */
-LAPICT_API int lapict_state_save(struct lapict_timer *t, void *buf,
+LAPICT_API int lapict_state_save(const struct lapict_timer *t, void *buf,
                                  size_t len);
+
+/**
+ * lapict_state_save_at() - lapict_state_save() at an instant the host gives.
+ * @t: the instance; not modified.
+ * @now_ns: host time of the save, at or after the instance's last call.
+ * @guest_tsc: the guest TSC at @now_ns (used only for an armed deadline).
+ * @buf: receives LAPICT_STATE_SIZE bytes.
+ * @len: size of @buf; at least LAPICT_STATE_SIZE.
+ *
+ * Calls no op at all, so a host can save every vCPU's timer as of one
+ * instant (the moment it stopped the VM) and from any context.
+ *
+ * Context: any thread, provided the owner thread is not using @t; vCPU
+ * stopped.
+ * Return: as lapict_state_save().
+ */
+LAPICT_API int lapict_state_save_at(const struct lapict_timer *t,
+                                    uint64_t now_ns, uint64_t guest_tsc,
+                                    void *buf, size_t len);
 
 /**
  * lapict_state_restore() - load a blob into an initialised instance.
@@ -62,8 +87,18 @@ LAPICT_API int lapict_state_save(struct lapict_timer *t, void *buf,
  *
  * Every field is validated before anything changes. Count-downs resume
  * where they were at save (the gap does not count); a TSC deadline fires
- * when this host's guest TSC reaches it; a pending interrupt is delivered
- * once; host timers the instance had armed are cancelled and re-armed.
+ * when this host's guest TSC reaches it; host timers the instance had armed
+ * are cancelled and re-armed.
+ *
+ * Restore never calls inject: an interrupt the blob holds pending, or an
+ * expiry already due on this host (a deadline its guest TSC has passed),
+ * is held pending (LVTT bit 12 reads 1). What the host must do: restore its
+ * interrupt controller (IRR/ISR) and this blob, in either order, then call
+ * lapict_irq_window_open() once before the first guest entry, whether or
+ * not it ever refused an interrupt. That call offers the pending interrupts
+ * (mask and vector read then); if the host refuses, they stay pending and
+ * the host calls lapict_irq_window_open() again when its window opens, as
+ * after any refusal. Each is delivered exactly once.
  *
  * Context: owner thread, vCPU stopped.
  * Return: LAPICT_OK, or a LAPICT_E_STATE_* / LAPICT_E_INVAL code with the
