@@ -175,13 +175,16 @@ static int check_fields(const struct lapict_timer *t, const uint8_t *b)
         return LAPICT_E_STATE_FIELD;
     if (!(fl & B_SVR_EN) && !(lvtt & LAPICT_LVTT_MASK))
         return LAPICT_E_STATE_FIELD;
-    if ((fl & B_CD_ARMED) && !active)
+    /*
+     * Only states the library produces: a count-down is defined exactly
+     * while its next expiry is unprocessed (a one-shot stops at its expiry,
+     * a periodic one reloads), so "active" and "armed" go together.
+     */
+    if (!(fl & B_CD_ARMED) != !active)
         return LAPICT_E_STATE_FIELD;
     if (active) {
         if (dlmode || tmict == 0 || e == 0 || e > LAPICT__FAR_NS ||
             elapsed > LAPICT__FAR_NS)
-            return LAPICT_E_STATE_FIELD;
-        if (mode == LAPICT_LVTT_PERIODIC && !(fl & B_CD_ARMED))
             return LAPICT_E_STATE_FIELD;
     } else if (elapsed || e || (fl & B_CLAMPED)) {
         return LAPICT_E_STATE_FIELD;
@@ -192,7 +195,11 @@ static int check_fields(const struct lapict_timer *t, const uint8_t *b)
         return LAPICT_E_STATE_FIELD;
     if (dlmode && tmict)
         return LAPICT_E_STATE_FIELD;
-    if ((fl & B_PREINJ) && !(fl & (B_CD_ARMED | B_DL_ARMED)))
+    /* Injected ahead: an expiry of this mode is armed, none is pending
+     * (the library injects ahead only with nothing pending, and the
+     * expiry consumes the flag before anything can become pending). */
+    if ((fl & B_PREINJ) && (!(fl & (B_CD_ARMED | B_DL_ARMED)) ||
+                            get32(b + OFF_PENDING) != 0))
         return LAPICT_E_STATE_FIELD;
     if (get32(b + OFF_PENDING) > LAPICT_CATCH_UP_MAX_LIMIT ||
         get32(b + OFF_ADV) > LAPICT_ADVANCE_NS_LIMIT ||
@@ -205,6 +212,27 @@ static int check_fields(const struct lapict_timer *t, const uint8_t *b)
     if (dlmode && !(t->flags & LAPICT__F_DL_OK))
         return LAPICT_E_STATE_CONFIG;
     return LAPICT_OK;
+}
+
+/*
+ * An expiry injected ahead must be within the advance the source had (the
+ * blob's) of @now: the wait before the next guest entry spins until it,
+ * and a forged instant years away would spin for years and then swallow
+ * the real expiry. A deadline's instant is this host's estimate, which may
+ * be one TSC period later than the source's.
+ */
+static bool preinj_near(const struct lapict_timer *n, const uint8_t *b,
+                        uint64_t now, uint64_t tsc)
+{
+    uint64_t adv = get32(b + OFF_ADV), rem, elapsed = now - n->anchor_ns;
+
+    if (n->flags & LAPICT__F_CD_ARMED) {
+        rem = elapsed >= n->next_rel_ns ? 0 : n->next_rel_ns - elapsed;
+    } else {
+        rem = tsc >= n->deadline_tsc ? 0 : n->dl_ns - now;
+        adv += lapict__ns_from_tsc(n, 1);
+    }
+    return rem <= adv;
 }
 
 int lapict_state_restore(struct lapict_timer *t, const void *buf, size_t len)
@@ -253,6 +281,8 @@ int lapict_state_restore(struct lapict_timer *t, const void *buf, size_t len)
         tsc = lapict__tsc(&n);
         n.dl_ns = lapict__deadline_ns(&n, now, tsc, n.deadline_tsc);
     }
+    if ((n.flags & LAPICT__F_PREINJ) && !preinj_near(&n, b, now, tsc))
+        return LAPICT_E_STATE_FIELD;
     pending = get32(b + OFF_PENDING);
     if (pending > n.catch_up_max) {
         lapict__add_sat(n.missed == LAPICT_MISSED_COALESCE ? &n.c.coalesced

@@ -1107,6 +1107,309 @@ static void restore_injects_nothing_window_open_delivers_once(void **state)
         }
 }
 
+/* ---- Forged blobs: the flag space, pre-injections (defects 9, 10) ---- */
+
+/* Restore @blob into an instance built with @c whose guest TSC reads @tsc
+ * (the source's at the save: it continues); on rejection the instance and
+ * its host must be bit-for-bit unchanged. Returns the status. */
+static int restore_into_tsc(const struct lapict_config *c,
+                            const uint8_t *blob, uint64_t tsc)
+{
+    struct fake_host h, hcopy;
+    struct lapict_timer t, copy;
+    int rc;
+    tu_setup(&h, &t, c, 777777, true);
+    countdown(&t, 0x0, LAPICT_LVTT_PERIODIC, 3000000);
+    fake_advance(&h, 1000);
+    h.tsc_offset += tsc - fake_tsc(&h);
+    memcpy(&copy, &t, sizeof(t));
+    memcpy(&hcopy, &h, sizeof(h));
+    rc = lapict_state_restore(&t, blob, SZ);
+    if (rc != LAPICT_OK) {
+        assert_memory_equal(&t, &copy, sizeof(t));
+        /* Only the clock may have been read. */
+        hcopy.op_calls = h.op_calls;
+        assert_memory_equal(&h, &hcopy, sizeof(h));
+    }
+    return rc;
+}
+
+static int restore_into(const struct lapict_config *c, const uint8_t *blob)
+{
+    return restore_into_tsc(c, blob, 0);
+}
+
+#define B_SVR 0x01u
+#define B_ACT 0x02u
+#define B_ARM 0x04u
+#define B_CLA 0x08u
+#define B_DLA 0x10u
+#define B_PRE 0x20u
+#define B_EST 0x40u
+
+/* The library-made states: base state x SVR x tuner estimate. */
+enum base {
+    B_OS_STOPPED,
+    B_OS_RUNNING,
+    B_OS_PREINJ,
+    B_P_STOPPED,
+    B_P_RUNNING,
+    B_P_CLAMPED,
+    B_P_PREINJ,
+    B_P_CLAMPED_PREINJ,
+    B_DL_DISARMED,
+    B_DL_ARMED,
+    B_DL_PREINJ,
+    B_COUNT
+};
+
+static struct lapict_config flag_cfg(void)
+{
+    struct lapict_config c = tu_cfg();
+    c.min_period_ns = 200000;
+    c.advance_mode = LAPICT_ADVANCE_ADAPTIVE;
+    c.advance_ns = 2000;
+    return c;
+}
+
+/* Run to just past the host timer armed the advance before @dur. */
+static void to_preinj(struct fake_host *h, struct lapict_timer *t,
+                      uint64_t dur)
+{
+    uint32_t adv = tu_stats(t).advance_ns;
+    assert_true(adv > 2);
+    fake_advance(h, dur - adv / 2);
+}
+
+/* Returns the guest TSC at the save. */
+static uint64_t produce(enum base bs, bool svr_off, bool est, uint8_t *blob)
+{
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = flag_cfg();
+    tu_setup(&h, &t, &c, 1000, false);
+    if (est) {
+        /* One pre-injected expiry and its entry: the tuner's first sample. */
+        countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, 100000);
+        fake_advance(&h, 200000);
+        fake_enter(&h);
+        lapict_reset(&t);
+    }
+    fake_advance(&h, 1000000);
+    switch (bs) {
+    case B_OS_STOPPED:
+        break;
+    case B_OS_RUNNING:
+        countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, 1000000);
+        fake_advance(&h, 1000);
+        break;
+    case B_OS_PREINJ:
+        countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, 1000000);
+        to_preinj(&h, &t, 1000000);
+        break;
+    case B_P_STOPPED:
+        lapict_lvtt_write(&t, LAPICT_LVTT_PERIODIC | VEC);
+        break;
+    case B_P_RUNNING:
+        countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, 1000000);
+        fake_advance(&h, 1000);
+        break;
+    case B_P_CLAMPED:
+        countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, 7);
+        fake_advance(&h, 1000);
+        break;
+    case B_P_PREINJ:
+        countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, 1000000);
+        to_preinj(&h, &t, 1000000);
+        break;
+    case B_P_CLAMPED_PREINJ:
+        countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, 7);
+        to_preinj(&h, &t, 200000);
+        break;
+    case B_DL_DISARMED:
+        lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
+        break;
+    case B_DL_ARMED:
+        lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
+        lapict_tsc_deadline_write(&t, fake_tsc(&h) + 1000000);
+        break;
+    default:
+        lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
+        lapict_tsc_deadline_write(&t, fake_tsc(&h) + 1000000);
+        to_preinj(&h, &t, 1000000);
+        break;
+    }
+    if (svr_off)
+        lapict_svr_write(&t, false);
+    save(&t, blob);
+    return fake_tsc(&h);
+}
+
+static unsigned flag_key(const uint8_t *blob)
+{
+    uint32_t mode = (oracle_get32(blob, 8) >> 17) & 3u;
+    return mode * 128u + (oracle_get32(blob, 20) & 0x7Fu);
+}
+
+/*
+ * Every (timer mode, blob flags) combination: either the library produces
+ * it (shown by producing it: each produced blob restores), or every blob
+ * carrying it is rejected, the instance unchanged. A rejected combination
+ * is tried on every produced blob of its mode, with only the flags (and a
+ * deadline for the deadline-armed flag) changed, so that it is the flags
+ * that are refused.
+ */
+static void every_flag_combination_is_producible_or_rejected(void **state)
+{
+    (void)state;
+    static uint8_t blobs[B_COUNT * 4][SZ];
+    uint64_t tscs[B_COUNT * 4];
+    bool produced[3 * 128] = {false};
+    struct lapict_config c = flag_cfg();
+    unsigned nb = 0, key, i, n_rejected = 0, n_produced = 0;
+    int bs, v;
+    for (bs = 0; bs < B_COUNT; bs++)
+        for (v = 0; v < 4; v++) {
+            uint8_t *b = blobs[nb];
+            tscs[nb++] = produce((enum base)bs, v & 1, v & 2, b);
+            /* The variant got what it asked for. */
+            assert_int_equal(!(oracle_get32(b, 20) & B_SVR), v & 1);
+            assert_int_equal(!!(oracle_get32(b, 20) & B_EST), !!(v & 2));
+            if (bs == B_OS_PREINJ || bs == B_P_PREINJ ||
+                bs == B_P_CLAMPED_PREINJ || bs == B_DL_PREINJ)
+                assert_true(oracle_get32(b, 20) & B_PRE);
+            produced[flag_key(b)] = true;
+            assert_int_equal(restore_into_tsc(&c, b, tscs[nb - 1]),
+                             LAPICT_OK);
+        }
+    for (key = 0; key < 3 * 128; key++) {
+        uint32_t fl = key % 128u, mode = key / 128u;
+        if (produced[key]) {
+            n_produced++;
+            continue;
+        }
+        for (i = 0; i < nb; i++) {
+            uint8_t bad[SZ];
+            int dl;
+            if (((oracle_get32(blobs[i], 8) >> 17) & 3u) != mode)
+                continue;
+            for (dl = 0; dl < 2; dl++) {
+                memcpy(bad, blobs[i], SZ);
+                oracle_put32(bad, 20, fl);
+                if (dl)
+                    oracle_put64(bad, 40, (fl & B_DLA) ? 5000000000ull : 0);
+                oracle_reseal(bad);
+                if (restore_into_tsc(&c, bad, tscs[i]) == LAPICT_OK)
+                    fail_msg("mode %u flags 0x%02x accepted (template %u), "
+                             "but the library never produces it",
+                             mode, fl, i);
+                n_rejected++;
+            }
+        }
+    }
+    print_message("%u combinations produced, %u forged blobs rejected\n",
+                  n_produced, n_rejected);
+    /* 11 base states x SVR x estimate, all distinct. */
+    assert_int_equal(n_produced, B_COUNT * 4);
+}
+
+/* A forged blob for the pre-injection tests: @blob with flags and fields
+ * set, resealed. */
+static void forge32(uint8_t *blob, size_t off, uint32_t v)
+{
+    oracle_put32(blob, off, v);
+    oracle_reseal(blob);
+}
+
+/*
+ * Issue 11 defect 9: a one-shot of 2^32-1 ticks at divide 128 on a 1 kHz
+ * bus (16 years) marked as already injected ahead. Accepted, the next guest
+ * entry would spin for the whole count and swallow the real expiry. A
+ * pre-injected instant must lie within the blob's advance of now (plus one
+ * TSC period for a deadline's estimate), nothing may be pending, and the
+ * flags must match the mode.
+ */
+static void forged_preinjection_is_rejected(void **state)
+{
+    (void)state;
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg(), ca;
+    uint8_t blob[SZ], bad[SZ];
+    uint64_t tsc;
+
+    c.bus_hz = LAPICT_BUS_HZ_MIN;
+    c.advance_mode = LAPICT_ADVANCE_FIXED;
+    c.advance_ns = 5000;
+    tu_setup(&h, &t, &c, 0, false);
+    countdown(&t, 0xA, LAPICT_LVTT_ONESHOT, UINT32_MAX);
+    fake_advance(&h, 1000);
+    save(&t, blob);
+    memcpy(bad, blob, SZ);
+    forge32(bad, 20, oracle_get32(bad, 20) | B_PRE);
+    assert_int_equal(restore_into(&c, bad), LAPICT_E_STATE_FIELD);
+
+    /* Real pre-injections, then forged around them. */
+    ca = flag_cfg();
+    produce(B_OS_PREINJ, false, false, blob);
+    assert_int_equal(restore_into(&ca, blob), LAPICT_OK);
+    /* ... with a pending interrupt as well: never both. */
+    memcpy(bad, blob, SZ);
+    forge32(bad, 48, 1);
+    assert_int_equal(restore_into(&ca, bad), LAPICT_E_STATE_FIELD);
+    /* ... with less advance than the instant is away. */
+    memcpy(bad, blob, SZ);
+    forge32(bad, 52, 1);
+    assert_int_equal(restore_into(&ca, bad), LAPICT_E_STATE_FIELD);
+    /* ... moved 1 ms before its instant. */
+    memcpy(bad, blob, SZ);
+    oracle_put64(bad, 24, oracle_get64(bad, 24) - 1000000);
+    oracle_reseal(bad);
+    assert_int_equal(restore_into(&ca, bad), LAPICT_E_STATE_FIELD);
+
+    /* A deadline pre-injected, restored where the TSC is far behind it. */
+    tsc = produce(B_DL_PREINJ, false, false, blob);
+    assert_int_equal(restore_into_tsc(&ca, blob, tsc), LAPICT_OK);
+    assert_int_equal(restore_into_tsc(&ca, blob, tsc - 1000000),
+                     LAPICT_E_STATE_FIELD);
+    memcpy(bad, blob, SZ);
+    oracle_put64(bad, 40, oracle_get64(bad, 40) + 1000000000ull);
+    oracle_reseal(bad);
+    assert_int_equal(restore_into_tsc(&ca, bad, tsc), LAPICT_E_STATE_FIELD);
+    /* A pre-injected deadline flag in one-shot mode. */
+    memcpy(bad, blob, SZ);
+    forge32(bad, 8, LAPICT_LVTT_ONESHOT | VEC);
+    assert_int_equal(restore_into_tsc(&ca, bad, tsc), LAPICT_E_STATE_FIELD);
+}
+
+/* What an accepted pre-injection costs the destination: one wait of at
+ * most the advance, then the expiry at its instant is not delivered again. */
+static void restored_preinjection_waits_at_most_the_advance(void **state)
+{
+    (void)state;
+    static const enum base bases[] = {B_OS_PREINJ, B_P_PREINJ,
+                                      B_P_CLAMPED_PREINJ, B_DL_PREINJ};
+    size_t i;
+    for (i = 0; i < 4; i++) {
+        struct fake_host h;
+        struct lapict_timer t;
+        struct lapict_config c = flag_cfg();
+        uint8_t blob[SZ];
+        uint64_t t0, tsc;
+        tsc = produce(bases[i], false, false, blob);
+        tu_setup(&h, &t, &c, TU_NEAR_WRAP, false);
+        h.tsc_offset = tsc; /* the TSC continues */
+        t0 = h.now_ns;
+        assert_int_equal(lapict_state_restore(&t, blob, SZ), LAPICT_OK);
+        assert_int_equal(lapict_irq_window_open(&t), LAPICT_OK);
+        fake_enter(&h);
+        assert_true(h.spins <= 1);
+        assert_true(fake_diff(t0, h.now_ns) <= 5000);
+        fake_advance(&h, 150000);
+        assert_int_equal(h.ninj, 0);
+    }
+}
+
 int main(int argc, char **argv)
 {
     /* Optional test name pattern, e.g. for debugging one test. */
@@ -1142,6 +1445,9 @@ int main(int argc, char **argv)
         cmocka_unit_test(
             due_expiry_delivered_once_whatever_the_irr_save_order),
         cmocka_unit_test(restore_injects_nothing_window_open_delivers_once),
+        cmocka_unit_test(every_flag_combination_is_producible_or_rejected),
+        cmocka_unit_test(forged_preinjection_is_rejected),
+        cmocka_unit_test(restored_preinjection_waits_at_most_the_advance),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

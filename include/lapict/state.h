@@ -93,12 +93,25 @@ LAPICT_API int lapict_state_save_at(const struct lapict_timer *t,
  * Restore never calls inject: an interrupt the blob holds pending, or an
  * expiry already due on this host (a deadline its guest TSC has passed),
  * is held pending (LVTT bit 12 reads 1). What the host must do: restore its
- * interrupt controller (IRR/ISR) and this blob, in either order, then call
- * lapict_irq_window_open() once before the first guest entry, whether or
- * not it ever refused an interrupt. That call offers the pending interrupts
- * (mask and vector read then); if the host refuses, they stay pending and
- * the host calls lapict_irq_window_open() again when its window opens, as
- * after any refusal. Each is delivered exactly once.
+ * interrupt controller (IRR/ISR) and this blob, in either order, then treat
+ * the timer as one whose interrupt it refused: call lapict_irq_window_open()
+ * as soon as it can accept an interrupt, at once if it already can (before
+ * the first guest entry), whether or not it ever refused one. That call
+ * offers the pending interrupts (mask and vector read then); any the host
+ * refuses stay pending until its next lapict_irq_window_open(). Each is
+ * delivered exactly once; a host that skips the call gets them only with
+ * the timer's next expiry.
+ *
+ * Accepted are only states the library produces (TIMER.md section 8,
+ * "consistency"): a count-down is active exactly when its expiry is
+ * unprocessed (flags 1 and 2 together); clamped only while periodic and
+ * active; a deadline armed only in TSC-deadline mode, with a non-zero
+ * deadline; an expiry injected ahead (flag 5) only with an armed timer of
+ * the LVTT mode, nothing pending, and its instant at most the blob's
+ * advance_ns after this host's now (for a deadline: estimated from this
+ * host's guest TSC, one TSC period of slack), so the wait at the next
+ * guest entry is bounded by the advance. Anything else is
+ * LAPICT_E_STATE_FIELD.
  *
  * Context: owner thread, vCPU stopped.
  * Return: LAPICT_OK, or a LAPICT_E_STATE_* / LAPICT_E_INVAL code with the
