@@ -22,7 +22,8 @@
 #define OFF_BUS_HZ 56
 #define OFF_ADV_EST 64
 #define OFF_ADV_DEV 68
-#define OFF_RESERVED 72
+#define OFF_CLAMP_P 72
+#define OFF_RESERVED 76
 #define OFF_CRC 124
 
 /* Blob flag bits (stable on the wire, independent of internal flags). */
@@ -118,6 +119,9 @@ int lapict_state_save_at(const struct lapict_timer *cur, uint64_t now,
     put64(b + OFF_BUS_HZ, bus_hz_of(t));
     put32(b + OFF_ADV_EST, t->adv_est);
     put32(b + OFF_ADV_DEV, t->adv_dev);
+    /* The clamped clock is this host's: the destination may have another. */
+    put32(b + OFF_CLAMP_P,
+          (t->flags & LAPICT__F_CLAMPED) ? t->min_period_ns : 0);
     put32(b + OFF_CRC, lapict__crc32(b, OFF_CRC));
     return LAPICT_OK;
 }
@@ -191,6 +195,10 @@ static int check_fields(const struct lapict_timer *t, const uint8_t *b)
     }
     if ((fl & B_CLAMPED) && mode != LAPICT_LVTT_PERIODIC)
         return LAPICT_E_STATE_FIELD;
+    if ((fl & B_CLAMPED) ? (get32(b + OFF_CLAMP_P) == 0 ||
+                            get32(b + OFF_CLAMP_P) > LAPICT_MIN_PERIOD_NS_MAX)
+                         : get32(b + OFF_CLAMP_P) != 0)
+        return LAPICT_E_STATE_FIELD;
     if ((fl & B_DL_ARMED) ? (!dlmode || dl == 0) : dl != 0)
         return LAPICT_E_STATE_FIELD;
     if (dlmode && tmict)
@@ -235,6 +243,42 @@ static bool preinj_near(const struct lapict_timer *n, const uint8_t *b,
     return rem <= adv;
 }
 
+/*
+ * Move a count-down from the source's clock to this host's (its minimum
+ * period @min_ns may differ, so the clamp may start, stop or change
+ * period): the count is kept and the timer re-anchored at @now, as TIMER.md
+ * section 3 does whenever the clamp starts or stops applying. The same
+ * clock is kept exactly. Due expiries are settled on the source's clock
+ * first, so none is lost by the re-anchor. An expiry already injected
+ * ahead cannot move: its instant would change under an interrupt the guest
+ * already has (twice, or early), so that is a configuration mismatch.
+ */
+static int to_local_clock(struct lapict_timer *n, uint32_t min_ns,
+                          uint64_t now)
+{
+    uint32_t src_ns = n->min_period_ns, c;
+    bool clamp;
+
+    if (n->flags & LAPICT__F_CD_ACTIVE) {
+        lapict__settle(n, now, 0); /* no deadline in a count-down mode */
+        n->min_period_ns = min_ns;
+        clamp = lapict__needs_clamp(n);
+        n->min_period_ns = src_ns;
+        if ((n->flags & LAPICT__F_CD_ACTIVE) &&
+            (clamp != !!(n->flags & LAPICT__F_CLAMPED) ||
+             (clamp && src_ns != min_ns))) {
+            if (n->flags & LAPICT__F_PREINJ)
+                return LAPICT_E_STATE_CONFIG;
+            c = lapict__tmcct(n, now);
+            n->min_period_ns = min_ns;
+            lapict__clamp_flag(n, clamp);
+            lapict__reanchor(n, now, c);
+        }
+    }
+    n->min_period_ns = min_ns;
+    return LAPICT_OK;
+}
+
 int lapict_state_restore(struct lapict_timer *t, const void *buf, size_t len)
 {
     const uint8_t *b = buf;
@@ -269,13 +313,17 @@ int lapict_state_restore(struct lapict_timer *t, const void *buf, size_t len)
     n.deadline_tsc = get64(b + OFF_DEADLINE);
     if (n.flags & LAPICT__F_CD_ACTIVE) {
         uint64_t T;
+        /* First the source's clock: clamped, N ticks lasted its period. */
+        if (n.flags & LAPICT__F_CLAMPED) {
+            n.min_period_ns = get32(b + OFF_CLAMP_P);
+            if (!lapict__needs_clamp(&n))
+                return LAPICT_E_STATE_FIELD; /* that clamp never applied */
+        }
         n.next_rel_ns = lapict__ns_for(&n, n.e_tick);
         T = lapict__ticks_in(&n, get64(b + OFF_ELAPSED));
         /* A count above N is not a state any guest could have produced. */
         if (n.e_tick > T && n.e_tick - T > n.tmict)
             return LAPICT_E_STATE_FIELD;
-        /* This host's minimum period may differ: keep the count. */
-        lapict__set_clamp(&n, now, lapict__needs_clamp(&n));
     }
     if (n.flags & LAPICT__F_DL_ARMED) {
         tsc = lapict__tsc(&n);
@@ -308,6 +356,9 @@ int lapict_state_restore(struct lapict_timer *t, const void *buf, size_t len)
      * since an interrupt controller restored after it would overwrite the
      * injection. The host delivers with lapict_irq_window_open() (state.h).
      */
+    rc = to_local_clock(&n, t->min_period_ns, now);
+    if (rc != LAPICT_OK)
+        return rc;
     lapict__settle(&n, now, tsc);
 
     /* Commit: the host timers of the old state go, the new state arms. */

@@ -85,9 +85,11 @@ static void blob_layout_matches_state_h(void **state)
         /* Advance off: no tuner estimate or deviation. */
         assert_int_equal(oracle_get32(blob, 64), 0);
         assert_int_equal(oracle_get32(blob, 68), 0);
+        /* Not clamped: no clamp period (clamp_period_field_is_checked). */
+        assert_int_equal(oracle_get32(blob, 72), 0);
         /* Flags: software-enabled, count-down active, expiry unprocessed. */
         assert_int_equal(oracle_get32(blob, 20), 0x7);
-        for (i = 72; i < 124; i++)
+        for (i = 76; i < 124; i++)
             assert_int_equal(blob[i], 0);
         assert_int_equal(oracle_get32(blob, 124), oracle_crc32(blob, 124));
     }
@@ -623,6 +625,7 @@ struct field_case {
 
 /* Correctly sealed blobs whose contents are invalid or inconsistent. */
 static const struct field_case field_cases[] = {
+    {"reserved byte 76", 76, 1, 1},
     {"reserved byte 80", 80, 1, 1},
     {"reserved byte 101", 101, 1, 0x80},
     {"reserved byte 123", 123, 1, 0xFF},
@@ -1410,6 +1413,120 @@ static void restored_preinjection_waits_at_most_the_advance(void **state)
     }
 }
 
+/* ---- Restore into another minimum period (issue 11 defect 11) ---- */
+
+/*
+ * Periodic N = 100 at divide 1, clamped by the source's 200 us minimum
+ * period (100 ticks last 200 us), saved 150 us in: TMCCT 25. Restored at
+ * the same instant into each destination minimum, TMCCT stays 25. With the
+ * same minimum nothing changes (next expiry 50 us later, then every 200 us);
+ * with another one the count is kept and drains on the destination's clock,
+ * re-anchored at the restore as TIMER.md section 3 does whenever the clamp
+ * starts or stops applying: 25 ticks of that clock, then its period. The
+ * interrupt never comes before TMCCT reaches 0 on that clock.
+ */
+static void clamped_periodic_keeps_its_count_into_any_min_period(void **state)
+{
+    (void)state;
+    static const struct {
+        uint32_t min_ns;
+        uint64_t first_ns, period_ns;
+    } dst[] = {
+        {200000, 50000, 200000}, /* same clock: exact */
+        {0, 25, 100},            /* unclamped: 1 ns ticks */
+        {100000, 25000, 100000},
+        {400000, 100000, 400000},
+    };
+    size_t b, i;
+    for (b = 0; b < TU_NBASES; b++)
+        for (i = 0; i < sizeof(dst) / sizeof(dst[0]); i++) {
+            struct fake_host ha, hb;
+            struct lapict_timer ta, tb;
+            struct lapict_config c = tu_cfg();
+            uint8_t blob[SZ];
+            uint64_t r;
+            print_message("base %zu destination min %u\n", b, dst[i].min_ns);
+            c.min_period_ns = 200000;
+            tu_setup(&ha, &ta, &c, tu_bases[b], false);
+            countdown(&ta, 0xB, LAPICT_LVTT_PERIODIC, 100);
+            fake_advance(&ha, 150000);
+            assert_int_equal(lapict_tmcct_read(&ta), 25);
+            save(&ta, blob);
+            c.min_period_ns = dst[i].min_ns;
+            tu_setup(&hb, &tb, &c, tu_bases[1 - b] + 12345, i & 1);
+            r = hb.now_ns;
+            assert_int_equal(lapict_state_restore(&tb, blob, SZ), LAPICT_OK);
+            assert_int_equal(lapict_irq_window_open(&tb), LAPICT_OK);
+            assert_int_equal(lapict_tmcct_read(&tb), 25);
+            assert_int_equal(lapict_tmict_read(&tb), 100);
+            fake_advance(&hb, dst[i].first_ns - 1);
+            assert_int_equal(hb.ninj, 0);
+            assert_true(lapict_tmcct_read(&tb) >= 1);
+            fake_advance(&hb, 1);
+            assert_int_equal(hb.ninj, 1);
+            assert_int_equal(hb.inj[0].ns, r + dst[i].first_ns);
+            assert_int_equal(lapict_tmcct_read(&tb), 100);
+            fake_advance(&hb, dst[i].period_ns - 1);
+            assert_int_equal(hb.ninj, 1);
+            assert_true(lapict_tmcct_read(&tb) <= 100);
+            fake_advance(&hb, 1);
+            assert_int_equal(hb.ninj, 2);
+            assert_int_equal(hb.inj[1].ns,
+                             r + dst[i].first_ns + dst[i].period_ns);
+            tu_check_host(&hb);
+        }
+}
+
+/* The blob carries the clamp period in force (offset 72), checked on
+ * restore; an expiry already injected ahead cannot move to another clock
+ * (its instant would change under an interrupt already given), so that
+ * restore is refused as a configuration mismatch, instance unchanged. */
+static void clamp_period_field_is_checked(void **state)
+{
+    (void)state;
+    struct lapict_config c = tu_cfg(), ca = flag_cfg();
+    uint8_t blob[SZ], bad[SZ];
+    struct fake_host h;
+    struct lapict_timer t;
+
+    c.min_period_ns = 200000;
+    tu_setup(&h, &t, &c, 0, false);
+    countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, 100);
+    fake_advance(&h, 150000);
+    save(&t, blob);
+    assert_int_equal(oracle_get32(blob, 72), 200000);
+    assert_int_equal(restore_into(&c, blob), LAPICT_OK);
+    memcpy(bad, blob, SZ);
+    forge32(bad, 72, 0);
+    assert_int_equal(restore_into(&c, bad), LAPICT_E_STATE_FIELD);
+    memcpy(bad, blob, SZ);
+    forge32(bad, 72, LAPICT_MIN_PERIOD_NS_MAX + 1);
+    assert_int_equal(restore_into(&c, bad), LAPICT_E_STATE_FIELD);
+    /* 100 ticks at divide 1 last 100 ns: a 100 ns "clamp" never applied. */
+    memcpy(bad, blob, SZ);
+    forge32(bad, 72, 100);
+    assert_int_equal(restore_into(&c, bad), LAPICT_E_STATE_FIELD);
+    /* Not clamped: the field is 0. */
+    make_blob(blob, 0);
+    assert_int_equal(oracle_get32(blob, 72), 0);
+    memcpy(bad, blob, SZ);
+    forge32(bad, 72, 200000);
+    assert_int_equal(restore_into(&c, bad), LAPICT_E_STATE_FIELD);
+
+    /* Pre-injected, clamped at 200 us: same clock fine, another refused. */
+    produce(B_P_CLAMPED_PREINJ, false, false, blob);
+    assert_int_equal(restore_into(&ca, blob), LAPICT_OK);
+    ca.min_period_ns = 300000;
+    assert_int_equal(restore_into(&ca, blob), LAPICT_E_STATE_CONFIG);
+    ca.min_period_ns = 0;
+    assert_int_equal(restore_into(&ca, blob), LAPICT_E_STATE_CONFIG);
+    /* Pre-injected, unclamped, into a destination that would clamp it. */
+    ca = flag_cfg();
+    produce(B_P_PREINJ, false, false, blob);
+    ca.min_period_ns = 2000000;
+    assert_int_equal(restore_into(&ca, blob), LAPICT_E_STATE_CONFIG);
+}
+
 int main(int argc, char **argv)
 {
     /* Optional test name pattern, e.g. for debugging one test. */
@@ -1448,6 +1565,9 @@ int main(int argc, char **argv)
         cmocka_unit_test(every_flag_combination_is_producible_or_rejected),
         cmocka_unit_test(forged_preinjection_is_rejected),
         cmocka_unit_test(restored_preinjection_waits_at_most_the_advance),
+        cmocka_unit_test(
+            clamped_periodic_keeps_its_count_into_any_min_period),
+        cmocka_unit_test(clamp_period_field_is_checked),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,12 +11,31 @@
  *  24 elapsed_ns u64 (now - anchor)  32 e_tick u64  40 deadline_tsc u64
  *  48 pending u32  52 advance_ns u32  56 bus_hz u64
  *  64 adaptive latency estimate u32  68 its mean deviation u32
- *  72..123 reserved, zero  124 CRC-32 (IEEE) of bytes 0..123
+ *  72 clamp_period_ns u32: while clamped (flag 3), the min_period_ns the
+ *     source clamped with (N ticks last exactly that long), else 0
+ *  76..123 reserved, zero  124 CRC-32 (IEEE) of bytes 0..123
  * flags: bit 0 APIC software-enabled, 1 count-down active, 2 count-down
  * expiry unprocessed, 3 clamped, 4 deadline armed, 5 next expiry already
  * injected ahead (advance), 6 tuner estimate valid; others reserved, zero.
  * elapsed_ns and e_tick are 0 unless the count-down is active; the deadline
  * is 0 unless armed.
+ *
+ * Restore into another configuration:
+ * - min_period_ns: a periodic count-down whose clamp is the same on both
+ *   sides (not clamped, or clamped with the same period) resumes exactly.
+ *   Otherwise the clamp starts, stops or changes period at the restore, and
+ *   as for any clamp change (TIMER.md section 3) the current count is kept
+ *   and drains on this host's clock, re-anchored at the restore (the
+ *   fraction of the tick in progress is dropped). So TMCCT reads the same
+ *   right after the restore, and the interrupt comes when it reaches 0 on
+ *   the new clock. If that expiry was already injected ahead (flag 5),
+ *   moving it would change the instant of an interrupt the guest already
+ *   has: LAPICT_E_STATE_CONFIG, instance unchanged (resume the source past
+ *   the instant and save again).
+ * - bus_hz: the blob's must equal this instance's, else
+ *   LAPICT_E_STATE_CONFIG (the guest's view of the timer rate would change).
+ * - TSC-deadline mode where this instance does not offer it:
+ *   LAPICT_E_STATE_CONFIG.
  */
 #ifndef LAPICT_STATE_H
 #define LAPICT_STATE_H
