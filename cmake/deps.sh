@@ -24,8 +24,9 @@ missing=()
 for t in "${tools[@]}"; do
     command -v "$t" >/dev/null 2>&1 || missing+=("$t")
 done
-# The demo's latency plot; the command is gnuplot, the package without X.
-if [ "${1:-}" = demo ] && ! command -v gnuplot >/dev/null 2>&1; then
+# The latency plots (the demo's, and the test of examples/bench/cdf.sh);
+# the command is gnuplot, the package without X.
+if ! command -v gnuplot >/dev/null 2>&1; then
     missing+=(gnuplot-nox)
 fi
 for p in "${libs[@]}"; do
