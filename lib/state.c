@@ -81,7 +81,8 @@ static uint64_t bus_hz_of(const struct lapict_timer *t)
 int lapict_state_save_at(const struct lapict_timer *cur, uint64_t now,
                          uint64_t guest_tsc, void *buf, size_t len)
 {
-    struct lapict_timer st, *t = &st;
+    struct lapict_timer st;
+    const struct lapict_timer *t = cur;
     uint8_t *b = buf;
     uint32_t fl = 0;
     size_t i;
@@ -95,9 +96,13 @@ int lapict_state_save_at(const struct lapict_timer *cur, uint64_t now,
      * The state as servicing at @now would leave it, worked out on a copy
      * without calling the host: a due expiry travels as pending, so an
      * interrupt controller saved before or after the timer loses nothing.
+     * Nothing due (the common case): the instance is that state already.
      */
-    st = *cur;
-    lapict__settle(t, now, guest_tsc);
+    if (lapict__due(cur, now, guest_tsc)) {
+        st = *cur;
+        lapict__settle(&st, now, guest_tsc);
+        t = &st;
+    }
     for (i = 0; i < NFLAGS; i++)
         if (t->flags & flag_map[i].internal)
             fl |= flag_map[i].wire;
