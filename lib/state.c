@@ -276,9 +276,14 @@ static int to_local_clock(struct lapict_timer *n, uint32_t min_ns,
                 return LAPICT_E_STATE_CONFIG;
             c = lapict__tmcct(n, now);
             n->min_period_ns = min_ns;
-            lapict__clamp_flag(n, clamp);
+            n->flags &= (uint16_t)~LAPICT__F_CLAMPED;
+            if (clamp)
+                n->flags |= LAPICT__F_CLAMPED;
             lapict__reanchor(n, now, c);
         }
+        /* A clamp in force here engages on this instance (stats). */
+        if (n->flags & LAPICT__F_CLAMPED)
+            LAPICT__INC(n->c.clamps);
     }
     n->min_period_ns = min_ns;
     return LAPICT_OK;

@@ -5,6 +5,8 @@
  */
 #include "testutil.h"
 
+#include <stdio.h>
+
 #define VEC 0x30u
 #define SZ LAPICT_STATE_SIZE
 
@@ -1527,8 +1529,329 @@ static void clamp_period_field_is_checked(void **state)
     assert_int_equal(restore_into(&ca, blob), LAPICT_E_STATE_CONFIG);
 }
 
+/* ---- Golden blobs: every released format keeps loading (issue 13) ---- */
+
+/*
+ * How each golden blob of tests/state_golden_v1.h was captured (host clock
+ * from 0, guest TSC 1 GHz from 0, vector 0x31 unless said): the same
+ * scenarios re-run by golden_blobs_are_what_save_writes, and the behaviour
+ * each must restore to is checked by golden_blobs_restore_to_their_state.
+ */
+enum golden {
+    G_ONESHOT_MID,  /* one-shot /16 N=1000000, saved 5 ms in */
+    G_PERIODIC,     /* periodic /1 N=300000, saved 1 ms in (3 expiries) */
+    G_DEADLINE,     /* TSC deadline 5 000 000 armed, saved at TSC 1 000 000 */
+    G_PENDING,      /* one-shot /1 N=1000 expired, window shut: pending */
+    G_CLAMPED,      /* periodic /1 N=100, min period 200 us, saved 150 us in */
+    G_PREINJ,       /* periodic /1 N=1000000, fixed advance 3 us, injected
+                       ahead at 997 us, saved at 998 us */
+    G_SVR_OFF,      /* periodic /4 N=100000, APIC software-disabled */
+    G_CATCH_UP,     /* catch-up periodic /1 N=1000000, window shut 4.5 ms */
+    G_ADAPTIVE,     /* adaptive advance, tuner seeded, one-shot armed */
+    G_COUNT
+};
+
+static const char *const golden_names[G_COUNT] = {
+    "oneshot_mid", "periodic", "deadline", "pending", "clamped",
+    "preinjected", "svr_off",  "catch_up", "adaptive"};
+
+static struct lapict_config golden_cfg(enum golden g)
+{
+    struct lapict_config c = tu_cfg();
+    if (g == G_CLAMPED)
+        c.min_period_ns = 200000;
+    if (g == G_PREINJ) {
+        c.advance_mode = LAPICT_ADVANCE_FIXED;
+        c.advance_ns = 3000;
+    }
+    if (g == G_CATCH_UP)
+        c.missed_policy = LAPICT_MISSED_CATCH_UP;
+    if (g == G_ADAPTIVE) {
+        c.advance_mode = LAPICT_ADVANCE_ADAPTIVE;
+        c.advance_ns = 2000;
+    }
+    return c;
+}
+
+static void golden_capture(enum golden g, uint8_t *blob)
+{
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = golden_cfg(g);
+    tu_setup(&h, &t, &c, 0, false);
+    switch (g) {
+    case G_ONESHOT_MID:
+        countdown(&t, 0x3, LAPICT_LVTT_ONESHOT | 0x1u, 1000000);
+        fake_advance(&h, 5000000);
+        break;
+    case G_PERIODIC:
+        countdown(&t, 0xB, LAPICT_LVTT_PERIODIC | 0x1u, 300000);
+        fake_advance(&h, 1000000);
+        break;
+    case G_DEADLINE:
+        lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | 0x31u);
+        lapict_tsc_deadline_write(&t, 5000000);
+        fake_advance(&h, 1000000);
+        break;
+    case G_PENDING:
+        countdown(&t, 0xB, LAPICT_LVTT_ONESHOT | 0x1u, 1000);
+        fake_window(&h, false);
+        fake_advance(&h, 5000);
+        break;
+    case G_CLAMPED:
+        countdown(&t, 0xB, LAPICT_LVTT_PERIODIC | 0x1u, 100);
+        fake_advance(&h, 150000);
+        break;
+    case G_PREINJ:
+        countdown(&t, 0xB, LAPICT_LVTT_PERIODIC | 0x1u, 1000000);
+        fake_advance(&h, 998000);
+        break;
+    case G_SVR_OFF:
+        countdown(&t, 0x1, LAPICT_LVTT_PERIODIC | 0x1u, 100000);
+        lapict_svr_write(&t, false);
+        fake_advance(&h, 123456);
+        break;
+    case G_CATCH_UP:
+        countdown(&t, 0xB, LAPICT_LVTT_PERIODIC | 0x1u, 1000000);
+        fake_window(&h, false);
+        fake_advance(&h, 4500000);
+        break;
+    default:
+        /* A pre-injected expiry and its entry seed the tuner. */
+        countdown(&t, 0xB, LAPICT_LVTT_ONESHOT | 0x1u, 100000);
+        fake_advance(&h, 200000);
+        fake_enter(&h);
+        countdown(&t, 0xB, LAPICT_LVTT_ONESHOT | 0x1u, 700000);
+        fake_advance(&h, 100000);
+        break;
+    }
+    save(&t, blob);
+}
+
+#include "state_golden_v1.h"
+
+/* `test_state --dump-golden`: the blobs of today's save, as C. */
+static void golden_dump(void)
+{
+    int g, i;
+    for (g = 0; g < G_COUNT; g++) {
+        uint8_t b[SZ];
+        golden_capture((enum golden)g, b);
+        printf("/* %s */\n{", golden_names[g]);
+        for (i = 0; i < (int)SZ; i++)
+            printf("%s0x%02x,", i % 12 ? " " : "\n    ", b[i]);
+        printf("\n},\n");
+    }
+}
+
+/*
+ * Format change detector: save writes exactly the golden blobs of the
+ * current version. A deliberate change follows the rules in state.h
+ * ("Versions"): a new version with its own golden blobs, the old ones kept
+ * and still loaded by golden_blobs_restore_to_their_state.
+ */
+static void golden_blobs_are_what_save_writes(void **state)
+{
+    (void)state;
+    int g;
+    assert_int_equal(LAPICT_STATE_VERSION, 1);
+    for (g = 0; g < G_COUNT; g++) {
+        uint8_t b[SZ];
+        print_message("golden %s\n", golden_names[g]);
+        golden_capture((enum golden)g, b);
+        assert_memory_equal(b, golden_v1[g], SZ);
+    }
+}
+
+/* Restore golden blob @g at host @base, guest TSC @tsc at the restore. */
+static void golden_restore(enum golden g, struct fake_host *h,
+                           struct lapict_timer *t, uint64_t base, uint64_t tsc)
+{
+    struct lapict_config c = golden_cfg(g);
+    fake_host_init(h, base, 1000000, tsc, false);
+    assert_int_equal(fake_attach(h, t, &c), LAPICT_OK);
+    assert_int_equal(lapict_state_restore(t, golden_v1[g], SZ), LAPICT_OK);
+    assert_int_equal(h->inject_calls, 0);
+    assert_int_equal(lapict_irq_window_open(t), LAPICT_OK);
+}
+
+/* Interrupts at @r + each of @at (ns), none between, none after @until. */
+static void expect_interrupts(struct fake_host *h, uint64_t r,
+                              const uint64_t *at, unsigned n, uint64_t until)
+{
+    unsigned i;
+    uint64_t done = 0;
+    for (i = 0; i < n; i++) {
+        fake_advance(h, at[i] - 1 - done);
+        assert_int_equal(h->ninj, i);
+        fake_advance(h, 1);
+        assert_int_equal(h->ninj, i + 1);
+        assert_int_equal(h->inj[i].ns, r + at[i]);
+        assert_int_equal(h->inj[i].vector, 0x31);
+        done = at[i];
+    }
+    fake_advance(h, until - done);
+    assert_int_equal(h->ninj, n);
+}
+
+/*
+ * Every golden blob of every version restores to the state it was captured
+ * in: registers, the next interrupts at their instants, nothing early,
+ * doubled or lost. Each runs at two destination clock bases.
+ */
+static void golden_blobs_restore_to_their_state(void **state)
+{
+    (void)state;
+    size_t b;
+    for (b = 0; b < TU_NBASES; b++) {
+        struct fake_host h;
+        struct lapict_timer t;
+        uint64_t r = tu_bases[1 - b] + 4242;
+        struct lapict_stats st;
+
+        /* one-shot /16: 312500 ticks done, 687500 left (11 ms). */
+        golden_restore(G_ONESHOT_MID, &h, &t, r, 0);
+        assert_int_equal(lapict_tmcct_read(&t), 687500);
+        assert_int_equal(lapict_tmict_read(&t), 1000000);
+        assert_int_equal(lapict_tdcr_read(&t), 0x3);
+        assert_int_equal(lapict_lvtt_read(&t), LAPICT_LVTT_ONESHOT | 0x31u);
+        expect_interrupts(&h, r, (const uint64_t[]){11000000}, 1, 50000000);
+        assert_int_equal(lapict_tmcct_read(&t), 0);
+
+        /* periodic 300 us: 100 us into the 4th period. */
+        golden_restore(G_PERIODIC, &h, &t, r, 0);
+        assert_int_equal(lapict_tmcct_read(&t), 200000);
+        expect_interrupts(&h, r, (const uint64_t[]){200000, 500000, 800000},
+                          3, 1000000);
+
+        /* deadline 5 000 000: fires when this TSC reaches it. */
+        golden_restore(G_DEADLINE, &h, &t, r, 3000000);
+        assert_int_equal(lapict_tsc_deadline_read(&t), 5000000);
+        assert_int_equal(lapict_lvtt_read(&t),
+                         LAPICT_LVTT_TSC_DEADLINE | 0x31u);
+        expect_interrupts(&h, r, (const uint64_t[]){2000000}, 1, 10000000);
+        assert_int_equal(h.inj[0].tsc, 5000000);
+        assert_int_equal(lapict_tsc_deadline_read(&t), 0);
+
+        /* pending: delivered by the window-open step, once. */
+        fake_host_init(&h, r, 1000000, 0, false);
+        {
+            struct lapict_config c = golden_cfg(G_PENDING);
+            assert_int_equal(fake_attach(&h, &t, &c), LAPICT_OK);
+        }
+        assert_int_equal(lapict_state_restore(&t, golden_v1[G_PENDING], SZ),
+                         LAPICT_OK);
+        assert_int_equal(lapict_lvtt_read(&t),
+                         LAPICT_LVTT_ONESHOT | 0x31u | LAPICT_LVTT_PENDING);
+        assert_int_equal(h.ninj, 0);
+        fake_window(&h, true);
+        fake_window(&h, true);
+        fake_advance(&h, 10000000);
+        assert_int_equal(h.ninj, 1);
+        assert_int_equal(h.inj[0].ns, r);
+        assert_int_equal(lapict_lvtt_read(&t), LAPICT_LVTT_ONESHOT | 0x31u);
+
+        /* clamped: 25 of 100 ticks left on the 200 us clock. */
+        golden_restore(G_CLAMPED, &h, &t, r, 0);
+        assert_int_equal(lapict_tmcct_read(&t), 25);
+        expect_interrupts(&h, r, (const uint64_t[]){50000, 250000, 450000}, 3,
+                          600000);
+        assert_true(tu_stats(&t).clamp_reported);
+
+        /* pre-injected: the entry waits 2 us, the expiry is not delivered
+         * again; the next one 1 ms later. */
+        golden_restore(G_PREINJ, &h, &t, r, 0);
+        fake_enter(&h);
+        assert_int_equal(h.now_ns, r + 2000);
+        assert_int_equal(h.ninj, 0);
+        assert_int_equal(lapict_tmcct_read(&t), 1000000);
+        /* Injected ahead again 3 us before the next instant. */
+        expect_interrupts(&h, r + 2000, (const uint64_t[]){1000000 - 3000},
+                          1, 1500000);
+
+        /* SVR off: masked, counting, delivering nothing. */
+        golden_restore(G_SVR_OFF, &h, &t, r, 0);
+        assert_int_equal(lapict_lvtt_read(&t), LAPICT_LVTT_PERIODIC |
+                                                   LAPICT_LVTT_MASK | 0x31u);
+        /* /4 at 1 GHz: 400 us period, 123456 ns in: 30864 ticks done. */
+        assert_int_equal(lapict_tmcct_read(&t), 100000 - 30864);
+        fake_advance(&h, 5000000);
+        assert_int_equal(h.ninj, 0);
+
+        /* catch-up: four ticks pending, each delivered. */
+        golden_restore(G_CATCH_UP, &h, &t, r, 0);
+        st = tu_stats(&t);
+        assert_int_equal(h.ninj, 4);
+        assert_int_equal(st.pending, 0);
+        assert_int_equal(lapict_tmcct_read(&t), 500000);
+
+        /* adaptive: the tuned advance comes back; the one-shot resumes. */
+        golden_restore(G_ADAPTIVE, &h, &t, r, 0);
+        st = tu_stats(&t);
+        assert_int_equal(st.advance_ns, oracle_get32(golden_v1[G_ADAPTIVE],
+                                                     52));
+        assert_int_equal(lapict_tmcct_read(&t), 600000);
+        tu_check_host(&h);
+    }
+}
+
+/*
+ * Restore into another guest TSC rate (TIMER.md section 8, issue 13): the
+ * blob holds no TSC rate. A deadline is a guest TSC value, so it fires
+ * when this host's guest TSC reaches it, at this host's rate (a VMM that
+ * scales or offsets the guest TSC keeps it continuous); count-downs run on
+ * the bus clock and do not depend on it. Another bus_hz is refused
+ * (restore_with_different_bus_hz_is_state_config).
+ */
+static void restore_into_another_tsc_rate_keeps_the_deadline(void **state)
+{
+    (void)state;
+    static const uint32_t khzs[] = {3000, 999999, 2500000};
+    size_t i, b;
+    for (b = 0; b < TU_NBASES; b++)
+        for (i = 0; i < 3; i++) {
+            struct fake_host ha, hb;
+            struct lapict_timer ta, tb;
+            struct lapict_config c = tu_cfg();
+            uint8_t blob[SZ];
+            uint64_t D, r, first;
+            tu_setup(&ha, &ta, &c, tu_bases[b], false);
+            lapict_lvtt_write(&ta, LAPICT_LVTT_TSC_DEADLINE | VEC);
+            D = fake_tsc(&ha) + 3000000;
+            lapict_tsc_deadline_write(&ta, D);
+            fake_advance(&ha, 1000000);
+            save(&ta, blob);
+            c.tsc_khz = khzs[i];
+            /* The destination's guest TSC continues at its own rate. */
+            fake_host_init(&hb, tu_bases[1 - b], khzs[i], fake_tsc(&ha),
+                           b == 1);
+            assert_int_equal(fake_attach(&hb, &tb, &c), LAPICT_OK);
+            r = hb.now_ns;
+            assert_int_equal(lapict_state_restore(&tb, blob, SZ), LAPICT_OK);
+            assert_int_equal(lapict_tsc_deadline_read(&tb), D);
+            /* 2 000 000 TSC ticks at this rate, rounded up. */
+            first = (2000000ull * 1000000u + khzs[i] - 1) / khzs[i];
+            fake_advance(&hb, first - 1);
+            assert_int_equal(hb.ninj, 0);
+            fake_advance(&hb, 1);
+            assert_int_equal(hb.ninj, 1);
+            assert_true(hb.inj[0].tsc >= D);
+            assert_int_equal(hb.inj[0].ns, r + first);
+            /* A count-down is indifferent to the TSC rate. */
+            make_blob(blob, 0);
+            tu_setup(&hb, &tb, &c, tu_bases[b], false);
+            assert_int_equal(lapict_state_restore(&tb, blob, SZ), LAPICT_OK);
+            /* make_blob: /16, N 4000000, 123457 ns in: 7716 ticks done. */
+            assert_int_equal(lapict_tmcct_read(&tb), 4000000 - 7716);
+        }
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "--dump-golden") == 0) {
+        golden_dump();
+        return 0;
+    }
     /* Optional test name pattern, e.g. for debugging one test. */
     if (argc > 1)
         cmocka_set_test_filter(argv[1]);
@@ -1568,6 +1891,9 @@ int main(int argc, char **argv)
         cmocka_unit_test(
             clamped_periodic_keeps_its_count_into_any_min_period),
         cmocka_unit_test(clamp_period_field_is_checked),
+        cmocka_unit_test(golden_blobs_are_what_save_writes),
+        cmocka_unit_test(golden_blobs_restore_to_their_state),
+        cmocka_unit_test(restore_into_another_tsc_rate_keeps_the_deadline),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -34,8 +34,35 @@
  *   the instant and save again).
  * - bus_hz: the blob's must equal this instance's, else
  *   LAPICT_E_STATE_CONFIG (the guest's view of the timer rate would change).
+ * - tsc_khz: not in the blob, and need not match. A deadline is a guest TSC
+ *   value: it fires when this host's guest TSC reaches it, at this host's
+ *   rate, so the host keeps the guest TSC continuous (offset or scaled) as
+ *   any migration must. Count-downs run on the bus clock and do not use it.
  * - TSC-deadline mode where this instance does not offer it:
  *   LAPICT_E_STATE_CONFIG.
+ * - the advance, missed-tick policy and catch-up bound are this instance's;
+ *   a pending count above its catch-up bound is cut to it (counted as
+ *   coalesced or dropped); the blob's tuned advance is taken only by an
+ *   adaptive instance, at most its advance_max_ns.
+ *
+ * Versions. LAPICT_STATE_VERSION is 1: the layout above, the first the
+ * library has released. The rules for a change:
+ * - a released version's layout and meaning never change. Any change to
+ *   either (a field moved, resized or read differently, a flag bit given a
+ *   meaning, another size) is a new version, LAPICT_STATE_VERSION + 1;
+ * - lapict_state_save() writes the newest version only;
+ *   lapict_state_restore() keeps loading every released version, mapping
+ *   an older blob to the state it described, or refusing it with
+ *   LAPICT_E_STATE_VERSION only where that state cannot exist any more
+ *   (say so here);
+ * - a new field takes reserved bytes and is zero when it carries nothing,
+ *   so that a reader that does not know it refuses exactly the blobs that
+ *   use it (reserved bytes must be zero); flag bits are never reused;
+ * - each version has golden blobs in tests/state_golden_v<N>.h, captured
+ *   in every state the fuzzer's oracle knows, never regenerated; the tests
+ *   restore every version's blobs and check what they restore to, and fail
+ *   when save no longer writes the current version's blobs (a format
+ *   change that was not made a new version).
  */
 #ifndef LAPICT_STATE_H
 #define LAPICT_STATE_H
