@@ -53,6 +53,12 @@ static void state_blob_has_fixed_size(void **state)
         assert_int_equal(buf[i], 0xAB);
     assert_int_equal(lapict_state_save(NULL, buf, SZ), LAPICT_E_INVAL);
     assert_int_equal(lapict_state_save(&t, NULL, SZ), LAPICT_E_INVAL);
+    assert_int_equal(lapict_state_save_at(NULL, 0, 0, buf, SZ),
+                     LAPICT_E_INVAL);
+    assert_int_equal(lapict_state_save_at(&t, 0, 0, NULL, SZ),
+                     LAPICT_E_INVAL);
+    assert_int_equal(lapict_state_save_at(&t, 0, 0, buf, SZ - 1),
+                     LAPICT_E_STATE_SIZE);
 }
 
 /* The documented little-endian layout of version 1 (state.h). */
