@@ -142,8 +142,7 @@ int lapict_state_save(const struct lapict_timer *t, void *buf, size_t len)
     /* Pure reads; the guest TSC matters only to an armed deadline. */
     now = lapict__now(t);
     return lapict_state_save_at(
-        t, now, (t->flags & LAPICT__F_DL_ARMED) ? lapict__tsc(t) : 0, buf,
-        len);
+        t, now, (t->flags & LAPICT__F_DL_ARMED) ? lapict__tsc(t) : 0, buf, len);
 }
 
 static int check_header(const uint8_t *b)
@@ -211,8 +210,8 @@ static int check_fields(const struct lapict_timer *t, const uint8_t *b)
     /* Injected ahead: an expiry of this mode is armed, none is pending
      * (the library injects ahead only with nothing pending, and the
      * expiry consumes the flag before anything can become pending). */
-    if ((fl & B_PREINJ) && (!(fl & (B_CD_ARMED | B_DL_ARMED)) ||
-                            get32(b + OFF_PENDING) != 0))
+    if ((fl & B_PREINJ) &&
+        (!(fl & (B_CD_ARMED | B_DL_ARMED)) || get32(b + OFF_PENDING) != 0))
         return LAPICT_E_STATE_FIELD;
     if (get32(b + OFF_PENDING) > LAPICT_CATCH_UP_MAX_LIMIT ||
         get32(b + OFF_ADV) > LAPICT_ADVANCE_NS_LIMIT ||
@@ -258,8 +257,7 @@ static bool preinj_near(const struct lapict_timer *n, const uint8_t *b,
  * ahead cannot move: its instant would change under an interrupt the guest
  * already has (twice, or early), so that is a configuration mismatch.
  */
-static int to_local_clock(struct lapict_timer *n, uint32_t min_ns,
-                          uint64_t now)
+static int to_local_clock(struct lapict_timer *n, uint32_t min_ns, uint64_t now)
 {
     uint32_t src_ns = n->min_period_ns, c;
     bool clamp;

@@ -53,10 +53,8 @@ static void state_blob_has_fixed_size(void **state)
         assert_int_equal(buf[i], 0xAB);
     assert_int_equal(lapict_state_save(NULL, buf, SZ), LAPICT_E_INVAL);
     assert_int_equal(lapict_state_save(&t, NULL, SZ), LAPICT_E_INVAL);
-    assert_int_equal(lapict_state_save_at(NULL, 0, 0, buf, SZ),
-                     LAPICT_E_INVAL);
-    assert_int_equal(lapict_state_save_at(&t, 0, 0, NULL, SZ),
-                     LAPICT_E_INVAL);
+    assert_int_equal(lapict_state_save_at(NULL, 0, 0, buf, SZ), LAPICT_E_INVAL);
+    assert_int_equal(lapict_state_save_at(&t, 0, 0, NULL, SZ), LAPICT_E_INVAL);
     assert_int_equal(lapict_state_save_at(&t, 0, 0, buf, SZ - 1),
                      LAPICT_E_STATE_SIZE);
 }
@@ -832,14 +830,14 @@ static void traps_off(struct fake_host *h)
 
 /* States in which a save finds work a register access would do. */
 enum due {
-    D_ONESHOT_DUE,       /* one-shot instant passed, host timer not run */
-    D_PERIODIC_DUE,      /* one grid point passed */
-    D_PERIODIC_MISSED,   /* three grid points passed */
-    D_DEADLINE_DUE,      /* guest TSC past the deadline */
-    D_PREINJ_DUE,        /* injected ahead, then its instant passed */
-    D_PREINJ_AHEAD,      /* injected ahead, instant not reached */
-    D_PENDING_AND_DUE,   /* one refused and pending, the next one due */
-    D_ILLEGAL_DUE,       /* due with vector 5 (reported at delivery) */
+    D_ONESHOT_DUE,     /* one-shot instant passed, host timer not run */
+    D_PERIODIC_DUE,    /* one grid point passed */
+    D_PERIODIC_MISSED, /* three grid points passed */
+    D_DEADLINE_DUE,    /* guest TSC past the deadline */
+    D_PREINJ_DUE,      /* injected ahead, then its instant passed */
+    D_PREINJ_AHEAD,    /* injected ahead, instant not reached */
+    D_PENDING_AND_DUE, /* one refused and pending, the next one due */
+    D_ILLEGAL_DUE,     /* due with vector 5 (reported at delivery) */
     D_COUNT
 };
 
@@ -933,8 +931,8 @@ static void save_calls_no_host_op_and_changes_nothing(void **state)
             tsc = fake_tsc(&h);
             traps_on(&h, false);
             for (s = 0; s < 2; s++)
-                assert_int_equal(
-                    lapict_state_save_at(&t, now, tsc, blob2, SZ), LAPICT_OK);
+                assert_int_equal(lapict_state_save_at(&t, now, tsc, blob2, SZ),
+                                 LAPICT_OK);
             traps_off(&h);
             assert_memory_equal(blob, blob2, SZ);
             assert_memory_equal(&t, &copy, sizeof(t));
@@ -1123,8 +1121,8 @@ static void restore_injects_nothing_window_open_delivers_once(void **state)
 /* Restore @blob into an instance built with @c whose guest TSC reads @tsc
  * (the source's at the save: it continues); on rejection the instance and
  * its host must be bit-for-bit unchanged. Returns the status. */
-static int restore_into_tsc(const struct lapict_config *c,
-                            const uint8_t *blob, uint64_t tsc)
+static int restore_into_tsc(const struct lapict_config *c, const uint8_t *blob,
+                            uint64_t tsc)
 {
     struct fake_host h, hcopy;
     struct lapict_timer t, copy;
@@ -1184,8 +1182,7 @@ static struct lapict_config flag_cfg(void)
 }
 
 /* Run to just past the host timer armed the advance before @dur. */
-static void to_preinj(struct fake_host *h, struct lapict_timer *t,
-                      uint64_t dur)
+static void to_preinj(struct fake_host *h, struct lapict_timer *t, uint64_t dur)
 {
     uint32_t adv = tu_stats(t).advance_ns;
     assert_true(adv > 2);
@@ -1290,8 +1287,7 @@ static void every_flag_combination_is_producible_or_rejected(void **state)
                 bs == B_P_CLAMPED_PREINJ || bs == B_DL_PREINJ)
                 assert_true(oracle_get32(b, 20) & B_PRE);
             produced[flag_key(b)] = true;
-            assert_int_equal(restore_into_tsc(&c, b, tscs[nb - 1]),
-                             LAPICT_OK);
+            assert_int_equal(restore_into_tsc(&c, b, tscs[nb - 1]), LAPICT_OK);
         }
     for (key = 0; key < 3 * 128; key++) {
         uint32_t fl = key % 128u, mode = key / 128u;
@@ -1544,16 +1540,16 @@ static void clamp_period_field_is_checked(void **state)
  * each must restore to is checked by golden_blobs_restore_to_their_state.
  */
 enum golden {
-    G_ONESHOT_MID,  /* one-shot /16 N=1000000, saved 5 ms in */
-    G_PERIODIC,     /* periodic /1 N=300000, saved 1 ms in (3 expiries) */
-    G_DEADLINE,     /* TSC deadline 5 000 000 armed, saved at TSC 1 000 000 */
-    G_PENDING,      /* one-shot /1 N=1000 expired, window shut: pending */
-    G_CLAMPED,      /* periodic /1 N=100, min period 200 us, saved 150 us in */
-    G_PREINJ,       /* periodic /1 N=1000000, fixed advance 3 us, injected
-                       ahead at 997 us, saved at 998 us */
-    G_SVR_OFF,      /* periodic /4 N=100000, APIC software-disabled */
-    G_CATCH_UP,     /* catch-up periodic /1 N=1000000, window shut 4.5 ms */
-    G_ADAPTIVE,     /* adaptive advance, tuner seeded, one-shot armed */
+    G_ONESHOT_MID, /* one-shot /16 N=1000000, saved 5 ms in */
+    G_PERIODIC,    /* periodic /1 N=300000, saved 1 ms in (3 expiries) */
+    G_DEADLINE,    /* TSC deadline 5 000 000 armed, saved at TSC 1 000 000 */
+    G_PENDING,     /* one-shot /1 N=1000 expired, window shut: pending */
+    G_CLAMPED,     /* periodic /1 N=100, min period 200 us, saved 150 us in */
+    G_PREINJ,      /* periodic /1 N=1000000, fixed advance 3 us, injected
+                      ahead at 997 us, saved at 998 us */
+    G_SVR_OFF,     /* periodic /4 N=100000, APIC software-disabled */
+    G_CATCH_UP,    /* catch-up periodic /1 N=1000000, window shut 4.5 ms */
+    G_ADAPTIVE,    /* adaptive advance, tuner seeded, one-shot armed */
     G_COUNT
 };
 
@@ -1727,8 +1723,8 @@ static void golden_blobs_restore_to_their_state(void **state)
         /* periodic 300 us: 100 us into the 4th period. */
         golden_restore(G_PERIODIC, &h, &t, r, 0);
         assert_int_equal(lapict_tmcct_read(&t), 200000);
-        expect_interrupts(&h, r, (const uint64_t[]){200000, 500000, 800000},
-                          3, 1000000);
+        expect_interrupts(&h, r, (const uint64_t[]){200000, 500000, 800000}, 3,
+                          1000000);
 
         /* deadline 5 000 000: fires when this TSC reaches it. */
         golden_restore(G_DEADLINE, &h, &t, r, 3000000);
@@ -1772,13 +1768,13 @@ static void golden_blobs_restore_to_their_state(void **state)
         assert_int_equal(h.ninj, 0);
         assert_int_equal(lapict_tmcct_read(&t), 1000000);
         /* Injected ahead again 3 us before the next instant. */
-        expect_interrupts(&h, r + 2000, (const uint64_t[]){1000000 - 3000},
-                          1, 1500000);
+        expect_interrupts(&h, r + 2000, (const uint64_t[]){1000000 - 3000}, 1,
+                          1500000);
 
         /* SVR off: masked, counting, delivering nothing. */
         golden_restore(G_SVR_OFF, &h, &t, r, 0);
-        assert_int_equal(lapict_lvtt_read(&t), LAPICT_LVTT_PERIODIC |
-                                                   LAPICT_LVTT_MASK | 0x31u);
+        assert_int_equal(lapict_lvtt_read(&t),
+                         LAPICT_LVTT_PERIODIC | LAPICT_LVTT_MASK | 0x31u);
         /* /4 at 1 GHz: 400 us period, 123456 ns in: 30864 ticks done. */
         assert_int_equal(lapict_tmcct_read(&t), 100000 - 30864);
         fake_advance(&h, 5000000);
@@ -1794,8 +1790,8 @@ static void golden_blobs_restore_to_their_state(void **state)
         /* adaptive: the tuned advance comes back; the one-shot resumes. */
         golden_restore(G_ADAPTIVE, &h, &t, r, 0);
         st = tu_stats(&t);
-        assert_int_equal(st.advance_ns, oracle_get32(golden_v1[G_ADAPTIVE],
-                                                     52));
+        assert_int_equal(st.advance_ns,
+                         oracle_get32(golden_v1[G_ADAPTIVE], 52));
         assert_int_equal(lapict_tmcct_read(&t), 600000);
         tu_check_host(&h);
     }
@@ -1888,14 +1884,12 @@ int main(int argc, char **argv)
         cmocka_unit_test(restore_with_different_bus_hz_is_state_config),
         cmocka_unit_test(save_calls_no_host_op_and_changes_nothing),
         cmocka_unit_test(save_describes_the_state_as_if_serviced_now),
-        cmocka_unit_test(
-            due_expiry_delivered_once_whatever_the_irr_save_order),
+        cmocka_unit_test(due_expiry_delivered_once_whatever_the_irr_save_order),
         cmocka_unit_test(restore_injects_nothing_window_open_delivers_once),
         cmocka_unit_test(every_flag_combination_is_producible_or_rejected),
         cmocka_unit_test(forged_preinjection_is_rejected),
         cmocka_unit_test(restored_preinjection_waits_at_most_the_advance),
-        cmocka_unit_test(
-            clamped_periodic_keeps_its_count_into_any_min_period),
+        cmocka_unit_test(clamped_periodic_keeps_its_count_into_any_min_period),
         cmocka_unit_test(clamp_period_field_is_checked),
         cmocka_unit_test(golden_blobs_are_what_save_writes),
         cmocka_unit_test(golden_blobs_restore_to_their_state),

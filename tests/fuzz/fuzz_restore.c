@@ -111,8 +111,8 @@ static void rs_dst_config(uint8_t m, const struct lapict_config *src,
                           struct lapict_config *c)
 {
     /* 0 disables the clamp; the short ones keep host work bounded. */
-    static const uint32_t mins[8] = {0, 0, 1000, 100000, 200000, 400000,
-                                     50000, 0};
+    static const uint32_t mins[8] = {0,      0,      1000,  100000,
+                                     200000, 400000, 50000, 0};
     static const uint32_t khz[4] = {0, 3000, 999999, 2500000};
     *c = *src;
     if ((m >> 2) & 7)
@@ -386,8 +386,7 @@ static void rs_scenario(struct lapict_timer *t, struct lapict_sim *s,
             /* A 1 ns period (minimum period 0) costs a callback per ns:
              * bound the host's work, not the library's. */
             if (s->expire_calls < RS_MAX_CALLBACKS)
-                lapict_sim_run_until(s,
-                                     s->now_ns + ((uint64_t)v << (op >> 5)));
+                lapict_sim_run_until(s, s->now_ns + ((uint64_t)v << (op >> 5)));
             break;
         case 5:
             lapict_sim_window(s, op & 8);
