@@ -330,6 +330,27 @@ void lapict__reanchor(struct lapict_timer *t, uint64_t now, uint32_t c);
 void lapict__clamp_flag(struct lapict_timer *t, bool clamp);
 /* Apply @clamp to a running count-down, preserving its count. */
 void lapict__set_clamp(struct lapict_timer *t, uint64_t now, bool clamp);
+/*
+ * Bring @t to @now as servicing would (one computation, the same path), but
+ * call no op: due expiries stay pending (missed-tick policy applied), a
+ * deadline is checked against @tsc (the guest TSC at @now). Save runs it on
+ * a copy, restore on the state it is about to commit.
+ */
+void lapict__settle(struct lapict_timer *t, uint64_t now, uint64_t tsc);
+
+/*
+ * Whether lapict__settle() at @now (guest TSC @tsc) has an expiry to
+ * process: the tests of process() that lead to expired(). Save skips its
+ * copy when not (tests/test_state.c compares both paths' blobs with an
+ * instance actually serviced at the same instant).
+ */
+static inline bool lapict__due(const struct lapict_timer *t, uint64_t now,
+                               uint64_t tsc)
+{
+    if (t->flags & LAPICT__F_CD_ARMED)
+        return lapict__elapsed(t, now) >= t->next_rel_ns;
+    return (t->flags & LAPICT__F_DL_ARMED) && tsc >= t->deadline_tsc;
+}
 /* Process expiries due at @now (no advance); re-arm if any. */
 void lapict__update_slow(struct lapict_timer *t, uint64_t now);
 /* Re-arm (or cancel) the host timer for the next expiry. */

@@ -22,7 +22,8 @@
 #define OFF_BUS_HZ 56
 #define OFF_ADV_EST 64
 #define OFF_ADV_DEV 68
-#define OFF_RESERVED 72
+#define OFF_CLAMP_P 72
+#define OFF_RESERVED 76
 #define OFF_CRC 124
 
 /* Blob flag bits (stable on the wire, independent of internal flags). */
@@ -77,20 +78,31 @@ static uint64_t bus_hz_of(const struct lapict_timer *t)
     return t->bus_p * (1000000000ull / t->bus_q);
 }
 
-int lapict_state_save(struct lapict_timer *t, void *buf, size_t len)
+int lapict_state_save_at(const struct lapict_timer *cur, uint64_t now,
+                         uint64_t guest_tsc, void *buf, size_t len)
 {
+    struct lapict_timer st;
+    const struct lapict_timer *t = cur;
     uint8_t *b = buf;
-    uint64_t now;
     uint32_t fl = 0;
     size_t i;
     bool cd;
 
-    if (!lapict__valid(t) || !buf)
+    if (!lapict__valid(cur) || !buf)
         return LAPICT_E_INVAL;
     if (len < LAPICT_STATE_SIZE)
         return LAPICT_E_STATE_SIZE;
-    now = lapict__now(t);
-    lapict__update(t, now);
+    /*
+     * The state as servicing at @now would leave it, worked out on a copy
+     * without calling the host: a due expiry travels as pending, so an
+     * interrupt controller saved before or after the timer loses nothing.
+     * Nothing due (the common case): the instance is that state already.
+     */
+    if (lapict__due(cur, now, guest_tsc)) {
+        st = *cur;
+        lapict__settle(&st, now, guest_tsc);
+        t = &st;
+    }
     for (i = 0; i < NFLAGS; i++)
         if (t->flags & flag_map[i].internal)
             fl |= flag_map[i].wire;
@@ -112,8 +124,25 @@ int lapict_state_save(struct lapict_timer *t, void *buf, size_t len)
     put64(b + OFF_BUS_HZ, bus_hz_of(t));
     put32(b + OFF_ADV_EST, t->adv_est);
     put32(b + OFF_ADV_DEV, t->adv_dev);
+    /* The clamped clock is this host's: the destination may have another. */
+    put32(b + OFF_CLAMP_P,
+          (t->flags & LAPICT__F_CLAMPED) ? t->min_period_ns : 0);
     put32(b + OFF_CRC, lapict__crc32(b, OFF_CRC));
     return LAPICT_OK;
+}
+
+int lapict_state_save(const struct lapict_timer *t, void *buf, size_t len)
+{
+    uint64_t now;
+
+    if (!lapict__valid(t) || !buf)
+        return LAPICT_E_INVAL;
+    if (len < LAPICT_STATE_SIZE)
+        return LAPICT_E_STATE_SIZE;
+    /* Pure reads; the guest TSC matters only to an armed deadline. */
+    now = lapict__now(t);
+    return lapict_state_save_at(
+        t, now, (t->flags & LAPICT__F_DL_ARMED) ? lapict__tsc(t) : 0, buf, len);
 }
 
 static int check_header(const uint8_t *b)
@@ -131,10 +160,10 @@ static int check_header(const uint8_t *b)
     if (get32(b + OFF_CRC) != lapict__crc32(b, OFF_CRC))
         return LAPICT_E_STATE_CHECKSUM;
     /* Reserved bytes: zero, tested a word at a time. */
-    for (i = OFF_RESERVED; i + 8 <= OFF_CRC; i += 8)
+    _Static_assert((OFF_CRC - OFF_RESERVED) % 8 == 0,
+                   "reserved bytes are whole words");
+    for (i = OFF_RESERVED; i < OFF_CRC; i += 8)
         any |= get64(b + i);
-    for (; i < OFF_CRC; i++)
-        any |= b[i];
     return any ? LAPICT_E_STATE_FIELD : LAPICT_OK;
 }
 
@@ -154,24 +183,35 @@ static int check_fields(const struct lapict_timer *t, const uint8_t *b)
         return LAPICT_E_STATE_FIELD;
     if (!(fl & B_SVR_EN) && !(lvtt & LAPICT_LVTT_MASK))
         return LAPICT_E_STATE_FIELD;
-    if ((fl & B_CD_ARMED) && !active)
+    /*
+     * Only states the library produces: a count-down is defined exactly
+     * while its next expiry is unprocessed (a one-shot stops at its expiry,
+     * a periodic one reloads), so "active" and "armed" go together.
+     */
+    if (!(fl & B_CD_ARMED) != !active)
         return LAPICT_E_STATE_FIELD;
     if (active) {
         if (dlmode || tmict == 0 || e == 0 || e > LAPICT__FAR_NS ||
             elapsed > LAPICT__FAR_NS)
-            return LAPICT_E_STATE_FIELD;
-        if (mode == LAPICT_LVTT_PERIODIC && !(fl & B_CD_ARMED))
             return LAPICT_E_STATE_FIELD;
     } else if (elapsed || e || (fl & B_CLAMPED)) {
         return LAPICT_E_STATE_FIELD;
     }
     if ((fl & B_CLAMPED) && mode != LAPICT_LVTT_PERIODIC)
         return LAPICT_E_STATE_FIELD;
+    if ((fl & B_CLAMPED) ? (get32(b + OFF_CLAMP_P) == 0 ||
+                            get32(b + OFF_CLAMP_P) > LAPICT_MIN_PERIOD_NS_MAX)
+                         : get32(b + OFF_CLAMP_P) != 0)
+        return LAPICT_E_STATE_FIELD;
     if ((fl & B_DL_ARMED) ? (!dlmode || dl == 0) : dl != 0)
         return LAPICT_E_STATE_FIELD;
     if (dlmode && tmict)
         return LAPICT_E_STATE_FIELD;
-    if ((fl & B_PREINJ) && !(fl & (B_CD_ARMED | B_DL_ARMED)))
+    /* Injected ahead: an expiry of this mode is armed, none is pending
+     * (the library injects ahead only with nothing pending, and the
+     * expiry consumes the flag before anything can become pending). */
+    if ((fl & B_PREINJ) &&
+        (!(fl & (B_CD_ARMED | B_DL_ARMED)) || get32(b + OFF_PENDING) != 0))
         return LAPICT_E_STATE_FIELD;
     if (get32(b + OFF_PENDING) > LAPICT_CATCH_UP_MAX_LIMIT ||
         get32(b + OFF_ADV) > LAPICT_ADVANCE_NS_LIMIT ||
@@ -186,12 +226,73 @@ static int check_fields(const struct lapict_timer *t, const uint8_t *b)
     return LAPICT_OK;
 }
 
+/*
+ * An expiry injected ahead must be within the advance the source had (the
+ * blob's) of @now: the wait before the next guest entry spins until it,
+ * and a forged instant years away would spin for years and then swallow
+ * the real expiry. A deadline's instant is this host's estimate, which may
+ * be one TSC period later than the source's.
+ */
+static bool preinj_near(const struct lapict_timer *n, const uint8_t *b,
+                        uint64_t now, uint64_t tsc)
+{
+    uint64_t adv = get32(b + OFF_ADV), rem, elapsed = now - n->anchor_ns;
+
+    if (n->flags & LAPICT__F_CD_ARMED) {
+        rem = elapsed >= n->next_rel_ns ? 0 : n->next_rel_ns - elapsed;
+    } else {
+        rem = tsc >= n->deadline_tsc ? 0 : n->dl_ns - now;
+        adv += lapict__ns_from_tsc(n, 1);
+    }
+    return rem <= adv;
+}
+
+/*
+ * Move a count-down from the source's clock to this host's (its minimum
+ * period @min_ns may differ, so the clamp may start, stop or change
+ * period): the count is kept and the timer re-anchored at @now, as TIMER.md
+ * section 3 does whenever the clamp starts or stops applying. The same
+ * clock is kept exactly. Due expiries are settled on the source's clock
+ * first, so none is lost by the re-anchor. An expiry already injected
+ * ahead cannot move: its instant would change under an interrupt the guest
+ * already has (twice, or early), so that is a configuration mismatch.
+ */
+static int to_local_clock(struct lapict_timer *n, uint32_t min_ns, uint64_t now)
+{
+    uint32_t src_ns = n->min_period_ns, c;
+    bool clamp;
+
+    if (n->flags & LAPICT__F_CD_ACTIVE) {
+        lapict__settle(n, now, 0); /* no deadline in a count-down mode */
+        n->min_period_ns = min_ns;
+        clamp = lapict__needs_clamp(n);
+        n->min_period_ns = src_ns;
+        if ((n->flags & LAPICT__F_CD_ACTIVE) &&
+            (clamp != !!(n->flags & LAPICT__F_CLAMPED) ||
+             (clamp && src_ns != min_ns))) {
+            if (n->flags & LAPICT__F_PREINJ)
+                return LAPICT_E_STATE_CONFIG;
+            c = lapict__tmcct(n, now);
+            n->min_period_ns = min_ns;
+            n->flags &= (uint16_t)~LAPICT__F_CLAMPED;
+            if (clamp)
+                n->flags |= LAPICT__F_CLAMPED;
+            lapict__reanchor(n, now, c);
+        }
+        /* A clamp in force here engages on this instance (stats). */
+        if (n->flags & LAPICT__F_CLAMPED)
+            LAPICT__INC(n->c.clamps);
+    }
+    n->min_period_ns = min_ns;
+    return LAPICT_OK;
+}
+
 int lapict_state_restore(struct lapict_timer *t, const void *buf, size_t len)
 {
     const uint8_t *b = buf;
     struct lapict_timer n;
     uint32_t fl, pending, adv;
-    uint64_t now;
+    uint64_t now, tsc = 0;
     size_t i;
     int rc;
 
@@ -220,16 +321,24 @@ int lapict_state_restore(struct lapict_timer *t, const void *buf, size_t len)
     n.deadline_tsc = get64(b + OFF_DEADLINE);
     if (n.flags & LAPICT__F_CD_ACTIVE) {
         uint64_t T;
+        /* First the source's clock: clamped, N ticks lasted its period. */
+        if (n.flags & LAPICT__F_CLAMPED) {
+            n.min_period_ns = get32(b + OFF_CLAMP_P);
+            if (!lapict__needs_clamp(&n))
+                return LAPICT_E_STATE_FIELD; /* that clamp never applied */
+        }
         n.next_rel_ns = lapict__ns_for(&n, n.e_tick);
         T = lapict__ticks_in(&n, get64(b + OFF_ELAPSED));
         /* A count above N is not a state any guest could have produced. */
         if (n.e_tick > T && n.e_tick - T > n.tmict)
             return LAPICT_E_STATE_FIELD;
-        /* This host's minimum period may differ: keep the count. */
-        lapict__set_clamp(&n, now, lapict__needs_clamp(&n));
     }
-    if (n.flags & LAPICT__F_DL_ARMED)
-        n.dl_ns = lapict__deadline_ns(&n, now, lapict__tsc(&n), n.deadline_tsc);
+    if (n.flags & LAPICT__F_DL_ARMED) {
+        tsc = lapict__tsc(&n);
+        n.dl_ns = lapict__deadline_ns(&n, now, tsc, n.deadline_tsc);
+    }
+    if ((n.flags & LAPICT__F_PREINJ) && !preinj_near(&n, b, now, tsc))
+        return LAPICT_E_STATE_FIELD;
     pending = get32(b + OFF_PENDING);
     if (pending > n.catch_up_max) {
         lapict__add_sat(n.missed == LAPICT_MISSED_COALESCE ? &n.c.coalesced
@@ -249,12 +358,21 @@ int lapict_state_restore(struct lapict_timer *t, const void *buf, size_t len)
     /* No expiry happened here yet: nothing holds back an early injection. */
     n.flags &= (uint16_t)~LAPICT__F_EXPIRED;
     n.last_instant_ns = now;
+    /*
+     * An expiry already due here (a deadline this guest TSC has passed, a
+     * forged elapsed time) joins the pending ones: restore never injects,
+     * since an interrupt controller restored after it would overwrite the
+     * injection. The host delivers with lapict_irq_window_open() (state.h).
+     */
+    rc = to_local_clock(&n, t->min_period_ns, now);
+    if (rc != LAPICT_OK)
+        return rc;
+    lapict__settle(&n, now, tsc);
 
     /* Commit: the host timers of the old state go, the new state arms. */
     lapict__host_cancel(t);
     n.armed = LAPICT__ARMED_NONE;
     *t = n;
-    lapict__update(t, now);
     lapict__rearm(t, now);
     return LAPICT_OK;
 }

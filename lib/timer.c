@@ -154,9 +154,12 @@ static LAPICT__HOT void deliver(struct lapict_timer *t)
     }
 }
 
-/* @k expiries happened, the last at host time @instant. */
+/*
+ * @k expiries happened, the last at host time @instant. @quiet: offer
+ * nothing to the host, leave them pending (lapict__settle()).
+ */
 static LAPICT__HOT void expired(struct lapict_timer *t, uint64_t k,
-                             uint64_t instant)
+                             uint64_t instant, bool quiet)
 {
     uint64_t total;
 
@@ -176,7 +179,8 @@ static LAPICT__HOT void expired(struct lapict_timer *t, uint64_t k,
     if (k == 1 && t->pending == 0 &&
         (t->lvtt & LAPICT_LVTT_VECTOR) >= 16) {
         /* The common case, as every policy and deliver() would treat it. */
-        if (!lapict__inject(t, (uint8_t)(t->lvtt & LAPICT_LVTT_VECTOR)))
+        if (quiet ||
+            !lapict__inject(t, (uint8_t)(t->lvtt & LAPICT_LVTT_VECTOR)))
             t->pending = 1;
         return;
     }
@@ -204,7 +208,9 @@ static LAPICT__HOT void expired(struct lapict_timer *t, uint64_t k,
         break;
     }
     t->pending = (uint16_t)total;
-    deliver(t);
+    /* Quiet: mask and vector are read at delivery, wherever that is. */
+    if (!quiet)
+        deliver(t);
 }
 
 /* Ticks of the current clock in @d ns, all 128 bits (no saturation). */
@@ -250,9 +256,11 @@ static uint64_t stalled(struct lapict_timer *t, uint64_t d)
 
 /*
  * Process the expiries whose instant is at or before @now. Return whether
- * anything expired (the host timer then needs re-arming).
+ * anything expired (the host timer then needs re-arming). @quiet: call no
+ * op (a deadline is checked against @quiet_tsc, expiries stay pending).
  */
-static LAPICT__HOT bool process(struct lapict_timer *t, uint64_t now)
+static LAPICT__HOT bool process(struct lapict_timer *t, uint64_t now,
+                                bool quiet, uint64_t quiet_tsc)
 {
     if (t->flags & LAPICT__F_CD_ARMED) {
         uint64_t d = lapict__elapsed(t, now), k = 1, next;
@@ -271,24 +279,30 @@ static LAPICT__HOT bool process(struct lapict_timer *t, uint64_t now)
         } else {
             t->flags &= (uint16_t)~(LAPICT__F_CD_ARMED | LAPICT__F_CD_ACTIVE);
         }
-        expired(t, k, instant);
+        expired(t, k, instant, quiet);
         return true;
     }
     if (t->flags & LAPICT__F_DL_ARMED) {
-        uint64_t tsc = lapict__tsc(t);
+        uint64_t tsc = quiet ? quiet_tsc : lapict__tsc(t);
         if (tsc < t->deadline_tsc) {
             /* The TSC runs slower than estimated: aim again, later. */
-            if (lapict__after_eq(now, t->dl_ns)) {
+            if (!quiet && lapict__after_eq(now, t->dl_ns)) {
                 t->dl_ns = lapict__deadline_ns(t, now, tsc, t->deadline_tsc);
                 return true;
             }
             return false;
         }
         t->flags &= (uint16_t)~LAPICT__F_DL_ARMED;
-        expired(t, 1, lapict__after_eq(now, t->dl_ns) ? t->dl_ns : now);
+        expired(t, 1, lapict__after_eq(now, t->dl_ns) ? t->dl_ns : now,
+                quiet);
         return true;
     }
     return false;
+}
+
+void lapict__settle(struct lapict_timer *t, uint64_t now, uint64_t tsc)
+{
+    process(t, now, true, tsc);
 }
 
 void lapict__rearm(struct lapict_timer *t, uint64_t now)
@@ -299,7 +313,7 @@ void lapict__rearm(struct lapict_timer *t, uint64_t now)
 void lapict__update_slow(struct lapict_timer *t, uint64_t now)
 {
     /* Nothing expired: the armed host timer is still the right one. */
-    if (process(t, now))
+    if (process(t, now, false, 0))
         lapict__rearm(t, now);
 }
 
@@ -423,7 +437,7 @@ int lapict_expire(struct lapict_timer *t)
         return LAPICT_E_INVAL;
     now = lapict__now(t);
     inj = t->c.injections;
-    process(t, now);
+    process(t, now, false, 0);
     preinject(t, now);
     if (t->c.injections != inj) {
         /* Measure the latency from when this host timer was due (neither
@@ -443,7 +457,7 @@ int lapict_irq_window_open(struct lapict_timer *t)
 {
     if (!lapict__valid(t))
         return LAPICT_E_INVAL;
-    process(t, lapict__now(t));
+    process(t, lapict__now(t), false, 0);
     deliver(t);
     lapict__rearm(t, lapict__now(t));
     return LAPICT_OK;
@@ -503,7 +517,7 @@ static __attribute__((noinline)) int entry_work(struct lapict_timer *t)
     }
     now = lapict__now(t);
     /* lapict__update() inline: the expiry injected ahead is due now. */
-    if (process(t, now))
+    if (process(t, now, false, 0))
         lapict__rearm_hot(t, now, false);
     return LAPICT_OK;
 }

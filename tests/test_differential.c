@@ -109,6 +109,10 @@ static void df_save_restore(struct df_side *d)
         assert_int_equal(lapict_vcpu_blocking(n), LAPICT_OK);
     lapict_sim_attach(&d->sim, n);
     assert_int_equal(lapict_state_restore(n, blob, sizeof(blob)), LAPICT_OK);
+    /* state.h: after a restore, offer pending interrupts once the window
+     * is open (the simulated host calls it itself when a window opens). */
+    if (d->sim.window_open)
+        assert_int_equal(lapict_irq_window_open(n), LAPICT_OK);
     d->t = n;
     d->restores++;
     lapict_sim_enter(&d->sim);

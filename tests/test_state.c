@@ -5,6 +5,8 @@
  */
 #include "testutil.h"
 
+#include <stdio.h>
+
 #define VEC 0x30u
 #define SZ LAPICT_STATE_SIZE
 
@@ -51,6 +53,10 @@ static void state_blob_has_fixed_size(void **state)
         assert_int_equal(buf[i], 0xAB);
     assert_int_equal(lapict_state_save(NULL, buf, SZ), LAPICT_E_INVAL);
     assert_int_equal(lapict_state_save(&t, NULL, SZ), LAPICT_E_INVAL);
+    assert_int_equal(lapict_state_save_at(NULL, 0, 0, buf, SZ), LAPICT_E_INVAL);
+    assert_int_equal(lapict_state_save_at(&t, 0, 0, NULL, SZ), LAPICT_E_INVAL);
+    assert_int_equal(lapict_state_save_at(&t, 0, 0, buf, SZ - 1),
+                     LAPICT_E_STATE_SIZE);
 }
 
 /* The documented little-endian layout of version 1 (state.h). */
@@ -85,9 +91,11 @@ static void blob_layout_matches_state_h(void **state)
         /* Advance off: no tuner estimate or deviation. */
         assert_int_equal(oracle_get32(blob, 64), 0);
         assert_int_equal(oracle_get32(blob, 68), 0);
+        /* Not clamped: no clamp period (clamp_period_field_is_checked). */
+        assert_int_equal(oracle_get32(blob, 72), 0);
         /* Flags: software-enabled, count-down active, expiry unprocessed. */
         assert_int_equal(oracle_get32(blob, 20), 0x7);
-        for (i = 72; i < 124; i++)
+        for (i = 76; i < 124; i++)
             assert_int_equal(blob[i], 0);
         assert_int_equal(oracle_get32(blob, 124), oracle_crc32(blob, 124));
     }
@@ -323,9 +331,9 @@ tsc_deadline_restored_fires_when_destination_tsc_reaches_it(void **state)
     }
 }
 
-/* The expiry instant passed, the host timer has not fired yet: the save
- * sees it (due expiries are processed first); it is delivered once in
- * total, on whichever side, and never again. */
+/* The expiry instant passed, the host timer has not fired yet: the blob
+ * carries it as pending (the source does not inject it); it is delivered
+ * once in total, on the destination, and never again. */
 static void
 save_after_expiry_before_delivery_delivers_exactly_once(void **state)
 {
@@ -348,9 +356,8 @@ save_after_expiry_before_delivery_delivers_exactly_once(void **state)
             fake_window(&hb, true);
             fake_advance(&hb, 5000000);
             fake_window(&hb, true);
-            assert_int_equal(ha.ninj + hb.ninj, 1);
-            if (!win)
-                assert_int_equal(hb.ninj, 1);
+            assert_int_equal(ha.ninj, 0);
+            assert_int_equal(hb.ninj, 1);
             assert_int_equal(lapict_tmcct_read(&tb), 0);
         }
 }
@@ -624,6 +631,7 @@ struct field_case {
 
 /* Correctly sealed blobs whose contents are invalid or inconsistent. */
 static const struct field_case field_cases[] = {
+    {"reserved byte 76", 76, 1, 1},
     {"reserved byte 80", 80, 1, 1},
     {"reserved byte 101", 101, 1, 0x80},
     {"reserved byte 123", 123, 1, 0xFF},
@@ -717,8 +725,1135 @@ static void restore_with_different_bus_hz_is_state_config(void **state)
     expect_rejected(blob, SZ, LAPICT_E_STATE_CONFIG);
 }
 
+/* ---- Saving has no side effects (issue 11 defect 3) ---- */
+
+/*
+ * Trap ops: installed into a fake host's table around a save, every op but
+ * the clock reads (and those too when clock_ok is false) fails the test.
+ * The instance keeps its pointer to h->ops, so swapping the entries is seen.
+ */
+static struct lapict_ops trap_orig;
+static bool trap_clock_ok;
+
+static uint64_t trap_now_ns(void *ctx)
+{
+    if (!trap_clock_ok)
+        fail_msg("now_ns called during save");
+    return trap_orig.now_ns(ctx);
+}
+
+static uint64_t trap_guest_tsc(void *ctx)
+{
+    if (!trap_clock_ok)
+        fail_msg("guest_tsc called during save");
+    return trap_orig.guest_tsc(ctx);
+}
+
+static void trap_sw_arm(void *ctx, uint64_t ns)
+{
+    (void)ctx;
+    (void)ns;
+    fail_msg("sw_timer_arm called during save");
+}
+
+static void trap_sw_cancel(void *ctx)
+{
+    (void)ctx;
+    fail_msg("sw_timer_cancel called during save");
+}
+
+static bool trap_hv_arm(void *ctx, uint64_t ns)
+{
+    (void)ctx;
+    (void)ns;
+    fail_msg("hv_timer_arm called during save");
+    return false;
+}
+
+static void trap_hv_cancel(void *ctx)
+{
+    (void)ctx;
+    fail_msg("hv_timer_cancel called during save");
+}
+
+static bool trap_inject(void *ctx, uint8_t v)
+{
+    (void)ctx;
+    fail_msg("inject(%u) called during save", v);
+    return false;
+}
+
+static void trap_spin(void *ctx, uint64_t ns)
+{
+    (void)ctx;
+    (void)ns;
+    fail_msg("spin_until called during save");
+}
+
+static void trap_report(void *ctx, int s, uint32_t d)
+{
+    (void)ctx;
+    fail_msg("report(%d, %u) called during save", s, d);
+}
+
+static uint64_t trap_tsc_to_host(void *ctx, uint64_t tsc)
+{
+    (void)ctx;
+    (void)tsc;
+    fail_msg("tsc_to_host_ns called during save");
+    return 0;
+}
+
+static void traps_on(struct fake_host *h, bool clock_ok)
+{
+    trap_orig = h->ops;
+    trap_clock_ok = clock_ok;
+    h->ops.now_ns = trap_now_ns;
+    h->ops.guest_tsc = trap_guest_tsc;
+    h->ops.sw_timer_arm = trap_sw_arm;
+    h->ops.sw_timer_cancel = trap_sw_cancel;
+    if (h->ops.hv_timer_arm) {
+        h->ops.hv_timer_arm = trap_hv_arm;
+        h->ops.hv_timer_cancel = trap_hv_cancel;
+    }
+    h->ops.inject = trap_inject;
+    h->ops.spin_until = trap_spin;
+    h->ops.report = trap_report;
+    if (h->ops.tsc_to_host_ns)
+        h->ops.tsc_to_host_ns = trap_tsc_to_host;
+}
+
+static void traps_off(struct fake_host *h)
+{
+    h->ops = trap_orig;
+}
+
+/* States in which a save finds work a register access would do. */
+enum due {
+    D_ONESHOT_DUE,     /* one-shot instant passed, host timer not run */
+    D_PERIODIC_DUE,    /* one grid point passed */
+    D_PERIODIC_MISSED, /* three grid points passed */
+    D_DEADLINE_DUE,    /* guest TSC past the deadline */
+    D_PREINJ_DUE,      /* injected ahead, then its instant passed */
+    D_PREINJ_AHEAD,    /* injected ahead, instant not reached */
+    D_PENDING_AND_DUE, /* one refused and pending, the next one due */
+    D_ILLEGAL_DUE,     /* due with vector 5 (reported at delivery) */
+    D_COUNT
+};
+
+static void build_due(enum due d, struct fake_host *h, struct lapict_timer *t,
+                      uint64_t base, enum lapict_missed_policy pol)
+{
+    struct lapict_config c = tu_cfg();
+    c.missed_policy = pol;
+    c.catch_up_max = 100;
+    if (d == D_PREINJ_DUE || d == D_PREINJ_AHEAD) {
+        c.advance_mode = LAPICT_ADVANCE_FIXED;
+        c.advance_ns = 3000;
+    }
+    tu_setup(h, t, &c, base, (d & 1) != 0);
+    switch (d) {
+    case D_ONESHOT_DUE:
+        countdown(t, 0xB, LAPICT_LVTT_ONESHOT, 1000000);
+        fake_stall(h, 1000500);
+        break;
+    case D_PERIODIC_DUE:
+        countdown(t, 0xB, LAPICT_LVTT_PERIODIC, 1000000);
+        fake_stall(h, 1000500);
+        break;
+    case D_PERIODIC_MISSED:
+        countdown(t, 0xB, LAPICT_LVTT_PERIODIC, 1000000);
+        fake_stall(h, 3000500);
+        break;
+    case D_DEADLINE_DUE:
+        lapict_lvtt_write(t, LAPICT_LVTT_TSC_DEADLINE | VEC);
+        lapict_tsc_deadline_write(t, fake_tsc(h) + 1000000);
+        fake_stall(h, 1000500);
+        break;
+    case D_PREINJ_DUE:
+    case D_PREINJ_AHEAD:
+        countdown(t, 0xB, LAPICT_LVTT_PERIODIC, 1000000);
+        /* The host timer fires 3 us early: injected ahead. */
+        fake_advance(h, 998000);
+        assert_int_equal(h->ninj, 1);
+        if (d == D_PREINJ_DUE)
+            fake_stall(h, 2500);
+        break;
+    case D_PENDING_AND_DUE:
+        countdown(t, 0xB, LAPICT_LVTT_PERIODIC, 1000000);
+        fake_window(h, false);
+        fake_advance(h, 1000000);
+        assert_int_equal(tu_stats(t).pending, 1);
+        fake_stall(h, 1000100);
+        break;
+    default:
+        countdown(t, 0xB, LAPICT_LVTT_ONESHOT, 1000);
+        lapict_lvtt_write(t, LAPICT_LVTT_ONESHOT | 5u);
+        fake_stall(h, 2000);
+        break;
+    }
+}
+
+/*
+ * lapict_state_save() reads the clock and nothing else: no inject, no
+ * timer op, no report; and the instance is bit-for-bit what it was.
+ * lapict_state_save_at() calls no op at all and gives the same blob.
+ */
+static void save_calls_no_host_op_and_changes_nothing(void **state)
+{
+    (void)state;
+    size_t b;
+    int d, s;
+    for (b = 0; b < TU_NBASES; b++) {
+        for (d = 0; d < D_COUNT + S_COUNT; d++) {
+            struct fake_host h;
+            struct lapict_timer t, copy;
+            uint8_t blob[SZ], blob2[SZ];
+            uint64_t now, tsc;
+            struct fake_host hcopy;
+            print_message("base %zu state %d\n", b, d);
+            if (d < D_COUNT)
+                build_due((enum due)d, &h, &t, tu_bases[b],
+                          LAPICT_MISSED_COALESCE);
+            else
+                build((enum scen)(d - D_COUNT), &h, &t, tu_bases[b]);
+            memcpy(&copy, &t, sizeof(t));
+            traps_on(&h, true);
+            memcpy(&hcopy, &h, sizeof(h));
+            save(&t, blob);
+            traps_off(&h);
+            assert_memory_equal(&t, &copy, sizeof(t));
+            /* The host is untouched too (its clock reads count calls). */
+            hcopy.op_calls = h.op_calls;
+            hcopy.ops = h.ops;
+            assert_memory_equal(&h, &hcopy, sizeof(h));
+            now = h.now_ns;
+            tsc = fake_tsc(&h);
+            traps_on(&h, false);
+            for (s = 0; s < 2; s++)
+                assert_int_equal(lapict_state_save_at(&t, now, tsc, blob2, SZ),
+                                 LAPICT_OK);
+            traps_off(&h);
+            assert_memory_equal(blob, blob2, SZ);
+            assert_memory_equal(&t, &copy, sizeof(t));
+        }
+    }
+}
+
+/*
+ * The blob of a save is the blob of the same instance serviced at that
+ * instant with the host refusing the interrupt: a due expiry travels as
+ * pending, periodic timers sit on their next grid point, and the
+ * missed-tick policy has been applied.
+ */
+static void save_describes_the_state_as_if_serviced_now(void **state)
+{
+    (void)state;
+    static const enum lapict_missed_policy pols[] = {
+        LAPICT_MISSED_COALESCE, LAPICT_MISSED_CATCH_UP, LAPICT_MISSED_DROP};
+    size_t b, p;
+    int d;
+    for (b = 0; b < TU_NBASES; b++)
+        for (p = 0; p < 3; p++)
+            for (d = 0; d < D_COUNT; d++) {
+                struct fake_host ha, hb;
+                struct lapict_timer ta, tb;
+                uint8_t blob_a[SZ], blob_b[SZ];
+                print_message("base %zu policy %zu state %d\n", b, p, d);
+                build_due((enum due)d, &ha, &ta, tu_bases[b], pols[p]);
+                build_due((enum due)d, &hb, &tb, tu_bases[b], pols[p]);
+                save(&ta, blob_a);
+                /* The twin is serviced at the same instant, window shut. */
+                hb.window_open = false;
+                assert_int_equal(lapict_expire(&tb), LAPICT_OK);
+                save(&tb, blob_b);
+                if (d == D_ILLEGAL_DUE) {
+                    /* Servicing reports and drops an illegal vector at
+                     * delivery; the blob keeps it pending so that the
+                     * destination reports it (ESR), once. */
+                    assert_int_equal(oracle_get32(blob_a, 48), 1);
+                    assert_int_equal(oracle_get32(blob_b, 48), 0);
+                    assert_int_equal(hb.nrep, 1);
+                    assert_int_equal(ha.nrep, 0);
+                    continue;
+                }
+                assert_memory_equal(blob_a, blob_b, SZ);
+            }
+}
+
+/*
+ * A VMM saves its interrupt controller (a model IRR here: the vectors the
+ * source host accepted) and the timer in either order, and restores them in
+ * either order on the destination, then does what state.h asks: one
+ * lapict_irq_window_open(). Every interrupt due by the save instant is
+ * delivered exactly once across the migration, whatever the orders.
+ */
+static unsigned migrate_with_irr(enum due d, enum lapict_missed_policy pol,
+                                 uint64_t base, bool timer_first_src,
+                                 bool timer_first_dst, unsigned *expected)
+{
+    struct fake_host ha, hb;
+    struct lapict_timer ta, tb;
+    struct lapict_config c = tu_cfg();
+    uint8_t blob[SZ];
+    unsigned irr, lost = 0, before_irr;
+    build_due(d, &ha, &ta, base, pol);
+    if (timer_first_src) {
+        save(&ta, blob);
+        irr = ha.ninj; /* the IRR snapshot holds what was injected */
+    } else {
+        irr = ha.ninj;
+        save(&ta, blob);
+    }
+    /* Interrupts of the source that did not make it into the IRR copy. */
+    lost += ha.ninj - irr;
+    c.missed_policy = pol;
+    c.catch_up_max = 100;
+    if (d == D_PREINJ_DUE || d == D_PREINJ_AHEAD) {
+        c.advance_mode = LAPICT_ADVANCE_FIXED;
+        c.advance_ns = 3000;
+    }
+    tu_setup(&hb, &tb, &c, base + 5000000000ull, false);
+    hb.tsc_offset = fake_tsc(&ha); /* the TSC continues */
+    if (timer_first_dst) {
+        assert_int_equal(lapict_state_restore(&tb, blob, SZ), LAPICT_OK);
+        /* Restoring the IRR copy overwrites what was injected meanwhile. */
+        lost += hb.ninj;
+        before_irr = hb.ninj;
+    } else {
+        before_irr = 0;
+        assert_int_equal(lapict_state_restore(&tb, blob, SZ), LAPICT_OK);
+    }
+    assert_int_equal(lapict_irq_window_open(&tb), LAPICT_OK);
+    assert_int_equal(lapict_irq_window_open(&tb), LAPICT_OK);
+    fake_enter(&hb);
+    /* Before the next expiry of any of the states. */
+    fake_advance(&hb, 400000);
+    *expected = lost;
+    return irr + (hb.ninj - before_irr);
+}
+
+static void due_expiry_delivered_once_whatever_the_irr_save_order(void **state)
+{
+    (void)state;
+    /* Interrupts in the guest's hands across the migration, per state:
+     * (source IRR copy + destination deliveries). Pre-injected expiries were
+     * injected before the vCPU stopped, so the IRR copy holds them. */
+    static const struct {
+        enum due d;
+        enum lapict_missed_policy pol;
+        unsigned want;
+    } cases[] = {
+        {D_ONESHOT_DUE, LAPICT_MISSED_COALESCE, 1},
+        {D_PERIODIC_DUE, LAPICT_MISSED_COALESCE, 1},
+        {D_PERIODIC_DUE, LAPICT_MISSED_DROP, 1},
+        {D_PERIODIC_MISSED, LAPICT_MISSED_COALESCE, 1},
+        {D_PERIODIC_MISSED, LAPICT_MISSED_CATCH_UP, 3},
+        {D_PERIODIC_MISSED, LAPICT_MISSED_DROP, 0},
+        {D_DEADLINE_DUE, LAPICT_MISSED_COALESCE, 1},
+        {D_PREINJ_DUE, LAPICT_MISSED_COALESCE, 1},
+        {D_PREINJ_AHEAD, LAPICT_MISSED_COALESCE, 1},
+        {D_PENDING_AND_DUE, LAPICT_MISSED_COALESCE, 1},
+        {D_PENDING_AND_DUE, LAPICT_MISSED_CATCH_UP, 2},
+        {D_ILLEGAL_DUE, LAPICT_MISSED_COALESCE, 0},
+    };
+    size_t b, i;
+    int o;
+    for (b = 0; b < TU_NBASES; b++)
+        for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+            for (o = 0; o < 4; o++) {
+                unsigned lost, got;
+                print_message("base %zu case %zu order %d\n", b, i, o);
+                got = migrate_with_irr(cases[i].d, cases[i].pol, tu_bases[b],
+                                       o & 1, o & 2, &lost);
+                assert_int_equal(lost, 0);
+                assert_int_equal(got, cases[i].want);
+            }
+}
+
+/*
+ * state.h: restore never calls inject (an interrupt controller restored
+ * after it would overwrite the injection); the host calls
+ * lapict_irq_window_open() once after restoring, and that delivers what the
+ * blob holds pending and any expiry already due, once.
+ */
+static void restore_injects_nothing_window_open_delivers_once(void **state)
+{
+    (void)state;
+    size_t b;
+    int w;
+    for (b = 0; b < TU_NBASES; b++)
+        for (w = 0; w < 2; w++) {
+            struct fake_host ha, hb;
+            struct lapict_timer ta, tb;
+            struct lapict_config c = tu_cfg();
+            uint8_t blob[SZ];
+            uint64_t D;
+            tu_setup(&ha, &ta, &c, tu_bases[b], false);
+            lapict_lvtt_write(&ta, LAPICT_LVTT_TSC_DEADLINE | VEC);
+            D = fake_tsc(&ha) + 1000000;
+            lapict_tsc_deadline_write(&ta, D);
+            save(&ta, blob);
+            /* The destination's TSC is already past D: due on arrival. */
+            fake_host_init(&hb, tu_bases[1 - b], 1000000, D + 10, w != 0);
+            assert_int_equal(fake_attach(&hb, &tb, &c), LAPICT_OK);
+            hb.window_open = w != 0;
+            assert_int_equal(lapict_state_restore(&tb, blob, SZ), LAPICT_OK);
+            assert_int_equal(hb.inject_calls, 0);
+            assert_int_equal(lapict_tsc_deadline_read(&tb), 0);
+            assert_int_equal(hb.inject_calls, 0);
+            assert_int_equal(lapict_lvtt_read(&tb) & LAPICT_LVTT_PENDING,
+                             LAPICT_LVTT_PENDING);
+            /* Window closed: it stays pending, offered again later. */
+            assert_int_equal(lapict_irq_window_open(&tb), LAPICT_OK);
+            assert_int_equal(hb.ninj, w ? 1u : 0u);
+            fake_window(&hb, true);
+            fake_window(&hb, true);
+            fake_advance(&hb, 10000000);
+            assert_int_equal(hb.ninj, 1);
+            assert_int_equal(hb.inj[0].vector, VEC);
+            tu_check_host(&hb);
+        }
+}
+
+/* ---- Forged blobs: the flag space, pre-injections (defects 9, 10) ---- */
+
+/* Restore @blob into an instance built with @c whose guest TSC reads @tsc
+ * (the source's at the save: it continues); on rejection the instance and
+ * its host must be bit-for-bit unchanged. Returns the status. */
+static int restore_into_tsc(const struct lapict_config *c, const uint8_t *blob,
+                            uint64_t tsc)
+{
+    struct fake_host h, hcopy;
+    struct lapict_timer t, copy;
+    int rc;
+    tu_setup(&h, &t, c, 777777, true);
+    countdown(&t, 0x0, LAPICT_LVTT_PERIODIC, 3000000);
+    fake_advance(&h, 1000);
+    h.tsc_offset += tsc - fake_tsc(&h);
+    memcpy(&copy, &t, sizeof(t));
+    memcpy(&hcopy, &h, sizeof(h));
+    rc = lapict_state_restore(&t, blob, SZ);
+    if (rc != LAPICT_OK) {
+        assert_memory_equal(&t, &copy, sizeof(t));
+        /* Only the clock may have been read. */
+        hcopy.op_calls = h.op_calls;
+        assert_memory_equal(&h, &hcopy, sizeof(h));
+    }
+    return rc;
+}
+
+static int restore_into(const struct lapict_config *c, const uint8_t *blob)
+{
+    return restore_into_tsc(c, blob, 0);
+}
+
+#define B_SVR 0x01u
+#define B_ACT 0x02u
+#define B_ARM 0x04u
+#define B_CLA 0x08u
+#define B_DLA 0x10u
+#define B_PRE 0x20u
+#define B_EST 0x40u
+
+/* The library-made states: base state x SVR x tuner estimate. */
+enum base {
+    B_OS_STOPPED,
+    B_OS_RUNNING,
+    B_OS_PREINJ,
+    B_P_STOPPED,
+    B_P_RUNNING,
+    B_P_CLAMPED,
+    B_P_PREINJ,
+    B_P_CLAMPED_PREINJ,
+    B_DL_DISARMED,
+    B_DL_ARMED,
+    B_DL_PREINJ,
+    B_COUNT
+};
+
+static struct lapict_config flag_cfg(void)
+{
+    struct lapict_config c = tu_cfg();
+    c.min_period_ns = 200000;
+    c.advance_mode = LAPICT_ADVANCE_ADAPTIVE;
+    c.advance_ns = 2000;
+    return c;
+}
+
+/* Run to just past the host timer armed the advance before @dur. */
+static void to_preinj(struct fake_host *h, struct lapict_timer *t, uint64_t dur)
+{
+    uint32_t adv = tu_stats(t).advance_ns;
+    assert_true(adv > 2);
+    fake_advance(h, dur - adv / 2);
+}
+
+/* Returns the guest TSC at the save. */
+static uint64_t produce(enum base bs, bool svr_off, bool est, uint8_t *blob)
+{
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = flag_cfg();
+    tu_setup(&h, &t, &c, 1000, false);
+    if (est) {
+        /* One pre-injected expiry and its entry: the tuner's first sample. */
+        countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, 100000);
+        fake_advance(&h, 200000);
+        fake_enter(&h);
+        lapict_reset(&t);
+    }
+    fake_advance(&h, 1000000);
+    switch (bs) {
+    case B_OS_STOPPED:
+        break;
+    case B_OS_RUNNING:
+        countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, 1000000);
+        fake_advance(&h, 1000);
+        break;
+    case B_OS_PREINJ:
+        countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, 1000000);
+        to_preinj(&h, &t, 1000000);
+        break;
+    case B_P_STOPPED:
+        lapict_lvtt_write(&t, LAPICT_LVTT_PERIODIC | VEC);
+        break;
+    case B_P_RUNNING:
+        countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, 1000000);
+        fake_advance(&h, 1000);
+        break;
+    case B_P_CLAMPED:
+        countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, 7);
+        fake_advance(&h, 1000);
+        break;
+    case B_P_PREINJ:
+        countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, 1000000);
+        to_preinj(&h, &t, 1000000);
+        break;
+    case B_P_CLAMPED_PREINJ:
+        countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, 7);
+        to_preinj(&h, &t, 200000);
+        break;
+    case B_DL_DISARMED:
+        lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
+        break;
+    case B_DL_ARMED:
+        lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
+        lapict_tsc_deadline_write(&t, fake_tsc(&h) + 1000000);
+        break;
+    default:
+        lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
+        lapict_tsc_deadline_write(&t, fake_tsc(&h) + 1000000);
+        to_preinj(&h, &t, 1000000);
+        break;
+    }
+    if (svr_off)
+        lapict_svr_write(&t, false);
+    save(&t, blob);
+    return fake_tsc(&h);
+}
+
+static unsigned flag_key(const uint8_t *blob)
+{
+    uint32_t mode = (oracle_get32(blob, 8) >> 17) & 3u;
+    return mode * 128u + (oracle_get32(blob, 20) & 0x7Fu);
+}
+
+/*
+ * Every (timer mode, blob flags) combination: either the library produces
+ * it (shown by producing it: each produced blob restores), or every blob
+ * carrying it is rejected, the instance unchanged. A rejected combination
+ * is tried on every produced blob of its mode, with only the flags (and a
+ * deadline for the deadline-armed flag) changed, so that it is the flags
+ * that are refused.
+ */
+static void every_flag_combination_is_producible_or_rejected(void **state)
+{
+    (void)state;
+    static uint8_t blobs[B_COUNT * 4][SZ];
+    uint64_t tscs[B_COUNT * 4];
+    bool produced[3 * 128] = {false};
+    struct lapict_config c = flag_cfg();
+    unsigned nb = 0, key, i, n_rejected = 0, n_produced = 0;
+    int bs, v;
+    for (bs = 0; bs < B_COUNT; bs++)
+        for (v = 0; v < 4; v++) {
+            uint8_t *b = blobs[nb];
+            tscs[nb++] = produce((enum base)bs, v & 1, v & 2, b);
+            /* The variant got what it asked for. */
+            assert_int_equal(!(oracle_get32(b, 20) & B_SVR), v & 1);
+            assert_int_equal(!!(oracle_get32(b, 20) & B_EST), !!(v & 2));
+            if (bs == B_OS_PREINJ || bs == B_P_PREINJ ||
+                bs == B_P_CLAMPED_PREINJ || bs == B_DL_PREINJ)
+                assert_true(oracle_get32(b, 20) & B_PRE);
+            produced[flag_key(b)] = true;
+            assert_int_equal(restore_into_tsc(&c, b, tscs[nb - 1]), LAPICT_OK);
+        }
+    for (key = 0; key < 3 * 128; key++) {
+        uint32_t fl = key % 128u, mode = key / 128u;
+        if (produced[key]) {
+            n_produced++;
+            continue;
+        }
+        for (i = 0; i < nb; i++) {
+            uint8_t bad[SZ];
+            int dl;
+            if (((oracle_get32(blobs[i], 8) >> 17) & 3u) != mode)
+                continue;
+            for (dl = 0; dl < 2; dl++) {
+                memcpy(bad, blobs[i], SZ);
+                oracle_put32(bad, 20, fl);
+                if (dl)
+                    oracle_put64(bad, 40, (fl & B_DLA) ? 5000000000ull : 0);
+                oracle_reseal(bad);
+                if (restore_into_tsc(&c, bad, tscs[i]) == LAPICT_OK)
+                    fail_msg("mode %u flags 0x%02x accepted (template %u), "
+                             "but the library never produces it",
+                             mode, fl, i);
+                n_rejected++;
+            }
+        }
+    }
+    print_message("%u combinations produced, %u forged blobs rejected\n",
+                  n_produced, n_rejected);
+    /* 11 base states x SVR x estimate, all distinct. */
+    assert_int_equal(n_produced, B_COUNT * 4);
+}
+
+/* A forged blob for the pre-injection tests: @blob with flags and fields
+ * set, resealed. */
+static void forge32(uint8_t *blob, size_t off, uint32_t v)
+{
+    oracle_put32(blob, off, v);
+    oracle_reseal(blob);
+}
+
+/*
+ * Issue 11 defect 9: a one-shot of 2^32-1 ticks at divide 128 on a 1 kHz
+ * bus (16 years) marked as already injected ahead. Accepted, the next guest
+ * entry would spin for the whole count and swallow the real expiry. A
+ * pre-injected instant must lie within the blob's advance of now (plus one
+ * TSC period for a deadline's estimate), nothing may be pending, and the
+ * flags must match the mode.
+ */
+static void forged_preinjection_is_rejected(void **state)
+{
+    (void)state;
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg(), ca;
+    uint8_t blob[SZ], bad[SZ];
+    uint64_t tsc;
+
+    c.bus_hz = LAPICT_BUS_HZ_MIN;
+    c.advance_mode = LAPICT_ADVANCE_FIXED;
+    c.advance_ns = 5000;
+    tu_setup(&h, &t, &c, 0, false);
+    countdown(&t, 0xA, LAPICT_LVTT_ONESHOT, UINT32_MAX);
+    fake_advance(&h, 1000);
+    save(&t, blob);
+    memcpy(bad, blob, SZ);
+    forge32(bad, 20, oracle_get32(bad, 20) | B_PRE);
+    assert_int_equal(restore_into(&c, bad), LAPICT_E_STATE_FIELD);
+
+    /* Real pre-injections, then forged around them. */
+    ca = flag_cfg();
+    produce(B_OS_PREINJ, false, false, blob);
+    assert_int_equal(restore_into(&ca, blob), LAPICT_OK);
+    /* ... with a pending interrupt as well: never both. */
+    memcpy(bad, blob, SZ);
+    forge32(bad, 48, 1);
+    assert_int_equal(restore_into(&ca, bad), LAPICT_E_STATE_FIELD);
+    /* ... with less advance than the instant is away. */
+    memcpy(bad, blob, SZ);
+    forge32(bad, 52, 1);
+    assert_int_equal(restore_into(&ca, bad), LAPICT_E_STATE_FIELD);
+    /* ... moved 1 ms before its instant. */
+    memcpy(bad, blob, SZ);
+    oracle_put64(bad, 24, oracle_get64(bad, 24) - 1000000);
+    oracle_reseal(bad);
+    assert_int_equal(restore_into(&ca, bad), LAPICT_E_STATE_FIELD);
+
+    /* A deadline pre-injected, restored where the TSC is far behind it. */
+    tsc = produce(B_DL_PREINJ, false, false, blob);
+    assert_int_equal(restore_into_tsc(&ca, blob, tsc), LAPICT_OK);
+    assert_int_equal(restore_into_tsc(&ca, blob, tsc - 1000000),
+                     LAPICT_E_STATE_FIELD);
+    memcpy(bad, blob, SZ);
+    oracle_put64(bad, 40, oracle_get64(bad, 40) + 1000000000ull);
+    oracle_reseal(bad);
+    assert_int_equal(restore_into_tsc(&ca, bad, tsc), LAPICT_E_STATE_FIELD);
+    /* A pre-injected deadline flag in one-shot mode. */
+    memcpy(bad, blob, SZ);
+    forge32(bad, 8, LAPICT_LVTT_ONESHOT | VEC);
+    assert_int_equal(restore_into_tsc(&ca, bad, tsc), LAPICT_E_STATE_FIELD);
+}
+
+/* What an accepted pre-injection costs the destination: one wait of at
+ * most the advance, then the expiry at its instant is not delivered again. */
+static void restored_preinjection_waits_at_most_the_advance(void **state)
+{
+    (void)state;
+    static const enum base bases[] = {B_OS_PREINJ, B_P_PREINJ,
+                                      B_P_CLAMPED_PREINJ, B_DL_PREINJ};
+    size_t i;
+    for (i = 0; i < 4; i++) {
+        struct fake_host h;
+        struct lapict_timer t;
+        struct lapict_config c = flag_cfg();
+        uint8_t blob[SZ];
+        uint64_t t0, tsc;
+        tsc = produce(bases[i], false, false, blob);
+        tu_setup(&h, &t, &c, TU_NEAR_WRAP, false);
+        h.tsc_offset = tsc; /* the TSC continues */
+        t0 = h.now_ns;
+        assert_int_equal(lapict_state_restore(&t, blob, SZ), LAPICT_OK);
+        assert_int_equal(lapict_irq_window_open(&t), LAPICT_OK);
+        fake_enter(&h);
+        assert_true(h.spins <= 1);
+        assert_true(fake_diff(t0, h.now_ns) <= 5000);
+        fake_advance(&h, 150000);
+        assert_int_equal(h.ninj, 0);
+    }
+}
+
+/* ---- Restore into another minimum period (issue 11 defect 11) ---- */
+
+/*
+ * Periodic N = 100 at divide 1, clamped by the source's 200 us minimum
+ * period (100 ticks last 200 us), saved 150 us in: TMCCT 25. Restored at
+ * the same instant into each destination minimum, TMCCT stays 25. With the
+ * same minimum nothing changes (next expiry 50 us later, then every 200 us);
+ * with another one the count is kept and drains on the destination's clock,
+ * re-anchored at the restore as TIMER.md section 3 does whenever the clamp
+ * starts or stops applying: 25 ticks of that clock, then its period. The
+ * interrupt never comes before TMCCT reaches 0 on that clock.
+ */
+static void clamped_periodic_keeps_its_count_into_any_min_period(void **state)
+{
+    (void)state;
+    static const struct {
+        uint32_t min_ns;
+        uint64_t first_ns, period_ns;
+    } dst[] = {
+        {200000, 50000, 200000}, /* same clock: exact */
+        {0, 25, 100},            /* unclamped: 1 ns ticks */
+        {100000, 25000, 100000},
+        {400000, 100000, 400000},
+    };
+    size_t b, i;
+    for (b = 0; b < TU_NBASES; b++)
+        for (i = 0; i < sizeof(dst) / sizeof(dst[0]); i++) {
+            struct fake_host ha, hb;
+            struct lapict_timer ta, tb;
+            struct lapict_config c = tu_cfg();
+            uint8_t blob[SZ];
+            uint64_t r;
+            print_message("base %zu destination min %u\n", b, dst[i].min_ns);
+            c.min_period_ns = 200000;
+            tu_setup(&ha, &ta, &c, tu_bases[b], false);
+            countdown(&ta, 0xB, LAPICT_LVTT_PERIODIC, 100);
+            fake_advance(&ha, 150000);
+            assert_int_equal(lapict_tmcct_read(&ta), 25);
+            save(&ta, blob);
+            c.min_period_ns = dst[i].min_ns;
+            tu_setup(&hb, &tb, &c, tu_bases[1 - b] + 12345, i & 1);
+            r = hb.now_ns;
+            assert_int_equal(lapict_state_restore(&tb, blob, SZ), LAPICT_OK);
+            assert_int_equal(lapict_irq_window_open(&tb), LAPICT_OK);
+            assert_int_equal(lapict_tmcct_read(&tb), 25);
+            assert_int_equal(lapict_tmict_read(&tb), 100);
+            fake_advance(&hb, dst[i].first_ns - 1);
+            assert_int_equal(hb.ninj, 0);
+            assert_true(lapict_tmcct_read(&tb) >= 1);
+            fake_advance(&hb, 1);
+            assert_int_equal(hb.ninj, 1);
+            assert_int_equal(hb.inj[0].ns, r + dst[i].first_ns);
+            assert_int_equal(lapict_tmcct_read(&tb), 100);
+            fake_advance(&hb, dst[i].period_ns - 1);
+            assert_int_equal(hb.ninj, 1);
+            assert_true(lapict_tmcct_read(&tb) <= 100);
+            fake_advance(&hb, 1);
+            assert_int_equal(hb.ninj, 2);
+            assert_int_equal(hb.inj[1].ns,
+                             r + dst[i].first_ns + dst[i].period_ns);
+            tu_check_host(&hb);
+        }
+}
+
+/* The blob carries the clamp period in force (offset 72), checked on
+ * restore; an expiry already injected ahead cannot move to another clock
+ * (its instant would change under an interrupt already given), so that
+ * restore is refused as a configuration mismatch, instance unchanged. */
+static void clamp_period_field_is_checked(void **state)
+{
+    (void)state;
+    struct lapict_config c = tu_cfg(), ca = flag_cfg();
+    uint8_t blob[SZ], bad[SZ];
+    struct fake_host h;
+    struct lapict_timer t;
+
+    c.min_period_ns = 200000;
+    tu_setup(&h, &t, &c, 0, false);
+    countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, 100);
+    fake_advance(&h, 150000);
+    save(&t, blob);
+    assert_int_equal(oracle_get32(blob, 72), 200000);
+    assert_int_equal(restore_into(&c, blob), LAPICT_OK);
+    memcpy(bad, blob, SZ);
+    forge32(bad, 72, 0);
+    assert_int_equal(restore_into(&c, bad), LAPICT_E_STATE_FIELD);
+    memcpy(bad, blob, SZ);
+    forge32(bad, 72, LAPICT_MIN_PERIOD_NS_MAX + 1);
+    assert_int_equal(restore_into(&c, bad), LAPICT_E_STATE_FIELD);
+    /* 100 ticks at divide 1 last 100 ns: a 100 ns "clamp" never applied. */
+    memcpy(bad, blob, SZ);
+    forge32(bad, 72, 100);
+    assert_int_equal(restore_into(&c, bad), LAPICT_E_STATE_FIELD);
+    /* Not clamped: the field is 0. */
+    make_blob(blob, 0);
+    assert_int_equal(oracle_get32(blob, 72), 0);
+    memcpy(bad, blob, SZ);
+    forge32(bad, 72, 200000);
+    assert_int_equal(restore_into(&c, bad), LAPICT_E_STATE_FIELD);
+
+    /* Pre-injected, clamped at 200 us: same clock fine, another refused. */
+    produce(B_P_CLAMPED_PREINJ, false, false, blob);
+    assert_int_equal(restore_into(&ca, blob), LAPICT_OK);
+    ca.min_period_ns = 300000;
+    assert_int_equal(restore_into(&ca, blob), LAPICT_E_STATE_CONFIG);
+    ca.min_period_ns = 0;
+    assert_int_equal(restore_into(&ca, blob), LAPICT_E_STATE_CONFIG);
+    /* Pre-injected, unclamped, into a destination that would clamp it. */
+    ca = flag_cfg();
+    produce(B_P_PREINJ, false, false, blob);
+    ca.min_period_ns = 2000000;
+    assert_int_equal(restore_into(&ca, blob), LAPICT_E_STATE_CONFIG);
+}
+
+/* ---- Golden blobs: every released format keeps loading (issue 13) ---- */
+
+/*
+ * How each golden blob of tests/state_golden_v1.h was captured (host clock
+ * from 0, guest TSC 1 GHz from 0, vector 0x31 unless said): the same
+ * scenarios re-run by golden_blobs_are_what_save_writes, and the behaviour
+ * each must restore to is checked by golden_blobs_restore_to_their_state.
+ */
+enum golden {
+    G_ONESHOT_MID, /* one-shot /16 N=1000000, saved 5 ms in */
+    G_PERIODIC,    /* periodic /1 N=300000, saved 1 ms in (3 expiries) */
+    G_DEADLINE,    /* TSC deadline 5 000 000 armed, saved at TSC 1 000 000 */
+    G_PENDING,     /* one-shot /1 N=1000 expired, window shut: pending */
+    G_CLAMPED,     /* periodic /1 N=100, min period 200 us, saved 150 us in */
+    G_PREINJ,      /* periodic /1 N=1000000, fixed advance 3 us, injected
+                      ahead at 997 us, saved at 998 us */
+    G_SVR_OFF,     /* periodic /4 N=100000, APIC software-disabled */
+    G_CATCH_UP,    /* catch-up periodic /1 N=1000000, window shut 4.5 ms */
+    G_ADAPTIVE,    /* adaptive advance, tuner seeded, one-shot armed */
+    G_COUNT
+};
+
+static const char *const golden_names[G_COUNT] = {
+    "oneshot_mid", "periodic", "deadline", "pending", "clamped",
+    "preinjected", "svr_off",  "catch_up", "adaptive"};
+
+static struct lapict_config golden_cfg(enum golden g)
+{
+    struct lapict_config c = tu_cfg();
+    if (g == G_CLAMPED)
+        c.min_period_ns = 200000;
+    if (g == G_PREINJ) {
+        c.advance_mode = LAPICT_ADVANCE_FIXED;
+        c.advance_ns = 3000;
+    }
+    if (g == G_CATCH_UP)
+        c.missed_policy = LAPICT_MISSED_CATCH_UP;
+    if (g == G_ADAPTIVE) {
+        c.advance_mode = LAPICT_ADVANCE_ADAPTIVE;
+        c.advance_ns = 2000;
+    }
+    return c;
+}
+
+static void golden_capture(enum golden g, uint8_t *blob)
+{
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = golden_cfg(g);
+    tu_setup(&h, &t, &c, 0, false);
+    switch (g) {
+    case G_ONESHOT_MID:
+        countdown(&t, 0x3, LAPICT_LVTT_ONESHOT | 0x1u, 1000000);
+        fake_advance(&h, 5000000);
+        break;
+    case G_PERIODIC:
+        countdown(&t, 0xB, LAPICT_LVTT_PERIODIC | 0x1u, 300000);
+        fake_advance(&h, 1000000);
+        break;
+    case G_DEADLINE:
+        lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | 0x31u);
+        lapict_tsc_deadline_write(&t, 5000000);
+        fake_advance(&h, 1000000);
+        break;
+    case G_PENDING:
+        countdown(&t, 0xB, LAPICT_LVTT_ONESHOT | 0x1u, 1000);
+        fake_window(&h, false);
+        fake_advance(&h, 5000);
+        break;
+    case G_CLAMPED:
+        countdown(&t, 0xB, LAPICT_LVTT_PERIODIC | 0x1u, 100);
+        fake_advance(&h, 150000);
+        break;
+    case G_PREINJ:
+        countdown(&t, 0xB, LAPICT_LVTT_PERIODIC | 0x1u, 1000000);
+        fake_advance(&h, 998000);
+        break;
+    case G_SVR_OFF:
+        countdown(&t, 0x1, LAPICT_LVTT_PERIODIC | 0x1u, 100000);
+        lapict_svr_write(&t, false);
+        fake_advance(&h, 123456);
+        break;
+    case G_CATCH_UP:
+        countdown(&t, 0xB, LAPICT_LVTT_PERIODIC | 0x1u, 1000000);
+        fake_window(&h, false);
+        fake_advance(&h, 4500000);
+        break;
+    default:
+        /* A pre-injected expiry and its entry seed the tuner. */
+        countdown(&t, 0xB, LAPICT_LVTT_ONESHOT | 0x1u, 100000);
+        fake_advance(&h, 200000);
+        fake_enter(&h);
+        countdown(&t, 0xB, LAPICT_LVTT_ONESHOT | 0x1u, 700000);
+        fake_advance(&h, 100000);
+        break;
+    }
+    save(&t, blob);
+}
+
+#include "state_golden_v1.h"
+
+/* `test_state --dump-golden`: the blobs of today's save, as C. */
+static void golden_dump(void)
+{
+    int g, i;
+    for (g = 0; g < G_COUNT; g++) {
+        uint8_t b[SZ];
+        golden_capture((enum golden)g, b);
+        printf("/* %s */\n{", golden_names[g]);
+        for (i = 0; i < (int)SZ; i++)
+            printf("%s0x%02x,", i % 12 ? " " : "\n    ", b[i]);
+        printf("\n},\n");
+    }
+}
+
+/*
+ * Format change detector: save writes exactly the golden blobs of the
+ * current version. A deliberate change follows the rules in state.h
+ * ("Versions"): a new version with its own golden blobs, the old ones kept
+ * and still loaded by golden_blobs_restore_to_their_state.
+ */
+static void golden_blobs_are_what_save_writes(void **state)
+{
+    (void)state;
+    int g;
+    assert_int_equal(LAPICT_STATE_VERSION, 1);
+    for (g = 0; g < G_COUNT; g++) {
+        uint8_t b[SZ];
+        print_message("golden %s\n", golden_names[g]);
+        golden_capture((enum golden)g, b);
+        assert_memory_equal(b, golden_v1[g], SZ);
+    }
+}
+
+/* Restore golden blob @g at host @base, guest TSC @tsc at the restore. */
+static void golden_restore(enum golden g, struct fake_host *h,
+                           struct lapict_timer *t, uint64_t base, uint64_t tsc)
+{
+    struct lapict_config c = golden_cfg(g);
+    fake_host_init(h, base, 1000000, tsc, false);
+    assert_int_equal(fake_attach(h, t, &c), LAPICT_OK);
+    assert_int_equal(lapict_state_restore(t, golden_v1[g], SZ), LAPICT_OK);
+    assert_int_equal(h->inject_calls, 0);
+    assert_int_equal(lapict_irq_window_open(t), LAPICT_OK);
+}
+
+/* Interrupts at @r + each of @at (ns), none between, none after @until. */
+static void expect_interrupts(struct fake_host *h, uint64_t r,
+                              const uint64_t *at, unsigned n, uint64_t until)
+{
+    unsigned i;
+    uint64_t done = 0;
+    for (i = 0; i < n; i++) {
+        fake_advance(h, at[i] - 1 - done);
+        assert_int_equal(h->ninj, i);
+        fake_advance(h, 1);
+        assert_int_equal(h->ninj, i + 1);
+        assert_int_equal(h->inj[i].ns, r + at[i]);
+        assert_int_equal(h->inj[i].vector, 0x31);
+        done = at[i];
+    }
+    fake_advance(h, until - done);
+    assert_int_equal(h->ninj, n);
+}
+
+/*
+ * Every golden blob of every version restores to the state it was captured
+ * in: registers, the next interrupts at their instants, nothing early,
+ * doubled or lost. Each runs at two destination clock bases.
+ */
+static void golden_blobs_restore_to_their_state(void **state)
+{
+    (void)state;
+    size_t b;
+    for (b = 0; b < TU_NBASES; b++) {
+        struct fake_host h;
+        struct lapict_timer t;
+        uint64_t r = tu_bases[1 - b] + 4242;
+        struct lapict_stats st;
+
+        /* one-shot /16: 312500 ticks done, 687500 left (11 ms). */
+        golden_restore(G_ONESHOT_MID, &h, &t, r, 0);
+        assert_int_equal(lapict_tmcct_read(&t), 687500);
+        assert_int_equal(lapict_tmict_read(&t), 1000000);
+        assert_int_equal(lapict_tdcr_read(&t), 0x3);
+        assert_int_equal(lapict_lvtt_read(&t), LAPICT_LVTT_ONESHOT | 0x31u);
+        expect_interrupts(&h, r, (const uint64_t[]){11000000}, 1, 50000000);
+        assert_int_equal(lapict_tmcct_read(&t), 0);
+
+        /* periodic 300 us: 100 us into the 4th period. */
+        golden_restore(G_PERIODIC, &h, &t, r, 0);
+        assert_int_equal(lapict_tmcct_read(&t), 200000);
+        expect_interrupts(&h, r, (const uint64_t[]){200000, 500000, 800000}, 3,
+                          1000000);
+
+        /* deadline 5 000 000: fires when this TSC reaches it. */
+        golden_restore(G_DEADLINE, &h, &t, r, 3000000);
+        assert_int_equal(lapict_tsc_deadline_read(&t), 5000000);
+        assert_int_equal(lapict_lvtt_read(&t),
+                         LAPICT_LVTT_TSC_DEADLINE | 0x31u);
+        expect_interrupts(&h, r, (const uint64_t[]){2000000}, 1, 10000000);
+        assert_int_equal(h.inj[0].tsc, 5000000);
+        assert_int_equal(lapict_tsc_deadline_read(&t), 0);
+
+        /* pending: delivered by the window-open step, once. */
+        fake_host_init(&h, r, 1000000, 0, false);
+        {
+            struct lapict_config c = golden_cfg(G_PENDING);
+            assert_int_equal(fake_attach(&h, &t, &c), LAPICT_OK);
+        }
+        assert_int_equal(lapict_state_restore(&t, golden_v1[G_PENDING], SZ),
+                         LAPICT_OK);
+        assert_int_equal(lapict_lvtt_read(&t),
+                         LAPICT_LVTT_ONESHOT | 0x31u | LAPICT_LVTT_PENDING);
+        assert_int_equal(h.ninj, 0);
+        fake_window(&h, true);
+        fake_window(&h, true);
+        fake_advance(&h, 10000000);
+        assert_int_equal(h.ninj, 1);
+        assert_int_equal(h.inj[0].ns, r);
+        assert_int_equal(lapict_lvtt_read(&t), LAPICT_LVTT_ONESHOT | 0x31u);
+
+        /* clamped: 25 of 100 ticks left on the 200 us clock. */
+        golden_restore(G_CLAMPED, &h, &t, r, 0);
+        assert_int_equal(lapict_tmcct_read(&t), 25);
+        expect_interrupts(&h, r, (const uint64_t[]){50000, 250000, 450000}, 3,
+                          600000);
+        assert_true(tu_stats(&t).clamp_reported);
+
+        /* pre-injected: the entry waits 2 us, the expiry is not delivered
+         * again; the next one 1 ms later. */
+        golden_restore(G_PREINJ, &h, &t, r, 0);
+        fake_enter(&h);
+        assert_int_equal(h.now_ns, r + 2000);
+        assert_int_equal(h.ninj, 0);
+        assert_int_equal(lapict_tmcct_read(&t), 1000000);
+        /* Injected ahead again 3 us before the next instant. */
+        expect_interrupts(&h, r + 2000, (const uint64_t[]){1000000 - 3000}, 1,
+                          1500000);
+
+        /* SVR off: masked, counting, delivering nothing. */
+        golden_restore(G_SVR_OFF, &h, &t, r, 0);
+        assert_int_equal(lapict_lvtt_read(&t),
+                         LAPICT_LVTT_PERIODIC | LAPICT_LVTT_MASK | 0x31u);
+        /* /4 at 1 GHz: 400 us period, 123456 ns in: 30864 ticks done. */
+        assert_int_equal(lapict_tmcct_read(&t), 100000 - 30864);
+        fake_advance(&h, 5000000);
+        assert_int_equal(h.ninj, 0);
+
+        /* catch-up: four ticks pending, each delivered. */
+        golden_restore(G_CATCH_UP, &h, &t, r, 0);
+        st = tu_stats(&t);
+        assert_int_equal(h.ninj, 4);
+        assert_int_equal(st.pending, 0);
+        assert_int_equal(lapict_tmcct_read(&t), 500000);
+
+        /* adaptive: the tuned advance comes back; the one-shot resumes. */
+        golden_restore(G_ADAPTIVE, &h, &t, r, 0);
+        st = tu_stats(&t);
+        assert_int_equal(st.advance_ns,
+                         oracle_get32(golden_v1[G_ADAPTIVE], 52));
+        assert_int_equal(lapict_tmcct_read(&t), 600000);
+        tu_check_host(&h);
+    }
+}
+
+/*
+ * Restore into another guest TSC rate (TIMER.md section 8, issue 13): the
+ * blob holds no TSC rate. A deadline is a guest TSC value, so it fires
+ * when this host's guest TSC reaches it, at this host's rate (a VMM that
+ * scales or offsets the guest TSC keeps it continuous); count-downs run on
+ * the bus clock and do not depend on it. Another bus_hz is refused
+ * (restore_with_different_bus_hz_is_state_config).
+ */
+static void restore_into_another_tsc_rate_keeps_the_deadline(void **state)
+{
+    (void)state;
+    static const uint32_t khzs[] = {3000, 999999, 2500000};
+    size_t i, b;
+    for (b = 0; b < TU_NBASES; b++)
+        for (i = 0; i < 3; i++) {
+            struct fake_host ha, hb;
+            struct lapict_timer ta, tb;
+            struct lapict_config c = tu_cfg();
+            uint8_t blob[SZ];
+            uint64_t D, r, first;
+            tu_setup(&ha, &ta, &c, tu_bases[b], false);
+            lapict_lvtt_write(&ta, LAPICT_LVTT_TSC_DEADLINE | VEC);
+            D = fake_tsc(&ha) + 3000000;
+            lapict_tsc_deadline_write(&ta, D);
+            fake_advance(&ha, 1000000);
+            save(&ta, blob);
+            c.tsc_khz = khzs[i];
+            /* The destination's guest TSC continues at its own rate. */
+            fake_host_init(&hb, tu_bases[1 - b], khzs[i], fake_tsc(&ha),
+                           b == 1);
+            assert_int_equal(fake_attach(&hb, &tb, &c), LAPICT_OK);
+            r = hb.now_ns;
+            assert_int_equal(lapict_state_restore(&tb, blob, SZ), LAPICT_OK);
+            assert_int_equal(lapict_tsc_deadline_read(&tb), D);
+            /* 2 000 000 TSC ticks at this rate, rounded up. */
+            first = (2000000ull * 1000000u + khzs[i] - 1) / khzs[i];
+            fake_advance(&hb, first - 1);
+            assert_int_equal(hb.ninj, 0);
+            fake_advance(&hb, 1);
+            assert_int_equal(hb.ninj, 1);
+            assert_true(hb.inj[0].tsc >= D);
+            assert_int_equal(hb.inj[0].ns, r + first);
+            /* A count-down is indifferent to the TSC rate. */
+            make_blob(blob, 0);
+            tu_setup(&hb, &tb, &c, tu_bases[b], false);
+            assert_int_equal(lapict_state_restore(&tb, blob, SZ), LAPICT_OK);
+            /* make_blob: /16, N 4000000, 123457 ns in: 7716 ticks done. */
+            assert_int_equal(lapict_tmcct_read(&tb), 4000000 - 7716);
+        }
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "--dump-golden") == 0) {
+        golden_dump();
+        return 0;
+    }
     /* Optional test name pattern, e.g. for debugging one test. */
     if (argc > 1)
         cmocka_set_test_filter(argv[1]);
@@ -747,6 +1882,18 @@ int main(int argc, char **argv)
         cmocka_unit_test(correct_checksum_bad_fields_give_state_field),
         cmocka_unit_test(inconsistent_mode_and_registers_give_state_field),
         cmocka_unit_test(restore_with_different_bus_hz_is_state_config),
+        cmocka_unit_test(save_calls_no_host_op_and_changes_nothing),
+        cmocka_unit_test(save_describes_the_state_as_if_serviced_now),
+        cmocka_unit_test(due_expiry_delivered_once_whatever_the_irr_save_order),
+        cmocka_unit_test(restore_injects_nothing_window_open_delivers_once),
+        cmocka_unit_test(every_flag_combination_is_producible_or_rejected),
+        cmocka_unit_test(forged_preinjection_is_rejected),
+        cmocka_unit_test(restored_preinjection_waits_at_most_the_advance),
+        cmocka_unit_test(clamped_periodic_keeps_its_count_into_any_min_period),
+        cmocka_unit_test(clamp_period_field_is_checked),
+        cmocka_unit_test(golden_blobs_are_what_save_writes),
+        cmocka_unit_test(golden_blobs_restore_to_their_state),
+        cmocka_unit_test(restore_into_another_tsc_rate_keeps_the_deadline),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

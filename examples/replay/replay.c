@@ -292,6 +292,9 @@ static void cmd_save_restore(struct replay *r)
     }
     if (rc == LAPICT_OK)
         rc = lapict_state_restore(next, blob, sizeof(blob));
+    /* Restore never injects: offer what it holds pending (state.h). */
+    if (rc == LAPICT_OK && r->sim.window_open)
+        rc = lapict_irq_window_open(next);
     if (rc != LAPICT_OK)
         die(r, "save_restore failed: %s", lapict_strerror(rc));
     r->t = next;

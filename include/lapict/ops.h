@@ -74,7 +74,10 @@ struct lapict_ops {
     /*
      * Report a guest-caused error (LAPICT_E_VECTOR with the vector as
      * @detail, LAPICT_E_MODE with the LVTT value). Optional. A host can set
-     * the LAPIC ESR "send illegal vector" bit from here.
+     * the LAPIC ESR "Receive Illegal Vector" bit (bit 6) from here: the SDM
+     * ("Error Handling") sets it for an illegal vector in an interrupt
+     * generated locally from the LVT; bit 5, "Send Illegal Vector", is for
+     * ICR and SELF IPI writes.
      */
     void (*report)(void *ctx, int status, uint32_t detail);
 

@@ -44,7 +44,9 @@ extern "C" {
  * lapict_lvtt_read() - read LVT Timer.
  * @t: the instance.
  *
- * Context: owner thread.
+ * Context: owner thread. Processes the expiries due now first (TIMER.md
+ * section 6: registers follow the clock, not the host callbacks), so it can
+ * call the host's inject, report and timer ops, as lapict_expire() does.
  * Return: the stored bits, with bit 12 set while an interrupt is pending.
  * 0 for a NULL @t.
  */
@@ -69,7 +71,7 @@ LAPICT_API int lapict_lvtt_write(struct lapict_timer *t, uint32_t val);
  * lapict_tdcr_read() - read Divide Configuration.
  * @t: the instance.
  *
- * Context: owner thread.
+ * Context: owner thread. Calls no op.
  * Return: bits 3, 1, 0 as stored. 0 for a NULL @t.
  */
 LAPICT_API uint32_t lapict_tdcr_read(struct lapict_timer *t);
@@ -90,7 +92,7 @@ LAPICT_API int lapict_tdcr_write(struct lapict_timer *t, uint32_t val);
  * lapict_tmict_read() - read Initial Count.
  * @t: the instance.
  *
- * Context: owner thread.
+ * Context: owner thread. Calls no op.
  * Return: the stored count; 0 in TSC-deadline mode or for a NULL @t.
  */
 LAPICT_API uint32_t lapict_tmict_read(struct lapict_timer *t);
@@ -109,7 +111,9 @@ LAPICT_API int lapict_tmict_write(struct lapict_timer *t, uint32_t val);
  * lapict_tmcct_read() - read Current Count, computed from the clock.
  * @t: the instance.
  *
- * Context: owner thread.
+ * Context: owner thread. Processes the expiries due now first (TIMER.md
+ * section 6: registers follow the clock, not the host callbacks), so it can
+ * call the host's inject, report and timer ops, as lapict_expire() does.
  * Return: the count; 0 when stopped, in TSC-deadline mode, or NULL @t.
  */
 LAPICT_API uint32_t lapict_tmcct_read(struct lapict_timer *t);
@@ -118,7 +122,9 @@ LAPICT_API uint32_t lapict_tmcct_read(struct lapict_timer *t);
  * lapict_tsc_deadline_read() - read IA32_TSC_DEADLINE.
  * @t: the instance.
  *
- * Context: owner thread.
+ * Context: owner thread. Processes the expiries due now first (TIMER.md
+ * section 6: registers follow the clock, not the host callbacks), so it can
+ * call the host's inject, report and timer ops, as lapict_expire() does.
  * Return: the armed deadline; 0 after its expiry, when disarmed, outside
  * TSC-deadline mode, or for a NULL @t.
  */
@@ -153,7 +159,9 @@ LAPICT_API int lapict_svr_write(struct lapict_timer *t, bool enabled);
  * @offset: offset within the 4 KiB APIC page.
  * @val: receives the value.
  *
- * Context: owner thread.
+ * Context: owner thread. Processes the expiries due now first (TIMER.md
+ * section 6: registers follow the clock, not the host callbacks), so it can
+ * call the host's inject, report and timer ops, as lapict_expire() does.
  * Return: LAPICT_OK; LAPICT_E_NOREG if @offset is not a timer register (the
  * adapter handles it); LAPICT_E_INVAL for NULL pointers.
  */
@@ -178,7 +186,9 @@ LAPICT_API int lapict_xapic_write(struct lapict_timer *t, uint32_t offset,
  * @msr: 0x832, 0x838, 0x839, 0x83E or 0x6E0.
  * @val: receives the value.
  *
- * Context: owner thread.
+ * Context: owner thread. Processes the expiries due now first (TIMER.md
+ * section 6: registers follow the clock, not the host callbacks), so it can
+ * call the host's inject, report and timer ops, as lapict_expire() does.
  * Return: LAPICT_OK; LAPICT_E_NOREG for other MSRs; LAPICT_E_INVAL.
  */
 LAPICT_API int lapict_msr_read(struct lapict_timer *t, uint32_t msr,

@@ -216,14 +216,14 @@ static void rg_expire(struct rg_oracle *o, fz_u128 k, fz_u128 last)
     }
     if (!k || (o->lvtt & RG_MASK))
         return;
-    if (v < 16) {
-        /* Illegal: not injected. The library then also drops what was
-         * pending, but maybe only later (its callback may be late), so
-         * the bound stays. */
-        return;
-    }
     c = (fz_u128)o->credits + k;
     o->credits = c > o->cap ? o->cap : (uint32_t)c;
+    if (v < 16) {
+        /* Illegal: never injected (rg_op_inject checks). Dropped and
+         * reported at delivery, which a save moves to the destination:
+         * held pending until then, so it counts towards the bound. */
+        return;
+    }
     if (o->window_open) {
         o->owed = true;
         o->owed_x = last;
@@ -710,6 +710,8 @@ static void rg_save_restore(bool fresh)
     rc = lapict_state_restore(n, blob, sizeof(blob));
     RG_CHECK(rc == LAPICT_OK, "restore of a blob just saved: %d (%s)", rc,
              lapict_strerror(rc));
+    if (rg.sim.window_open)
+        lapict_irq_window_open(n); /* what state.h asks after a restore */
     rg.t = n;
     rg_enter();
 }
