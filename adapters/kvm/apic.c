@@ -8,7 +8,6 @@
 
 #include <errno.h>
 #include <string.h>
-#include <sys/ioctl.h>
 
 /* xAPIC offsets of the registers outside the timer. */
 enum {
@@ -169,8 +168,7 @@ static void self_ipi(struct lapict_kvm *k, uint32_t lo, uint32_t dest)
         break;
     case 4: /* NMI: KVM queues it (and collapses it while one is blocked) */
         k->nmis++;
-        if (k->vcpu_fd >= 0)
-            ioctl(k->vcpu_fd, KVM_NMI);
+        k->sys->ioctl(k->vcpu_fd, KVM_NMI, NULL);
         break;
     default:
         break; /* SMI, INIT, SIPI: no other CPU, not modelled */
@@ -390,12 +388,10 @@ static void apic_base_mirror(struct lapict_kvm *k)
     struct kvm_msr_entry e = {.index = LAPICT_KVM_MSR_APIC_BASE,
                               .data = k->apic_base};
 
-    if (k->vcpu_fd < 0)
-        return;
     memset(&m, 0, sizeof(m));
     m.h.nmsrs = 1;
     memcpy(m.raw + sizeof(m.h), &e, sizeof(e));
-    ioctl(k->vcpu_fd, KVM_SET_MSRS, &m);
+    k->sys->ioctl(k->vcpu_fd, KVM_SET_MSRS, &m);
 }
 
 static int apic_base_write(struct lapict_kvm *k, uint64_t val)
@@ -555,14 +551,9 @@ int lapict_kvm_deliver(struct lapict_kvm *k)
         k->st.window_requests++;
         return -1;
     }
-    if (k->vcpu_fd >= 0) {
-        if (lapict_kvm__inject_irq(k, v) < 0) {
-            r->request_interrupt_window = 1;
-            return -1;
-        }
-    } else {
-        k->fake_last_vector = v;
-        k->fake_injections++;
+    if (lapict_kvm__inject_irq(k, v) < 0) {
+        r->request_interrupt_window = 1;
+        return -1;
     }
     clear_bit(k->irr, (unsigned)v);
     set_bit(k->isr, (unsigned)v);

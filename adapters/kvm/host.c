@@ -15,7 +15,6 @@
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -89,18 +88,16 @@ static void arm_fd(struct lapict_kvm *k, uint64_t host_ns)
         host_ns = 1;
     its.it_value.tv_sec = (time_t)(host_ns / NS_PER_S);
     its.it_value.tv_nsec = (long)(host_ns % NS_PER_S);
-    timerfd_settime(k->timer_fd, TFD_TIMER_ABSTIME, &its, NULL);
+    k->sys->timerfd_settime(k->timer_fd, TFD_TIMER_ABSTIME, &its);
 }
 
-/* Raw syscalls: the kernel timer id is a plain int (no timer_t, -lrt). */
 static void arm_kick_timer(struct lapict_kvm *k, uint64_t host_ns)
 {
     struct itimerspec its = {0};
 
     its.it_value.tv_sec = (time_t)(host_ns / NS_PER_S);
     its.it_value.tv_nsec = (long)(host_ns % NS_PER_S);
-    syscall(SYS_timer_settime, k->kick_timer, host_ns ? TIMER_ABSTIME : 0,
-            &its, NULL);
+    k->sys->timer_settime(k->kick_timer, host_ns ? TIMER_ABSTIME : 0, &its);
 }
 
 static void op_sw_arm(void *ctx, uint64_t host_ns)
@@ -125,7 +122,7 @@ static void op_sw_cancel(void *ctx)
     atomic_store_explicit(&k->target_ns, 0, memory_order_seq_cst);
     k->arms++;
     if (!k->kick_timer_ok)
-        timerfd_settime(k->timer_fd, 0, &its, NULL);
+        k->sys->timerfd_settime(k->timer_fd, 0, &its);
 }
 
 /*
@@ -269,7 +266,7 @@ static void *timer_thread(void *arg)
     uint64_t n, fired = 0;
 
     for (;;) {
-        if (poll(p, 2, -1) < 0)
+        if (k->sys->ppoll(p, 2, NULL) < 0)
             continue;
         if (p[1].revents)
             break;
@@ -295,7 +292,7 @@ static int read_tsc_offset(struct lapict_kvm *k)
                                 .addr = (uint64_t)(uintptr_t)&off};
 
     /* Exact where KVM exposes it (guest TSC = host TSC + offset). */
-    if (ioctl(k->vcpu_fd, KVM_GET_DEVICE_ATTR, &a) == 0) {
+    if (k->sys->ioctl(k->vcpu_fd, KVM_GET_DEVICE_ATTR, &a) == 0) {
         k->tsc_offset = (int64_t)off;
         return 0;
     }
@@ -309,7 +306,7 @@ static int read_tsc_offset(struct lapict_kvm *k)
         m.h.nmsrs = 1;
         e->index = MSR_IA32_TSC;
         before = __rdtsc();
-        if (ioctl(k->vcpu_fd, KVM_GET_MSRS, &m) != 1)
+        if (k->sys->ioctl(k->vcpu_fd, KVM_GET_MSRS, &m) != 1)
             return -errno;
         after = __rdtsc();
         if (after - before >= best)
@@ -344,7 +341,8 @@ static void setup_sync_regs(struct lapict_kvm *k)
     if (caps < 0 || (caps & want) != want)
         return;
     /* Valid before the first exit too. */
-    if (ioctl(k->vcpu_fd, KVM_GET_VCPU_EVENTS, &k->run->s.regs.events) < 0)
+    if (k->sys->ioctl(k->vcpu_fd, KVM_GET_VCPU_EVENTS,
+                      &k->run->s.regs.events) < 0)
         return;
     k->run->kvm_valid_regs |= (uint64_t)want;
     k->sync_events = true;
@@ -372,7 +370,7 @@ int lapict_kvm__inject_irq(struct lapict_kvm *k, int vector)
         r->kvm_dirty_regs |= KVM_SYNC_X86_EVENTS;
         return 0;
     }
-    return ioctl(k->vcpu_fd, KVM_INTERRUPT, &irq) < 0 ? -1 : 0;
+    return k->sys->ioctl(k->vcpu_fd, KVM_INTERRUPT, &irq) < 0 ? -1 : 0;
 }
 
 int lapict_kvm_init(struct lapict_kvm *k, int vcpu_fd, struct kvm_run *run,
@@ -388,12 +386,12 @@ int lapict_kvm_init(struct lapict_kvm *k, int vcpu_fd, struct kvm_run *run,
     if (!cfg)
         cfg = &def;
     memset(k, 0, sizeof(*k));
+    k->sys = cfg->sys ? cfg->sys : &lapict_kvm_sys_linux;
     k->vcpu_fd = vcpu_fd;
     k->run = run;
     k->timer_fd = k->stop_fd = k->wake_fd = -1;
     k->kick_signal = cfg->kick_signal ? cfg->kick_signal : SIGUSR1;
     k->vcpu_thread = pthread_self();
-    k->fake_last_vector = -1;
     atomic_init(&k->expired, 0);
     atomic_init(&k->stop, 0);
     atomic_init(&k->in_halt, 0);
@@ -401,15 +399,15 @@ int lapict_kvm_init(struct lapict_kvm *k, int vcpu_fd, struct kvm_run *run,
                    LAPICT_KVM_APIC_BASE_BSP;
 
     k->tsc_khz = cfg->tsc_khz;
-    if (!k->tsc_khz && vcpu_fd >= 0) {
-        rc = ioctl(vcpu_fd, KVM_GET_TSC_KHZ, 0);
+    if (!k->tsc_khz) {
+        rc = k->sys->ioctl(vcpu_fd, KVM_GET_TSC_KHZ, NULL);
         if (rc <= 0)
             return rc < 0 ? -errno : -ENODEV;
         k->tsc_khz = (uint32_t)rc;
     }
     if (!k->tsc_khz)
         return -EINVAL;
-    if (vcpu_fd >= 0 && (rc = read_tsc_offset(k)) < 0)
+    if ((rc = read_tsc_offset(k)) < 0)
         return rc;
 
     lapict_config_default(&tc);
@@ -433,8 +431,7 @@ int lapict_kvm_init(struct lapict_kvm *k, int vcpu_fd, struct kvm_run *run,
                       : !cfg->kick_lead_ns                ? LAPICT_KVM_KICK_LEAD_NS
                       : cfg->kick_lead_ns == LAPICT_KVM_NONE ? 0
                                                           : cfg->kick_lead_ns;
-    if (vcpu_fd >= 0)
-        setup_sync_regs(k);
+    setup_sync_regs(k);
 
     /* The default 50 us slack would dominate every timer latency. */
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
@@ -451,7 +448,7 @@ int lapict_kvm_init(struct lapict_kvm *k, int vcpu_fd, struct kvm_run *run,
     /* KVM_RUN and ppoll return EINTR regardless; other calls restart. */
     sa.sa_flags = SA_RESTART | SA_SIGINFO;
     sigemptyset(&sa.sa_mask);
-    if (sigaction(k->kick_signal, &sa, NULL) < 0) {
+    if (k->sys->sigaction(k->kick_signal, &sa, NULL) < 0) {
         rc = -errno;
         goto fail;
     }
@@ -463,8 +460,7 @@ int lapict_kvm_init(struct lapict_kvm *k, int vcpu_fd, struct kvm_run *run,
         sev.sigev_notify = SIGEV_THREAD_ID;
         sev.sigev_signo = k->kick_signal;
         sev._sigev_un._tid = gettid();
-        if (syscall(SYS_timer_create, CLOCK_MONOTONIC, &sev,
-                    &k->kick_timer) < 0) {
+        if (k->sys->timer_create(CLOCK_MONOTONIC, &sev, &k->kick_timer) < 0) {
             rc = -errno;
             goto fail;
         }
@@ -506,7 +502,7 @@ void lapict_kvm_destroy(struct lapict_kvm *k)
         k->thread_started = false;
     }
     if (k->kick_timer_ok)
-        syscall(SYS_timer_delete, k->kick_timer);
+        k->sys->timer_delete(k->kick_timer);
     k->kick_timer_ok = false;
     if (tl_k == k)
         tl_k = NULL;
@@ -607,9 +603,9 @@ static void halt(struct lapict_kvm *k)
             uint64_t d = tgt - now - k->halt_poll_ns;
             ts.tv_sec = (time_t)(d / NS_PER_S);
             ts.tv_nsec = (long)(d % NS_PER_S);
-            ppoll(&p, 1, &ts, NULL);
+            k->sys->ppoll(&p, 1, &ts);
         } else {
-            poll(&p, 1, -1);
+            k->sys->ppoll(&p, 1, NULL);
         }
         if (read(k->wake_fd, &n, sizeof(n)) < 0)
             continue;
@@ -648,7 +644,7 @@ static void refresh_if(struct lapict_kvm *k)
             !(r->kvm_dirty_regs & KVM_SYNC_X86_EVENTS);
         return;
     }
-    if (k->vcpu_fd < 0 || ioctl(k->vcpu_fd, KVM_GET_REGS, &regs) < 0)
+    if (k->sys->ioctl(k->vcpu_fd, KVM_GET_REGS, &regs) < 0)
         return;
     r->if_flag = (regs.rflags >> 9) & 1u;
     r->ready_for_interrupt_injection = r->if_flag;
@@ -656,9 +652,7 @@ static void refresh_if(struct lapict_kvm *k)
 
 static int vcpu_run(struct lapict_kvm *k)
 {
-    if (k->vcpu_fd < 0)
-        return k->fake_run ? k->fake_run(k) : (errno = EBADF, -1);
-    return ioctl(k->vcpu_fd, KVM_RUN, 0);
+    return k->sys->ioctl(k->vcpu_fd, KVM_RUN, NULL);
 }
 
 int lapict_kvm_run(struct lapict_kvm *k)

@@ -38,6 +38,35 @@ extern "C" {
 /* Version register: 0x14 (integrated APIC), max LVT index 5. */
 #define LAPICT_KVM_APIC_VERSION 0x00050014u
 
+/*
+ * The adapter's system calls (SQLite's aSyscall[] idea): each entry has the
+ * contract of the libc call it names (-1 with errno on failure). Tests put
+ * their own table in lapict_kvm_config.sys to fake a vCPU (KVM_RUN and the
+ * other ioctls) or make a call fail; production uses lapict_kvm_sys_linux.
+ */
+struct itimerspec;
+struct pollfd;
+struct sigaction;
+struct sigevent;
+struct timespec;
+
+struct lapict_kvm_sys {
+    int (*ioctl)(int fd, unsigned long req, void *arg);
+    int (*timerfd_settime)(int fd, int flags, const struct itimerspec *v);
+    /* POSIX timer: the kernel's int timer id (raw syscall, no -lrt). */
+    int (*timer_create)(int clk, struct sigevent *sev, int *id);
+    int (*timer_settime)(int id, int flags, const struct itimerspec *v);
+    int (*timer_delete)(int id);
+    /* @ts NULL: no timeout. */
+    int (*ppoll)(struct pollfd *fds, unsigned long n,
+                 const struct timespec *ts);
+    int (*sigaction)(int sig, const struct sigaction *sa,
+                     struct sigaction *old);
+};
+
+/** lapict_kvm_sys_linux - the real system calls. */
+extern const struct lapict_kvm_sys lapict_kvm_sys_linux;
+
 struct lapict_kvm_config {
     /* Guest TSC rate; 0: ask KVM_GET_TSC_KHZ (and fail without it). */
     uint32_t tsc_khz;
@@ -70,6 +99,8 @@ struct lapict_kvm_config {
      * wake-up on a busy host costs tens of us to ms).
      */
     bool kick_thread;
+    /* System calls; NULL: lapict_kvm_sys_linux (tests swap them). */
+    const struct lapict_kvm_sys *sys;
 };
 
 #define LAPICT_KVM_NONE 0xFFFFFFFFu
@@ -88,7 +119,8 @@ struct lapict_kvm_stats {
  */
 struct lapict_kvm {
     struct lapict_timer timer;
-    int vcpu_fd;          /* -1: a fake vCPU (tests): no ioctls */
+    const struct lapict_kvm_sys *sys;
+    int vcpu_fd;
     struct kvm_run *run;  /* the vCPU's mmap'ed run structure */
     int timer_fd;         /* timerfd, CLOCK_MONOTONIC */
     int stop_fd;          /* eventfd that stops the timer thread */
@@ -109,9 +141,6 @@ struct lapict_kvm {
     int kick_timer;       /* kernel POSIX timer id */
     uint64_t kick_armed_ns; /* its arming: target_ns as of the last entry */
     uint8_t window_kicks; /* consecutive kicks to find an open window */
-    /* Tests: with vcpu_fd -1, called instead of KVM_RUN (same contract). */
-    int (*fake_run)(struct lapict_kvm *k);
-    void *fake_arg;
     uint32_t tsc_khz;
     int64_t tsc_offset;   /* guest TSC - host TSC */
     /* LAPIC state beyond the timer. */
@@ -121,9 +150,6 @@ struct lapict_kvm {
     uint32_t irr[8], isr[8];
     bool timer_refused;   /* the core holds an interrupt for the window */
     bool injected;        /* KVM_INTERRUPT done for the coming entry */
-    /* Fake vCPU: the last vector "injected" and how many. */
-    int fake_last_vector;
-    uint64_t fake_injections;
     struct lapict_kvm_stats st;
     /* CPU model (lapict_kvm_set_cpuid()); zero: x2APIC offered, 36 bits. */
     bool x2apic_absent;    /* CPUID lacks x2APIC: IA32_APIC_BASE.EXTD reserved */
@@ -167,9 +193,9 @@ void lapict_kvm_set_cpuid(struct lapict_kvm *k,
 /**
  * lapict_kvm_init() - set up the LAPIC of one vCPU.
  * @k: caller-allocated.
- * @vcpu_fd: the vCPU, or -1 for a fake vCPU (tests: no ioctls, injections
- * recorded in @k).
- * @run: its kvm_run (for a fake vCPU, any zeroed struct kvm_run).
+ * @vcpu_fd: the vCPU (passed to @cfg->sys->ioctl, so a test's table may
+ * give any number a meaning).
+ * @run: its kvm_run.
  * @cfg: configuration; NULL for defaults (timer thread on, advance off).
  *
  * Must be called on the vCPU thread (the kick targets the caller).

@@ -29,6 +29,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "kvm_fake.h"
 #include "lapict_kvm.h"
 #include "platform.h"
 
@@ -270,12 +271,14 @@ END_TEST
 
 static struct lapict_kvm *fake_apic(struct kvm_run **run)
 {
-    struct lapict_kvm_config c = {.tsc_khz = 1000000, .timer_thread = false};
+    struct lapict_kvm_config c = {.tsc_khz = 1000000, .timer_thread = false,
+                                  .sys = &lt_fake_sys};
     struct lapict_kvm *k = calloc(1, sizeof(*k));
+    lt_fake_reset();
     *run = calloc(1, sizeof(**run));
     ck_assert_ptr_nonnull(k);
     ck_assert_ptr_nonnull(*run);
-    ck_assert_int_eq(lapict_kvm_init(k, -1, *run, &c), 0);
+    ck_assert_int_eq(lapict_kvm_init(k, LT_FAKE_VCPU_FD, *run, &c), 0);
     return k;
 }
 

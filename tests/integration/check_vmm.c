@@ -3,7 +3,8 @@
  * The KVM adapter and lapict-vmm.
  *
  * "fake" cases (run everywhere on Linux x86-64): the adapter's userspace
- * LAPIC against a fake vCPU (no /dev/kvm, a zeroed struct kvm_run): xAPIC
+ * LAPIC against a fake vCPU (tests/adapters/kvm_fake.c on the adapter's
+ * syscall seam, a zeroed struct kvm_run): xAPIC
  * MMIO and x2APIC/IA32_APIC_BASE MSR decoding, #GP rules, delivery with
  * the interrupt window, and the timer thread's kick (run under TSan too).
  *
@@ -26,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kvm_fake.h"
 #include "lapict_kvm.h"
 
 /* Adapter internals the fake-vCPU cases drive directly. */
@@ -39,12 +41,14 @@ static struct kvm_run *run;
 
 static void fake_setup(void)
 {
-    struct lapict_kvm_config c = {.tsc_khz = 1000000, .timer_thread = false};
+    struct lapict_kvm_config c = {.tsc_khz = 1000000, .timer_thread = false,
+                                  .sys = &lt_fake_sys};
+    lt_fake_reset();
     run = calloc(1, sizeof(*run));
     k = calloc(1, sizeof(*k));
     ck_assert_ptr_nonnull(run);
     ck_assert_ptr_nonnull(k);
-    ck_assert_int_eq(lapict_kvm_init(k, -1, run, &c), 0);
+    ck_assert_int_eq(lapict_kvm_init(k, LT_FAKE_VCPU_FD, run, &c), 0);
 }
 
 static void fake_teardown(void)
@@ -140,7 +144,7 @@ START_TEST(delivery_and_window)
     ck_assert_uint_eq(run->request_interrupt_window, 1);
     run->if_flag = 1;
     ck_assert_int_eq(lapict_kvm_deliver(k), 0x40);
-    ck_assert_int_eq(k->fake_last_vector, 0x40);
+    ck_assert_int_eq(lt_fake.last_vector, 0x40);
     ck_assert_uint_eq(mmio_rd(0x220) & 1, 0);
     ck_assert_uint_eq(mmio_rd(0x120) & 1, 1); /* ISR */
     ck_assert_uint_eq(mmio_rd(0xA0), 0x40);   /* PPR from ISR */
@@ -260,14 +264,14 @@ START_TEST(timer_thread_kick)
 {
     /* kick_thread: the kick timer is armed only by lapict_kvm_run(). */
     struct lapict_kvm_config c = {.tsc_khz = 1000000, .timer_thread = true,
-                                  .kick_thread = true};
+                                  .kick_thread = true, .sys = &lt_fake_sys};
     struct kvm_run *r2 = calloc(1, sizeof(*r2));
     struct lapict_kvm *k2 = calloc(1, sizeof(*k2));
     int i, rounds;
 
     ck_assert_ptr_nonnull(r2);
     ck_assert_ptr_nonnull(k2);
-    ck_assert_int_eq(lapict_kvm_init(k2, -1, r2, &c), 0);
+    ck_assert_int_eq(lapict_kvm_init(k2, LT_FAKE_VCPU_FD, r2, &c), 0);
     r2->if_flag = 1;
     r2->ready_for_interrupt_injection = 1;
     struct lapict_kvm *saved = k;

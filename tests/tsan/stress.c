@@ -4,8 +4,9 @@
  * timer (the kick timer's signal, or the timer thread) and the vCPU thread
  * (TIMER.md "Concurrency"), without KVM: the adapter's real run loop
  * (lapict_kvm_run: halt polling and sleeping, kicks, immediate_exit,
- * interrupt windows, lapict_before_guest_entry) drives a fake vCPU whose
- * "KVM_RUN" is fake_run() below. The fake guest arms many short TSC
+ * interrupt windows, lapict_before_guest_entry) drives a fake vCPU
+ * (tests/adapters/kvm_fake.c on the adapter's syscall seam) whose
+ * KVM_RUN is fake_run() below. The fake guest arms many short TSC
  * deadlines (some already past), takes each interrupt in an ISR that
  * exits for EOI and the next deadline with IF clear, and in between either
  * halts or runs with IF set until kicked. A watchdog thread stops the vCPU
@@ -30,6 +31,7 @@
 #include <unistd.h>
 #include <x86intrin.h>
 
+#include "kvm_fake.h"
 #include "lapict_kvm.h"
 
 #define VEC 0x40u
@@ -43,11 +45,12 @@ struct fake {
     uint64_t deadline;        /* outstanding deadline, guest TSC */
     bool outstanding;
     enum phase phase;
-    uint64_t seen_injections; /* k->fake_injections already taken */
+    uint64_t seen_injections; /* lt_fake.injections already taken */
     uint64_t written, got, early, doubled, halts, spins, kicked;
     int setup_step;
     atomic_uint_fast64_t progress; /* interrupts taken: read by watchdog */
     atomic_int done;
+    struct lapict_kvm *k;
 };
 
 static uint64_t rnd(struct fake *f)
@@ -94,10 +97,10 @@ static void guest_if(struct kvm_run *r, bool on)
 }
 
 /* KVM_RUN for the fake vCPU: same return contract (0, or -1 with errno). */
-static int fake_run(struct lapict_kvm *k)
+static int fake_run(void *arg)
 {
-    struct fake *f = k->fake_arg;
-    struct kvm_run *r = k->run;
+    struct fake *f = arg;
+    struct kvm_run *r = f->k->run;
     uint64_t until;
 
     if (__atomic_load_n(&r->immediate_exit, __ATOMIC_SEQ_CST)) {
@@ -105,10 +108,10 @@ static int fake_run(struct lapict_kvm *k)
         return -1;
     }
     /* An injection queued for this entry is taken before any instruction. */
-    if (k->fake_injections != f->seen_injections) {
-        uint64_t n = k->fake_injections - f->seen_injections;
-        f->seen_injections = k->fake_injections;
-        if (n > 1 || !f->outstanding || (int)k->fake_last_vector != VEC)
+    if (lt_fake.injections != f->seen_injections) {
+        uint64_t n = lt_fake.injections - f->seen_injections;
+        f->seen_injections = lt_fake.injections;
+        if (n > 1 || !f->outstanding || lt_fake.last_vector != (int)VEC)
             f->doubled += n > 1 ? n - 1 : 1;
         if (f->outstanding && __rdtsc() < f->deadline)
             f->early++;
@@ -226,7 +229,8 @@ static void *watchdog(void *arg)
 int main(int argc, char **argv)
 {
     struct lapict_kvm_config cfg = {.timer_thread = true,
-                                    .advance_max_ns = 60000};
+                                    .advance_max_ns = 60000,
+                                    .sys = &lt_fake_sys};
     static struct kvm_run run;
     struct lapict_kvm k;
     struct fake f;
@@ -265,13 +269,15 @@ int main(int argc, char **argv)
     atomic_init(&f.progress, 0);
     atomic_init(&f.done, 0);
 
-    rc = lapict_kvm_init(&k, -1, &run, &cfg);
+    lt_fake_reset();
+    f.k = &k;
+    lt_fake.run = fake_run;
+    lt_fake.run_arg = &f;
+    rc = lapict_kvm_init(&k, LT_FAKE_VCPU_FD, &run, &cfg);
     if (rc) {
         fprintf(stderr, "tsan_stress: lapict_kvm_init: %d\n", rc);
         return 2;
     }
-    k.fake_run = fake_run;
-    k.fake_arg = &f;
     w = (struct watch){.k = &k, .f = &f};
     if (pthread_create(&wt, NULL, watchdog, &w))
         return 2;
