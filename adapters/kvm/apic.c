@@ -506,6 +506,10 @@ bool lapict_kvm_handle_exit(struct lapict_kvm *k)
                                r->mmio.len, r->mmio.is_write);
     case KVM_EXIT_X86_RDMSR:
         rc = lapict_kvm_rdmsr(k, r->msr.index, &v);
+        /* Another device's MSR (the VM exits on every MSR KVM does not
+         * know, for the x2APIC range): the VMM's to complete. */
+        if (rc == LAPICT_E_NOREG)
+            return false;
         r->msr.error = rc == LAPICT_OK ? 0 : 1;
         r->msr.data = rc == LAPICT_OK ? v : 0;
         if (rc != LAPICT_OK)
@@ -513,6 +517,8 @@ bool lapict_kvm_handle_exit(struct lapict_kvm *k)
         return true;
     case KVM_EXIT_X86_WRMSR:
         rc = lapict_kvm_wrmsr(k, r->msr.index, r->msr.data);
+        if (rc == LAPICT_E_NOREG)
+            return false;
         r->msr.error = rc == LAPICT_OK ? 0 : 1;
         if (rc != LAPICT_OK)
             k->st.gp++;

@@ -235,6 +235,10 @@ void lapict_kvm_stop(struct lapict_kvm *k);
  * lapict_kvm_handle_exit() - handle the exit in run, if it is the LAPIC's.
  * @k: the LAPIC.
  *
+ * MSR exits for MSRs that are not the LAPIC's (lapict_kvm_vm_setup()
+ * makes every MSR unknown to KVM exit) are not handled: the VMM completes
+ * them (run->msr.error = 1 raises #GP).
+ *
  * Return: true if handled (the vCPU can re-enter), false if not ours.
  * HLT is not handled here (lapict_kvm_run() sleeps for it).
  */

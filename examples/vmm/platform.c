@@ -378,6 +378,11 @@ static int platform_exit(struct lapict_vmm_platform *p, struct kvm_run *r)
         return -1;
     case KVM_EXIT_INTR:
         return -1;
+    case KVM_EXIT_X86_RDMSR:
+    case KVM_EXIT_X86_WRMSR:
+        /* An MSR neither KVM nor the LAPIC knows: #GP, as hardware. */
+        r->msr.error = 1;
+        return -1;
     case KVM_EXIT_HLT:
         return stopped(r, "halted with interrupts disabled");
     case KVM_EXIT_SHUTDOWN:

@@ -435,6 +435,12 @@ static int run_one(const struct opts *o, int lapic, const char *csv,
                 break;
             continue;
         }
+        if (v.run->exit_reason == KVM_EXIT_X86_RDMSR ||
+            v.run->exit_reason == KVM_EXIT_X86_WRMSR) {
+            /* An MSR neither KVM nor the LAPIC knows: #GP, as hardware. */
+            v.run->msr.error = 1;
+            continue;
+        }
         fprintf(stderr, "lapict-vmm: unexpected exit %u", v.run->exit_reason);
         if (v.run->exit_reason == KVM_EXIT_MMIO)
             fprintf(stderr, " (MMIO at 0x%llx)",
