@@ -22,6 +22,8 @@ enum {
 #define LVT_MASK 0x10000u
 #define SVR_ENABLE 0x100u
 
+static int exit_of(struct lapict_kvm *k);
+
 static int highest(const uint32_t *v)
 {
     for (int i = 7; i >= 0; i--)
@@ -167,8 +169,10 @@ static void self_ipi(struct lapict_kvm *k, uint32_t lo, uint32_t dest)
         lapict_kvm_set_irq(k, (uint8_t)lo);
         break;
     case 4: /* NMI: KVM queues it (and collapses it while one is blocked) */
-        k->nmis++;
-        k->sys->ioctl(k->vcpu_fd, KVM_NMI, NULL);
+        if (k->sys->ioctl(k->vcpu_fd, KVM_NMI, NULL) < 0)
+            lapict_kvm__sys_fail(k, "KVM_NMI"); /* handle_exit reports it */
+        else
+            k->nmis++;
         break;
     default:
         break; /* SMI, INIT, SIPI: no other CPU, not modelled */
@@ -391,7 +395,8 @@ static void apic_base_mirror(struct lapict_kvm *k)
     memset(&m, 0, sizeof(m));
     m.h.nmsrs = 1;
     memcpy(m.raw + sizeof(m.h), &e, sizeof(e));
-    k->sys->ioctl(k->vcpu_fd, KVM_SET_MSRS, &m);
+    if (k->sys->ioctl(k->vcpu_fd, KVM_SET_MSRS, &m) != 1)
+        lapict_kvm__sys_fail(k, "KVM_SET_MSRS"); /* reported by the exit */
 }
 
 static int apic_base_write(struct lapict_kvm *k, uint64_t val)
@@ -494,7 +499,18 @@ int lapict_kvm_wrmsr(struct lapict_kvm *k, uint32_t msr, uint64_t val)
     }
 }
 
-bool lapict_kvm_handle_exit(struct lapict_kvm *k)
+int lapict_kvm_handle_exit(struct lapict_kvm *k)
+{
+    int rc = exit_of(k);
+
+    /* A host call the exit made failed (KVM_SET_MSRS, KVM_NMI, a timer):
+     * the guest's access is done, the VMM hears of the failure. */
+    if (rc == LAPICT_KVM_MINE && (rc = lapict_kvm__take_error(k)) == 0)
+        return LAPICT_KVM_MINE;
+    return rc;
+}
+
+static int exit_of(struct lapict_kvm *k)
 {
     struct kvm_run *r = k->run;
     uint64_t v = 0;
@@ -503,33 +519,35 @@ bool lapict_kvm_handle_exit(struct lapict_kvm *k)
     switch (r->exit_reason) {
     case KVM_EXIT_MMIO:
         return lapict_kvm_mmio(k, r->mmio.phys_addr, r->mmio.data,
-                               r->mmio.len, r->mmio.is_write);
+                               r->mmio.len, r->mmio.is_write)
+                   ? LAPICT_KVM_MINE
+                   : LAPICT_KVM_NOT_MINE;
     case KVM_EXIT_X86_RDMSR:
         rc = lapict_kvm_rdmsr(k, r->msr.index, &v);
         /* Another device's MSR (the VM exits on every MSR KVM does not
          * know, for the x2APIC range): the VMM's to complete. */
         if (rc == LAPICT_E_NOREG)
-            return false;
+            return LAPICT_KVM_NOT_MINE;
         r->msr.error = rc == LAPICT_OK ? 0 : 1;
         r->msr.data = rc == LAPICT_OK ? v : 0;
         if (rc != LAPICT_OK)
             k->st.gp++;
-        return true;
+        return LAPICT_KVM_MINE;
     case KVM_EXIT_X86_WRMSR:
         rc = lapict_kvm_wrmsr(k, r->msr.index, r->msr.data);
         if (rc == LAPICT_E_NOREG)
-            return false;
+            return LAPICT_KVM_NOT_MINE;
         r->msr.error = rc == LAPICT_OK ? 0 : 1;
         if (rc != LAPICT_OK)
             k->st.gp++;
-        return true;
+        return LAPICT_KVM_MINE;
     case KVM_EXIT_IRQ_WINDOW_OPEN:
         k->st.window_exits++;
-        return true;
+        return LAPICT_KVM_MINE;
     case KVM_EXIT_INTR:
-        return true;
+        return LAPICT_KVM_MINE;
     default:
-        return false;
+        return LAPICT_KVM_NOT_MINE;
     }
 }
 

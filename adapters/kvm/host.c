@@ -35,6 +35,37 @@ static struct lapict_kvm *K(void *ctx)
     return ctx;
 }
 
+int lapict_kvm__sys_fail(struct lapict_kvm *k, const char *call)
+{
+    k->sys_errno = errno ? errno : EIO;
+    k->sys_call = call;
+    k->err = LAPICT_E_SYSTEM;
+    return LAPICT_E_SYSTEM;
+}
+
+/*
+ * The failure to report now, if any: one recorded on the vCPU thread since
+ * the last report, or the timer thread's end (persistent: without it no
+ * kick comes, so every later call reports it).
+ */
+int lapict_kvm__take_error(struct lapict_kvm *k)
+{
+    int te = atomic_load_explicit(&k->thread_errno, memory_order_acquire);
+
+    if (te) {
+        k->sys_errno = te;
+        k->sys_call = "ppoll";
+        k->err = 0;
+        return LAPICT_E_SYSTEM;
+    }
+    if (k->err) {
+        int rc = k->err;
+        k->err = 0;
+        return rc;
+    }
+    return LAPICT_OK;
+}
+
 static uint64_t mono_ns(void)
 {
     struct timespec ts;
@@ -77,7 +108,7 @@ static uint64_t op_tsc_to_ns(void *ctx, uint64_t guest_tsc)
  * The timerfd only wakes the timer thread kick_lead_ns ahead: a timerfd
  * wakes ~15 us late here, so the thread spins the rest on the clock.
  */
-static void arm_fd(struct lapict_kvm *k, uint64_t host_ns)
+static int arm_fd(struct lapict_kvm *k, uint64_t host_ns)
 {
     struct itimerspec its = {0};
 
@@ -88,16 +119,25 @@ static void arm_fd(struct lapict_kvm *k, uint64_t host_ns)
         host_ns = 1;
     its.it_value.tv_sec = (time_t)(host_ns / NS_PER_S);
     its.it_value.tv_nsec = (long)(host_ns % NS_PER_S);
-    k->sys->timerfd_settime(k->timer_fd, TFD_TIMER_ABSTIME, &its);
+    if (k->sys->timerfd_settime(k->timer_fd, TFD_TIMER_ABSTIME, &its) < 0) {
+        /* Armed again before the next entry (lapict_kvm_pre_run). */
+        k->rearm_fd = true;
+        return lapict_kvm__sys_fail(k, "timerfd_settime");
+    }
+    k->rearm_fd = false;
+    return LAPICT_OK;
 }
 
-static void arm_kick_timer(struct lapict_kvm *k, uint64_t host_ns)
+static int arm_kick_timer(struct lapict_kvm *k, uint64_t host_ns)
 {
     struct itimerspec its = {0};
 
     its.it_value.tv_sec = (time_t)(host_ns / NS_PER_S);
     its.it_value.tv_nsec = (long)(host_ns % NS_PER_S);
-    k->sys->timer_settime(k->kick_timer, host_ns ? TIMER_ABSTIME : 0, &its);
+    if (k->sys->timer_settime(k->kick_timer, host_ns ? TIMER_ABSTIME : 0,
+                              &its) < 0)
+        return lapict_kvm__sys_fail(k, "timer_settime");
+    return LAPICT_OK;
 }
 
 static void op_sw_arm(void *ctx, uint64_t host_ns)
@@ -111,7 +151,7 @@ static void op_sw_arm(void *ctx, uint64_t host_ns)
     k->arms++;
     /* The kick timer is armed lazily, right before KVM_RUN (kick_sync). */
     if (!k->kick_timer_ok)
-        arm_fd(k, host_ns);
+        (void)arm_fd(k, host_ns); /* a failure is reported by pre_run */
 }
 
 static void op_sw_cancel(void *ctx)
@@ -121,8 +161,9 @@ static void op_sw_cancel(void *ctx)
 
     atomic_store_explicit(&k->target_ns, 0, memory_order_seq_cst);
     k->arms++;
-    if (!k->kick_timer_ok)
-        k->sys->timerfd_settime(k->timer_fd, 0, &its);
+    /* A timerfd left armed only wakes the thread for a cleared target. */
+    if (!k->kick_timer_ok && k->sys->timerfd_settime(k->timer_fd, 0, &its) < 0)
+        lapict_kvm__sys_fail(k, "timerfd_settime");
 }
 
 /*
@@ -132,15 +173,20 @@ static void op_sw_cancel(void *ctx)
  * handles itself (halt polling; the advance spin right before an entry,
  * whose kick would then throw the vCPU out of the entry it prepared).
  */
-static bool kick_sync(struct lapict_kvm *k)
+static int kick_sync(struct lapict_kvm *k)
 {
     uint64_t tgt = atomic_load_explicit(&k->target_ns, memory_order_relaxed);
 
-    if (!k->kick_timer_ok)
-        return true;
+    if (!k->kick_timer_ok) {
+        /* A timerfd arm that failed: again, or no entry. */
+        if (k->rearm_fd && tgt)
+            return arm_fd(k, tgt) < 0 ? LAPICT_E_SYSTEM : 1;
+        k->rearm_fd = false;
+        return 1;
+    }
     /* Already due: handle it now rather than enter and be kicked out. */
     if (k->kick_armed_ns && (int64_t)(mono_ns() - k->kick_armed_ns) >= 0)
-        return false;
+        return 0;
     /*
      * An interrupt waits for the guest to set IF. Interrupt-window exits
      * come late on some hosts (PVM: a millisecond, or not at all while the
@@ -151,7 +197,7 @@ static bool kick_sync(struct lapict_kvm *k)
     if (k->run->request_interrupt_window) {
         uint64_t w = mono_ns() + (10000ull << k->window_kicks);
         if (k->kick_armed_ns && k->kick_armed_ns <= w)
-            return true; /* an earlier kick is already armed */
+            return 1; /* an earlier kick is already armed */
         if (!tgt || w < tgt) {
             if (k->window_kicks < 7)
                 k->window_kicks++;
@@ -161,10 +207,13 @@ static bool kick_sync(struct lapict_kvm *k)
         k->window_kicks = 0;
     }
     if (tgt == k->kick_armed_ns)
-        return true;
-    arm_kick_timer(k, tgt);
+        return 1;
+    /* Not armed: no entry (a guest that does not exit would never be
+     * kicked); the caller reports it, the next call tries again. */
+    if (arm_kick_timer(k, tgt) < 0)
+        return LAPICT_E_SYSTEM;
     k->kick_armed_ns = tgt;
-    return true;
+    return 1;
 }
 
 static bool op_inject(void *ctx, uint8_t vector)
@@ -263,11 +312,25 @@ static void *timer_thread(void *arg)
     struct lapict_kvm *k = arg;
     struct pollfd p[2] = {{.fd = k->timer_fd, .events = POLLIN},
                           {.fd = k->stop_fd, .events = POLLIN}};
-    uint64_t n, fired = 0;
+    uint64_t n, fired = 0, one = 1;
 
     for (;;) {
-        if (k->sys->ppoll(p, 2, NULL) < 0)
-            continue;
+        if (k->sys->ppoll(p, 2, NULL) < 0) {
+            int e = errno ? errno : EIO;
+            if (e == EINTR)
+                continue;
+            /*
+             * A persistent error: retrying would spin. End, and tell the
+             * vCPU thread, whose loop reports it (lapict_kvm__take_error);
+             * the kick makes a running guest exit to see it.
+             */
+            atomic_store_explicit(&k->thread_errno, e, memory_order_release);
+            if (!atomic_load_explicit(&k->in_halt, memory_order_seq_cst))
+                pthread_kill(k->vcpu_thread, k->kick_signal);
+            if (write(k->wake_fd, &one, sizeof(one)) < 0)
+                break;
+            break;
+        }
         if (p[1].revents)
             break;
         /* Re-armed or cancelled meanwhile: the count was reset. */
@@ -307,7 +370,7 @@ static int read_tsc_offset(struct lapict_kvm *k)
         e->index = MSR_IA32_TSC;
         before = __rdtsc();
         if (k->sys->ioctl(k->vcpu_fd, KVM_GET_MSRS, &m) != 1)
-            return -errno;
+            return lapict_kvm__sys_fail(k, "KVM_GET_MSRS");
         after = __rdtsc();
         if (after - before >= best)
             continue;
@@ -370,7 +433,11 @@ int lapict_kvm__inject_irq(struct lapict_kvm *k, int vector)
         r->kvm_dirty_regs |= KVM_SYNC_X86_EVENTS;
         return 0;
     }
-    return k->sys->ioctl(k->vcpu_fd, KVM_INTERRUPT, &irq) < 0 ? -1 : 0;
+    if (k->sys->ioctl(k->vcpu_fd, KVM_INTERRUPT, &irq) < 0) {
+        lapict_kvm__sys_fail(k, "KVM_INTERRUPT");
+        return -1;
+    }
+    return 0;
 }
 
 int lapict_kvm_init(struct lapict_kvm *k, int vcpu_fd, struct kvm_run *run,
@@ -382,7 +449,7 @@ int lapict_kvm_init(struct lapict_kvm *k, int vcpu_fd, struct kvm_run *run,
     int rc;
 
     if (!k || !run)
-        return -EINVAL;
+        return LAPICT_E_INVAL;
     if (!cfg)
         cfg = &def;
     memset(k, 0, sizeof(*k));
@@ -395,18 +462,19 @@ int lapict_kvm_init(struct lapict_kvm *k, int vcpu_fd, struct kvm_run *run,
     atomic_init(&k->expired, 0);
     atomic_init(&k->stop, 0);
     atomic_init(&k->in_halt, 0);
+    atomic_init(&k->thread_errno, 0);
     k->apic_base = LAPICT_KVM_APIC_BASE_DEFAULT | LAPICT_KVM_APIC_BASE_EN |
                    LAPICT_KVM_APIC_BASE_BSP;
 
     k->tsc_khz = cfg->tsc_khz;
     if (!k->tsc_khz) {
         rc = k->sys->ioctl(vcpu_fd, KVM_GET_TSC_KHZ, NULL);
-        if (rc <= 0)
-            return rc < 0 ? -errno : -ENODEV;
+        if (rc < 0)
+            return lapict_kvm__sys_fail(k, "KVM_GET_TSC_KHZ");
         k->tsc_khz = (uint32_t)rc;
     }
     if (!k->tsc_khz)
-        return -EINVAL;
+        return LAPICT_E_TSC_KHZ;
     if ((rc = read_tsc_offset(k)) < 0)
         return rc;
 
@@ -439,7 +507,8 @@ int lapict_kvm_init(struct lapict_kvm *k, int vcpu_fd, struct kvm_run *run,
     k->stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     k->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (k->timer_fd < 0 || k->stop_fd < 0 || k->wake_fd < 0) {
-        rc = -errno;
+        rc = lapict_kvm__sys_fail(k, k->timer_fd < 0 ? "timerfd_create"
+                                                      : "eventfd");
         goto fail;
     }
 
@@ -449,7 +518,7 @@ int lapict_kvm_init(struct lapict_kvm *k, int vcpu_fd, struct kvm_run *run,
     sa.sa_flags = SA_RESTART | SA_SIGINFO;
     sigemptyset(&sa.sa_mask);
     if (k->sys->sigaction(k->kick_signal, &sa, NULL) < 0) {
-        rc = -errno;
+        rc = lapict_kvm__sys_fail(k, "sigaction");
         goto fail;
     }
     tl_k = k;
@@ -461,7 +530,7 @@ int lapict_kvm_init(struct lapict_kvm *k, int vcpu_fd, struct kvm_run *run,
         sev.sigev_signo = k->kick_signal;
         sev._sigev_un._tid = gettid();
         if (k->sys->timer_create(CLOCK_MONOTONIC, &sev, &k->kick_timer) < 0) {
-            rc = -errno;
+            rc = lapict_kvm__sys_fail(k, "timer_create");
             goto fail;
         }
         k->kick_timer_ok = true;
@@ -478,7 +547,8 @@ int lapict_kvm_init(struct lapict_kvm *k, int vcpu_fd, struct kvm_run *run,
         rc = pthread_create(&k->thread, NULL, timer_thread, k);
         pthread_sigmask(SIG_SETMASK, &old, NULL);
         if (rc) {
-            rc = -rc;
+            errno = rc;
+            rc = lapict_kvm__sys_fail(k, "pthread_create");
             goto fail;
         }
         k->thread_started = true;
@@ -529,7 +599,7 @@ static bool poll_expiry(struct lapict_kvm *k, bool read_fd)
 {
     bool fired = atomic_exchange_explicit(&k->expired, 0,
                                           memory_order_seq_cst);
-    uint64_t n;
+    uint64_t n, tgt;
 
     if (read_fd && read(k->timer_fd, &n, sizeof(n)) == (ssize_t)sizeof(n))
         fired = true;
@@ -539,6 +609,14 @@ static bool poll_expiry(struct lapict_kvm *k, bool read_fd)
      * and a guest that does not exit would then never be kicked again).
      */
     if (k->kick_armed_ns && (int64_t)(mono_ns() - k->kick_armed_ns) >= 0)
+        fired = true;
+    /*
+     * The host timer's own instant, whatever became of its kick (a timer
+     * that could not be armed, a lost wake-up): every pass of the loop
+     * finds a due expiry, so none waits for a kick that never comes.
+     */
+    tgt = atomic_load_explicit(&k->target_ns, memory_order_relaxed);
+    if (tgt && (int64_t)(mono_ns() - tgt) >= 0)
         fired = true;
     if (fired) {
         /* One-shot: spent (a stale signal costs one re-arm at most). */
@@ -568,15 +646,17 @@ static bool wake_flagged(struct lapict_kvm *k)
  * The timer thread stands aside while in_halt is set; the wake eventfd
  * and the flags end the wait early (lapict_kvm_stop(), a racing expiry).
  */
-static void halt(struct lapict_kvm *k)
+static int halt(struct lapict_kvm *k)
 {
     struct pollfd p = {.fd = k->wake_fd, .events = POLLIN};
     uint64_t n, tgt, now, arms;
+    int rc = LAPICT_OK, w;
 
     k->st.halt_sleeps++;
-    /* No kick while halted: the loop below watches the target. */
+    /* No kick while halted: the loop below watches the target. A disarm
+     * that fails costs one spurious exit; it is reported all the same. */
     if (k->kick_armed_ns) {
-        arm_kick_timer(k, 0);
+        (void)arm_kick_timer(k, 0);
         k->kick_armed_ns = 0;
     }
     lapict_vcpu_blocking(&k->timer);
@@ -584,7 +664,8 @@ static void halt(struct lapict_kvm *k)
     for (;;) {
         poll_expiry(k, false);
         if (lapict_kvm__can_deliver(k) ||
-            atomic_load_explicit(&k->stop, memory_order_seq_cst))
+            atomic_load_explicit(&k->stop, memory_order_seq_cst) ||
+            atomic_load_explicit(&k->thread_errno, memory_order_relaxed))
             break;
         tgt = atomic_load_explicit(&k->target_ns, memory_order_relaxed);
         now = mono_ns();
@@ -603,9 +684,14 @@ static void halt(struct lapict_kvm *k)
             uint64_t d = tgt - now - k->halt_poll_ns;
             ts.tv_sec = (time_t)(d / NS_PER_S);
             ts.tv_nsec = (long)(d % NS_PER_S);
-            k->sys->ppoll(&p, 1, &ts);
+            w = k->sys->ppoll(&p, 1, &ts);
         } else {
-            k->sys->ppoll(&p, 1, NULL);
+            w = k->sys->ppoll(&p, 1, NULL);
+        }
+        /* A persistent error would spin here: the VMM hears of it. */
+        if (w < 0 && errno != EINTR) {
+            rc = lapict_kvm__sys_fail(k, "ppoll");
+            break;
         }
         if (read(k->wake_fd, &n, sizeof(n)) < 0)
             continue;
@@ -618,7 +704,8 @@ static void halt(struct lapict_kvm *k)
     /* It gave up on a target still ahead: wake it again for that one. */
     tgt = atomic_load_explicit(&k->target_ns, memory_order_relaxed);
     if (k->arms == arms && tgt && k->thread_started)
-        arm_fd(k, tgt);
+        (void)arm_fd(k, tgt); /* a failure: re-armed before the entry */
+    return rc;
 }
 
 /*
@@ -644,8 +731,11 @@ static void refresh_if(struct lapict_kvm *k)
             !(r->kvm_dirty_regs & KVM_SYNC_X86_EVENTS);
         return;
     }
-    if (k->sys->ioctl(k->vcpu_fd, KVM_GET_REGS, &regs) < 0)
+    if (k->sys->ioctl(k->vcpu_fd, KVM_GET_REGS, &regs) < 0) {
+        /* The previous view stays: a window exit delivers instead. */
+        lapict_kvm__sys_fail(k, "KVM_GET_REGS");
         return;
+    }
     r->if_flag = (regs.rflags >> 9) & 1u;
     r->ready_for_interrupt_injection = r->if_flag;
 }
@@ -658,6 +748,7 @@ static int vcpu_run(struct lapict_kvm *k)
 int lapict_kvm_run(struct lapict_kvm *k)
 {
     struct kvm_run *r = k->run;
+    int rc;
 
     for (;;) {
         if (atomic_load_explicit(&k->stop, memory_order_seq_cst)) {
@@ -674,8 +765,11 @@ int lapict_kvm_run(struct lapict_kvm *k)
         if (!k->injected)
             lapict_kvm_deliver(k);
         r->cr8 = k->tpr >> 4;
-        if (!kick_sync(k))
+        rc = kick_sync(k);
+        if (rc == 0)
             continue;
+        if ((rc = lapict_kvm__take_error(k)) < 0)
+            return rc;
         k->st.runs++;
         if (vcpu_run(k) < 0) {
             k->injected = false;
@@ -684,7 +778,8 @@ int lapict_kvm_run(struct lapict_kvm *k)
                 refresh_if(k);
                 continue;
             }
-            return -errno;
+            lapict_kvm__sys_fail(k, "KVM_RUN");
+            return lapict_kvm__take_error(k);
         }
         k->injected = false;
         lapict_kvm__sync_tpr(k);
@@ -695,12 +790,16 @@ int lapict_kvm_run(struct lapict_kvm *k)
                 continue;
             if (!r->if_flag)
                 return 0; /* nothing can wake it: the VMM decides */
-            halt(k);
+            if ((rc = halt(k)) < 0)
+                return lapict_kvm__take_error(k);
             continue;
         }
-        if (lapict_kvm_handle_exit(k))
+        rc = lapict_kvm_handle_exit(k);
+        if (rc < 0)
+            return rc;
+        if (rc == LAPICT_KVM_MINE)
             continue;
-        return 0;
+        return LAPICT_OK;
     }
 }
 
@@ -715,7 +814,7 @@ int lapict_kvm_vm_setup(int vm_fd)
     struct kvm_msr_filter f;
 
     if (ioctl(vm_fd, KVM_ENABLE_CAP, &cap) < 0)
-        return -errno;
+        return LAPICT_E_SYSTEM;
     memset(&f, 0, sizeof(f));
     f.flags = KVM_MSR_FILTER_DEFAULT_ALLOW;
     f.ranges[0].flags = KVM_MSR_FILTER_READ | KVM_MSR_FILTER_WRITE;
@@ -725,7 +824,7 @@ int lapict_kvm_vm_setup(int vm_fd)
     f.ranges[1] = f.ranges[0];
     f.ranges[1].base = LAPICT_KVM_MSR_APIC_BASE;
     if (ioctl(vm_fd, KVM_X86_SET_MSR_FILTER, &f) < 0)
-        return -errno;
+        return LAPICT_E_SYSTEM;
     return 0;
 }
 
@@ -743,4 +842,14 @@ void lapict_kvm_cpuid_fixup(struct kvm_cpuid2 *cpuid, bool x2apic)
             e->ecx &= ~(1u << 21);
         e->ebx &= 0x00FFFFFFu;
     }
+}
+
+int lapict_kvm_errno(const struct lapict_kvm *k)
+{
+    return k->sys_errno;
+}
+
+const char *lapict_kvm_errcall(const struct lapict_kvm *k)
+{
+    return k->sys_call ? k->sys_call : "";
 }

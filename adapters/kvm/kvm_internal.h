@@ -14,4 +14,9 @@ void lapict_kvm__window(struct lapict_kvm *k);
 /* Queue @vector for the next entry (host.c: the cheapest path); 0 or -1. */
 int lapict_kvm__inject_irq(struct lapict_kvm *k, int vector);
 
+/* Record a failed system call (errno, @call): LAPICT_E_SYSTEM. */
+int lapict_kvm__sys_fail(struct lapict_kvm *k, const char *call);
+/* The failure to report now (and forget), or LAPICT_OK. */
+int lapict_kvm__take_error(struct lapict_kvm *k);
+
 #endif

@@ -104,6 +104,10 @@ struct lapict_kvm_config {
 };
 
 #define LAPICT_KVM_NONE 0xFFFFFFFFu
+
+/* lapict_kvm_handle_exit(): whose exit it was (errors are negative). */
+#define LAPICT_KVM_NOT_MINE 0
+#define LAPICT_KVM_MINE 1
 #define LAPICT_KVM_HALT_POLL_NS 200000u
 #define LAPICT_KVM_KICK_LEAD_NS 40000u
 
@@ -155,6 +159,12 @@ struct lapict_kvm {
     bool x2apic_absent;    /* CPUID lacks x2APIC: IA32_APIC_BASE.EXTD reserved */
     uint8_t maxphyaddr;    /* physical-address bits of IA32_APIC_BASE */
     uint64_t nmis;         /* NMIs sent to self (KVM_NMI, or counted) */
+    /* The last failed system call (lapict_kvm_errno/errcall). */
+    int sys_errno;
+    const char *sys_call;
+    int err;                /* a failure not yet reported (vCPU thread) */
+    atomic_int thread_errno; /* the timer thread ended on this error */
+    bool rearm_fd;          /* the timerfd arm failed: again before entry */
 };
 
 /**
@@ -164,7 +174,7 @@ struct lapict_kvm {
  * Enables KVM_CAP_X86_USER_SPACE_MSR (FILTER, UNKNOWN, INVAL exits) and
  * filters IA32_TSC_DEADLINE and IA32_APIC_BASE to userspace.
  *
- * Return: 0 or -errno.
+ * Return: 0, or LAPICT_E_SYSTEM with errno as the failed ioctl left it.
  */
 int lapict_kvm_vm_setup(int vm_fd);
 
@@ -200,7 +210,9 @@ void lapict_kvm_set_cpuid(struct lapict_kvm *k,
  *
  * Must be called on the vCPU thread (the kick targets the caller).
  *
- * Return: 0, -errno, or a LAPICT_E_* code from lapict_init().
+ * Return: 0 or a LAPICT_E_* code: LAPICT_E_INVAL (NULL arguments),
+ * LAPICT_E_TSC_KHZ (no TSC rate), LAPICT_E_SYSTEM (a system call failed:
+ * lapict_kvm_errno()), or lapict_init()'s code. Never -errno.
  */
 int lapict_kvm_init(struct lapict_kvm *k, int vcpu_fd, struct kvm_run *run,
                     const struct lapict_kvm_config *cfg);
@@ -221,7 +233,9 @@ void lapict_kvm_destroy(struct lapict_kvm *k);
  * the guest halts with interrupts disabled and nothing can wake it, and
  * KVM_EXIT_INTR after lapict_kvm_stop().
  *
- * Return: 0, or -errno of KVM_RUN.
+ * Return: 0, or a LAPICT_E_* code: LAPICT_E_SYSTEM when KVM_RUN or a
+ * system call the loop needs failed (lapict_kvm_errno() has the errno); the
+ * guest's timer is kept and the loop can be called again.
  */
 int lapict_kvm_run(struct lapict_kvm *k);
 
@@ -239,10 +253,12 @@ void lapict_kvm_stop(struct lapict_kvm *k);
  * makes every MSR unknown to KVM exit) are not handled: the VMM completes
  * them (run->msr.error = 1 raises #GP).
  *
- * Return: true if handled (the vCPU can re-enter), false if not ours.
- * HLT is not handled here (lapict_kvm_run() sleeps for it).
+ * Return: LAPICT_KVM_MINE (handled: the vCPU can re-enter),
+ * LAPICT_KVM_NOT_MINE, or LAPICT_E_SYSTEM when a system call the exit
+ * needed failed (KVM_SET_MSRS, KVM_NMI, arming the host timer; the guest's
+ * access itself is complete). HLT is not handled here.
  */
-bool lapict_kvm_handle_exit(struct lapict_kvm *k);
+int lapict_kvm_handle_exit(struct lapict_kvm *k);
 
 /**
  * lapict_kvm_mmio() - an xAPIC MMIO access at @gpa.
@@ -313,6 +329,26 @@ bool lapict_kvm_poll(struct lapict_kvm *k);
  * @k: the LAPIC.
  */
 uint64_t lapict_kvm_guest_tsc(const struct lapict_kvm *k);
+
+/**
+ * lapict_kvm_errno() - errno of the adapter's last failed system call.
+ * @k: the LAPIC.
+ *
+ * Every function of this adapter returns LAPICT_OK or a LAPICT_E_* code
+ * (one error domain, lapict_strerror()); LAPICT_E_SYSTEM means a system
+ * call failed, and this says which errno it gave.
+ *
+ * Return: the errno, 0 if none failed.
+ */
+int lapict_kvm_errno(const struct lapict_kvm *k);
+
+/**
+ * lapict_kvm_errcall() - name of the adapter's last failed system call.
+ * @k: the LAPIC.
+ *
+ * Return: e.g. "KVM_SET_MSRS", "timer_settime"; "" if none failed.
+ */
+const char *lapict_kvm_errcall(const struct lapict_kvm *k);
 
 /** lapict_kvm_ops - the host ops; ctx is a struct lapict_kvm *. */
 extern const struct lapict_ops lapict_kvm_ops;

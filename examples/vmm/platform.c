@@ -284,7 +284,7 @@ static int create_vm(struct boot_vm *v, const struct lapict_vmm_boot_opts *o)
         if (ioctl(v->vm, KVM_CREATE_IRQCHIP, 0) < 0)
             return boot_err("KVM_CREATE_IRQCHIP", errno);
     } else if ((rc = lapict_kvm_vm_setup(v->vm)) < 0) {
-        return boot_err("lapict_kvm_vm_setup", -rc);
+        return boot_err("lapict_kvm_vm_setup", errno);
     }
     v->vcpu = ioctl(v->vm, KVM_CREATE_VCPU, 0);
     if (v->vcpu < 0)
@@ -438,7 +438,9 @@ int lapict_vmm_boot(const struct lapict_vmm_boot_opts *o)
             goto out;
         }
         if ((rc = lapict_kvm_init(k, v.vcpu, v.run, &kc)) != 0) {
-            fprintf(stderr, "lapict-vmm: lapict_kvm_init: %d\n", rc);
+            fprintf(stderr, "lapict-vmm: lapict_kvm_init: %s (%s: %s)\n",
+                    lapict_strerror(rc), lapict_kvm_errcall(k),
+                    strerror(lapict_kvm_errno(k)));
             free(k);
             k = NULL;
             rc = 2;
@@ -454,7 +456,10 @@ int lapict_vmm_boot(const struct lapict_vmm_boot_opts *o)
         if (k) {
             rc = lapict_kvm_run(k);
             if (rc < 0) {
-                status = boot_err("KVM_RUN", -rc);
+                fprintf(stderr, "lapict-vmm: lapict_kvm_run: %s (%s: %s)\n",
+                        lapict_strerror(rc), lapict_kvm_errcall(k),
+                        strerror(lapict_kvm_errno(k)));
+                status = 2;
                 break;
             }
         } else if (ioctl(v.vcpu, KVM_RUN, 0) < 0) {

@@ -205,8 +205,7 @@ static void vm_create(struct vm *v, int lapic)
     } else {
         int rc = lapict_kvm_vm_setup(v->vm);
         if (rc < 0) {
-            errno = -rc;
-            die("lapict_kvm_vm_setup");
+            die("lapict_kvm_vm_setup"); /* errno from the failed ioctl */
         }
     }
     v->vcpu = ioctl(v->vm, KVM_CREATE_VCPU, 0);
@@ -413,7 +412,9 @@ static int run_one(const struct opts *o, int lapic, const char *csv,
             die("calloc");
         rc = lapict_kvm_init(k, v.vcpu, v.run, &kc);
         if (rc) {
-            fprintf(stderr, "lapict-vmm: lapict_kvm_init: %d\n", rc);
+            fprintf(stderr, "lapict-vmm: lapict_kvm_init: %s (%s: %s)\n",
+                    lapict_strerror(rc), lapict_kvm_errcall(k),
+                    strerror(lapict_kvm_errno(k)));
             exit(2);
         }
     }
@@ -422,8 +423,10 @@ static int run_one(const struct opts *o, int lapic, const char *csv,
         if (k) {
             rc = lapict_kvm_run(k);
             if (rc < 0) {
-                errno = -rc;
-                die("KVM_RUN");
+                fprintf(stderr, "lapict-vmm: lapict_kvm_run: %s (%s: %s)\n",
+                        lapict_strerror(rc), lapict_kvm_errcall(k),
+                        strerror(lapict_kvm_errno(k)));
+                exit(2);
             }
         } else if (ioctl(v.vcpu, KVM_RUN, 0) < 0) {
             if (errno == EINTR || errno == EAGAIN)

@@ -69,8 +69,15 @@ static int fake_ioctl(int fd, unsigned long req, void *arg)
         errno = ENXIO;
         return -1;
     }
+    case KVM_GET_REGS: {
+        /* RFLAGS from the fake guest's view in kvm_run (IF, bit 9). */
+        struct kvm_regs *r = arg;
+        memset(r, 0, sizeof(*r));
+        r->rflags = 2u | (lt_fake.if_flag ? 0x200u : 0);
+        return 0;
+    }
     default:
-        /* KVM_GET_REGS, KVM_GET_VCPU_EVENTS, ...: not offered. */
+        /* KVM_GET_VCPU_EVENTS (no sync regs), ...: not offered. */
         errno = ENOTTY;
         return -1;
     }

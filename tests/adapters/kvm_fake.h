@@ -9,6 +9,7 @@
 #ifndef LAPICT_TEST_KVM_FAKE_H
 #define LAPICT_TEST_KVM_FAKE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "lapict_kvm.h"
@@ -35,6 +36,7 @@ struct lt_fake {
     int fail_errno;  /* with this errno (0: EIO) */
     int (*run)(void *arg); /* KVM_RUN (NULL: -1, EINTR) */
     void *run_arg;
+    bool if_flag;    /* IF as KVM_GET_REGS reports it */
     /* Recorded. */
     int last_vector;     /* last KVM_INTERRUPT, -1: none */
     uint64_t injections; /* KVM_INTERRUPT calls that succeeded */

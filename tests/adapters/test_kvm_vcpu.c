@@ -63,21 +63,21 @@ static void other_msr_is_not_mine(void **state)
 
     for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++) {
         msr_exit(&f->run, KVM_EXIT_X86_RDMSR, others[i], 0x1234);
-        assert_false(lapict_kvm_handle_exit(&f->k));
+        assert_int_equal(lapict_kvm_handle_exit(&f->k), LAPICT_KVM_NOT_MINE);
         assert_int_equal(f->run.msr.error, 0);
         assert_int_equal(f->run.msr.data, 0x1234);
         msr_exit(&f->run, KVM_EXIT_X86_WRMSR, others[i], 0x5678);
-        assert_false(lapict_kvm_handle_exit(&f->k));
+        assert_int_equal(lapict_kvm_handle_exit(&f->k), LAPICT_KVM_NOT_MINE);
         assert_int_equal(f->run.msr.error, 0);
     }
     assert_int_equal(f->k.st.gp, 0);
     /* The LAPIC's own MSRs stay its own, #GP included. */
     msr_exit(&f->run, KVM_EXIT_X86_RDMSR, 0x1B, 0);
-    assert_true(lapict_kvm_handle_exit(&f->k));
+    assert_int_equal(lapict_kvm_handle_exit(&f->k), LAPICT_KVM_MINE);
     assert_int_equal(f->run.msr.error, 0);
     assert_int_equal(f->run.msr.data, 0xFEE00900u);
     msr_exit(&f->run, KVM_EXIT_X86_WRMSR, 0x839, 0); /* x2APIC off: #GP */
-    assert_true(lapict_kvm_handle_exit(&f->k));
+    assert_int_equal(lapict_kvm_handle_exit(&f->k), LAPICT_KVM_MINE);
     assert_int_equal(f->run.msr.error, 1);
 }
 

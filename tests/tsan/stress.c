@@ -94,6 +94,7 @@ static void guest_if(struct kvm_run *r, bool on)
 {
     r->if_flag = on;
     r->ready_for_interrupt_injection = on;
+    lt_fake.if_flag = on; /* RFLAGS.IF as KVM_GET_REGS reads it */
 }
 
 /* KVM_RUN for the fake vCPU: same return contract (0, or -1 with errno). */

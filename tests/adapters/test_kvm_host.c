@@ -1,0 +1,285 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * adapters/kvm's host side: system-call failures are reported in lapict's
+ * one error domain and never lose the guest's timer; the process-global
+ * state (signal handler, timer slack) stays the caller's. On the fake vCPU
+ * of kvm_fake.c (no /dev/kvm).
+ */
+#define _GNU_SOURCE
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kvm_fake.h"
+#include "lapict_kvm.h"
+
+#define APIC 0xFEE00000ull
+
+struct fx {
+    struct lapict_kvm k;
+    struct kvm_run run;
+    uint64_t entries; /* KVM_RUN calls */
+};
+
+static void sleep_ns(long ns)
+{
+    struct timespec ts = {ns / 1000000000L, ns % 1000000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* KVM_RUN of a guest that takes interrupts and exits to the VMM at once. */
+static int run_io_exit(void *arg)
+{
+    struct fx *f = arg;
+    f->entries++;
+    f->run.exit_reason = KVM_EXIT_IO;
+    f->run.io.port = 0x80;
+    f->run.if_flag = 1;
+    f->run.ready_for_interrupt_injection = 1;
+    return 0;
+}
+
+/* KVM_RUN of a guest that halts with IF set. */
+static int run_hlt(void *arg)
+{
+    struct fx *f = arg;
+    f->entries++;
+    f->run.exit_reason = KVM_EXIT_HLT;
+    f->run.if_flag = 1;
+    f->run.ready_for_interrupt_injection = 1;
+    return 0;
+}
+
+static struct fx *fx_new(struct lapict_kvm_config *c, int *rc)
+{
+    struct fx *f = calloc(1, sizeof(*f));
+
+    assert_non_null(f);
+    c->tsc_khz = c->tsc_khz ? c->tsc_khz : 1000000;
+    c->sys = &lt_fake_sys;
+    lt_fake.run = run_io_exit;
+    lt_fake.run_arg = f;
+    *rc = lapict_kvm_init(&f->k, LT_FAKE_VCPU_FD, &f->run, c);
+    return f;
+}
+
+static void fx_free(struct fx *f)
+{
+    lapict_kvm_destroy(&f->k);
+    free(f);
+}
+
+static void mmio_wr(struct fx *f, uint32_t off, uint32_t v)
+{
+    f->run.exit_reason = KVM_EXIT_MMIO;
+    f->run.mmio.phys_addr = APIC + off;
+    f->run.mmio.len = 4;
+    f->run.mmio.is_write = 1;
+    memcpy(f->run.mmio.data, &v, 4);
+}
+
+/* Software-enable the APIC and make LVTT a one-shot, vector 0x40, /1. */
+static void oneshot_ready(struct fx *f)
+{
+    mmio_wr(f, 0xF0, 0x1FF);
+    assert_int_equal(lapict_kvm_handle_exit(&f->k), LAPICT_KVM_MINE);
+    mmio_wr(f, 0x3E0, 0xB);
+    assert_int_equal(lapict_kvm_handle_exit(&f->k), LAPICT_KVM_MINE);
+    mmio_wr(f, 0x320, 0x40);
+    assert_int_equal(lapict_kvm_handle_exit(&f->k), LAPICT_KVM_MINE);
+}
+
+/*
+ * Rule (one error domain): an adapter call that fails in a system call
+ * returns LAPICT_E_SYSTEM, never -errno (LAPICT_E_INVAL is -1 = -EPERM),
+ * and keeps the errno and the call's name.
+ */
+static void init_failure_is_one_domain(void **state)
+{
+    static const struct {
+        unsigned call;
+        int err;
+    } cases[] = {
+        {LT_FAIL_TIMER_CREATE, EPERM},  {LT_FAIL_TIMER_CREATE, EAGAIN},
+        {LT_FAIL_TIMER_CREATE, ENOMEM}, {LT_FAIL_SIGACTION, EINVAL},
+        {LT_FAIL_SIGACTION, EPERM},
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct lapict_kvm_config c = {.timer_thread = true,
+                                      .kick_signal = SIGUSR2};
+        struct fx *f;
+        int rc;
+
+        lt_fake_reset();
+        lt_fake.fail = cases[i].call;
+        lt_fake.fail_errno = cases[i].err;
+        f = fx_new(&c, &rc);
+        assert_int_equal(rc, LAPICT_E_SYSTEM);
+        assert_int_not_equal(rc, -cases[i].err);
+        assert_true(rc >= LAPICT_STATUS_MIN && rc < 0);
+        assert_int_equal(lapict_kvm_errno(&f->k), cases[i].err);
+        assert_true(strlen(lapict_kvm_errcall(&f->k)) > 0);
+        assert_string_not_equal(lapict_strerror(rc), "unknown status");
+        free(f); /* a failed init leaves nothing to destroy */
+    }
+}
+
+/*
+ * Rule: a host timer that cannot be armed is reported before the guest
+ * runs again (the run loop returns LAPICT_E_SYSTEM without entering), and
+ * the interrupt is not lost: once the call works again it is delivered.
+ */
+static void arm_failure(unsigned call, bool kick_thread)
+{
+    struct lapict_kvm_config c = {.timer_thread = true,
+                                  .kick_thread = kick_thread,
+                                  .kick_signal = SIGUSR2};
+    struct fx *f;
+    int rc;
+
+    lt_fake_reset();
+    f = fx_new(&c, &rc);
+    assert_int_equal(rc, 0);
+    f->run.if_flag = 1;
+    f->run.ready_for_interrupt_injection = 1;
+    oneshot_ready(f);
+    lt_fake.fail = call;
+    lt_fake.fail_errno = ENOMEM;
+    mmio_wr(f, 0x380, 2000000); /* TMICT: 2 ms at 1 GHz */
+    rc = lapict_kvm_handle_exit(&f->k);
+    assert_true(rc == 1 || rc == LAPICT_E_SYSTEM);
+    if (rc == 1)
+        rc = lapict_kvm_run(&f->k);
+    assert_int_equal(rc, LAPICT_E_SYSTEM);
+    assert_int_equal(lapict_kvm_errno(&f->k), ENOMEM);
+    assert_int_equal(f->entries, 0);
+    lt_fake.fail = 0;
+    sleep_ns(4000000);
+    assert_int_equal(lapict_kvm_run(&f->k), 0);
+    assert_int_equal(f->run.exit_reason, KVM_EXIT_IO);
+    assert_int_equal(lt_fake.injections, 1);
+    assert_int_equal(lt_fake.last_vector, 0x40);
+    fx_free(f);
+}
+
+static void kick_timer_arm_failure(void **state)
+{
+    (void)state;
+    arm_failure(LT_FAIL_TIMER_SETTIME, false);
+}
+
+static void timerfd_arm_failure(void **state)
+{
+    (void)state;
+    arm_failure(LT_FAIL_TIMERFD_SETTIME, true);
+}
+
+/* Rule: KVM_SET_MSRS (the IA32_APIC_BASE mirror) and KVM_NMI failures are
+ * reported by the exit that made them, not discarded. */
+static void set_msrs_and_nmi_failures(void **state)
+{
+    struct lapict_kvm_config c = {0};
+    struct fx *f;
+    int rc;
+
+    (void)state;
+    lt_fake_reset();
+    f = fx_new(&c, &rc);
+    assert_int_equal(rc, 0);
+    lt_fake.fail = LT_FAIL_SET_MSRS;
+    lt_fake.fail_errno = EINVAL;
+    f->run.exit_reason = KVM_EXIT_X86_WRMSR;
+    f->run.msr.index = 0x1B;
+    f->run.msr.data = APIC | 0xD00; /* enable x2APIC */
+    assert_int_equal(lapict_kvm_handle_exit(&f->k), LAPICT_E_SYSTEM);
+    assert_int_equal(lapict_kvm_errno(&f->k), EINVAL);
+    assert_string_equal(lapict_kvm_errcall(&f->k), "KVM_SET_MSRS");
+    lt_fake.fail = LT_FAIL_NMI;
+    lt_fake.fail_errno = EBUSY;
+    f->run.exit_reason = KVM_EXIT_X86_WRMSR;
+    f->run.msr.index = 0x830; /* ICR: NMI to self */
+    f->run.msr.data = 0x40400;
+    assert_int_equal(lapict_kvm_handle_exit(&f->k), LAPICT_E_SYSTEM);
+    assert_int_equal(lapict_kvm_errno(&f->k), EBUSY);
+    assert_string_equal(lapict_kvm_errcall(&f->k), "KVM_NMI");
+    lt_fake.fail = 0;
+    assert_int_equal(lapict_kvm_handle_exit(&f->k), LAPICT_KVM_MINE);
+    assert_int_equal(lt_fake.nmis, 1);
+    fx_free(f);
+}
+
+/* Rule: a persistent poll error of the timer thread is reported, not
+ * retried in a busy loop. */
+static void thread_poll_error_no_spin(void **state)
+{
+    struct lapict_kvm_config c = {.timer_thread = true, .kick_thread = true,
+                                  .kick_signal = SIGUSR2};
+    struct fx *f;
+    int rc;
+
+    (void)state;
+    lt_fake_reset();
+    lt_fake.fail = LT_FAIL_PPOLL;
+    lt_fake.fail_errno = EBADF;
+    f = fx_new(&c, &rc);
+    assert_int_equal(rc, 0);
+    sleep_ns(50000000);
+    assert_true(__atomic_load_n(&lt_fake.ppolls, __ATOMIC_RELAXED) < 10);
+    assert_int_equal(lapict_kvm_run(&f->k), LAPICT_E_SYSTEM);
+    assert_int_equal(lapict_kvm_errno(&f->k), EBADF);
+    assert_string_equal(lapict_kvm_errcall(&f->k), "ppoll");
+    lt_fake.fail = 0;
+    fx_free(f);
+}
+
+/* Rule: a halted vCPU whose wait fails returns the error to the VMM rather
+ * than spinning on it. */
+static void halt_poll_error_reported(void **state)
+{
+    struct lapict_kvm_config c = {.timer_thread = false};
+    struct fx *f;
+    int rc;
+
+    (void)state;
+    lt_fake_reset();
+    f = fx_new(&c, &rc);
+    assert_int_equal(rc, 0);
+    oneshot_ready(f);
+    mmio_wr(f, 0x380, 1000000000); /* 1 s: the halt sleeps */
+    assert_int_equal(lapict_kvm_handle_exit(&f->k), LAPICT_KVM_MINE);
+    lt_fake.run = run_hlt;
+    lt_fake.fail = LT_FAIL_PPOLL;
+    lt_fake.fail_errno = EFAULT;
+    alarm(10); /* a spinning halt would never return */
+    assert_int_equal(lapict_kvm_run(&f->k), LAPICT_E_SYSTEM);
+    alarm(0);
+    assert_int_equal(lapict_kvm_errno(&f->k), EFAULT);
+    assert_true(lt_fake.ppolls < 10);
+    lt_fake.fail = 0;
+    fx_free(f);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(init_failure_is_one_domain),
+        cmocka_unit_test(kick_timer_arm_failure),
+        cmocka_unit_test(timerfd_arm_failure),
+        cmocka_unit_test(set_msrs_and_nmi_failures),
+        cmocka_unit_test(thread_poll_error_no_spin),
+        cmocka_unit_test(halt_poll_error_reported),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
