@@ -24,11 +24,57 @@
 #define MSR_IA32_TSC 0x10u
 
 /*
- * The kick signal handler needs the vCPU of the thread it interrupts; a
- * thread-local pointer is the only way to reach it from a handler. One
- * vCPU per thread.
+ * Process-wide state of the kick signal, which a process has only one
+ * handler for (libuv's uv_signal does the same). The signal carries its
+ * instance (sigev_value / sigqueue); the handler accepts only instances in
+ * live[], so a kick that arrives after destroy, on any thread, touches
+ * nothing. The handler that was there before is saved when the first
+ * instance takes a signal, called for signals that are not kicks, and put
+ * back when the last instance lets go.
  */
-static _Thread_local struct lapict_kvm *tl_k;
+#define LIVE_MAX 256
+#define SIG_SLOTS 8
+
+static _Atomic(struct lapict_kvm *) live[LIVE_MAX];
+
+static struct sig_slot {
+    atomic_int sig;   /* published (release) once old is stored; 0: free */
+    int users;        /* under slots_lock */
+    struct sigaction old;
+} slots[SIG_SLOTS];
+static pthread_mutex_t slots_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static bool live_add(struct lapict_kvm *k)
+{
+    for (int i = 0; i < LIVE_MAX; i++) {
+        struct lapict_kvm *none = NULL;
+        if (atomic_compare_exchange_strong(&live[i], &none, k))
+            return true;
+    }
+    return false;
+}
+
+static void live_del(struct lapict_kvm *k)
+{
+    for (int i = 0; i < LIVE_MAX; i++) {
+        struct lapict_kvm *self = k;
+        if (atomic_compare_exchange_strong(&live[i], &self, NULL))
+            return;
+    }
+}
+
+static struct lapict_kvm *live_find(const void *p)
+{
+    if (!p)
+        return NULL;
+    for (int i = 0; i < LIVE_MAX; i++) {
+        struct lapict_kvm *k = atomic_load_explicit(&live[i],
+                                                    memory_order_acquire);
+        if (k == p)
+            return k;
+    }
+    return NULL;
+}
 
 static struct lapict_kvm *K(void *ctx)
 {
@@ -262,21 +308,121 @@ const struct lapict_ops lapict_kvm_ops = {
     .tsc_to_host_ns = op_tsc_to_ns,
 };
 
-static void kick_handler(int sig, siginfo_t *si, void *uc)
+/* Async-signal-safe: flag, and make the next or current entry exit. */
+static void kick(struct lapict_kvm *k, bool timer)
 {
-    struct lapict_kvm *k = tl_k;
-
-    (void)sig;
-    (void)uc;
-    if (!k)
-        return;
     /* The kick timer itself: the host timer fired. */
-    if (si && si->si_code == SI_TIMER)
+    if (timer)
         atomic_store_explicit(&k->expired, 1, memory_order_seq_cst);
     /* KVM_RUN returns -EINTR at once if entered after this; halt() needs
      * no exit, it watches the flags. */
     if (!atomic_load_explicit(&k->in_halt, memory_order_seq_cst))
         __atomic_store_n(&k->run->immediate_exit, 1, __ATOMIC_RELAXED);
+}
+
+void lapict_kvm_kick(struct lapict_kvm *k)
+{
+    uint64_t one = 1;
+
+    kick(k, true);
+    if (write(k->wake_fd, &one, sizeof(one)) < 0)
+        return; /* the counter is full: a wake is pending anyway */
+}
+
+/* A signal that is not a kick: the handler the caller had before. */
+static void chain(int sig, siginfo_t *si, void *uc)
+{
+    for (int i = 0; i < SIG_SLOTS; i++) {
+        const struct sigaction *o = &slots[i].old;
+        if (atomic_load_explicit(&slots[i].sig, memory_order_acquire) != sig)
+            continue;
+        if (o->sa_flags & SA_SIGINFO) {
+            if (o->sa_sigaction)
+                o->sa_sigaction(sig, si, uc);
+        } else if (o->sa_handler != SIG_DFL && o->sa_handler != SIG_IGN) {
+            o->sa_handler(sig);
+        }
+        return;
+    }
+}
+
+static void kick_handler(int sig, siginfo_t *si, void *uc)
+{
+    struct lapict_kvm *k = NULL;
+    int saved = errno;
+
+    if (si && (si->si_code == SI_TIMER || si->si_code == SI_QUEUE))
+        k = live_find(si->si_value.sival_ptr);
+    if (k)
+        kick(k, si->si_code == SI_TIMER);
+    else
+        chain(sig, si, uc);
+    errno = saved;
+}
+
+/* Kick the vCPU thread with the kick signal, which carries @k. */
+static void kick_vcpu(struct lapict_kvm *k)
+{
+    union sigval v = {.sival_ptr = k};
+
+    if (k->kick_signal)
+        pthread_sigqueue(k->vcpu_thread, k->kick_signal, v);
+}
+
+/* Take the kick signal (saving the handler before); LAPICT_E_*. */
+static int take_signal(struct lapict_kvm *k)
+{
+    struct sigaction sa;
+    struct sig_slot *free_slot = NULL;
+    int rc = LAPICT_OK;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_sigaction = kick_handler;
+    /* KVM_RUN and ppoll return EINTR regardless; other calls restart. */
+    sa.sa_flags = SA_RESTART | SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    pthread_mutex_lock(&slots_lock);
+    for (int i = 0; i < SIG_SLOTS; i++) {
+        int sig = atomic_load_explicit(&slots[i].sig, memory_order_relaxed);
+        if (sig == k->kick_signal) {
+            slots[i].users++;
+            goto out;
+        }
+        if (!sig && !free_slot)
+            free_slot = &slots[i];
+    }
+    if (!free_slot) {
+        rc = LAPICT_E_INVAL; /* more distinct kick signals than slots */
+        goto out;
+    }
+    if (k->sys->sigaction(k->kick_signal, &sa, &free_slot->old) < 0) {
+        rc = lapict_kvm__sys_fail(k, "sigaction");
+        goto out;
+    }
+    free_slot->users = 1;
+    atomic_store_explicit(&free_slot->sig, k->kick_signal,
+                          memory_order_release);
+out:
+    pthread_mutex_unlock(&slots_lock);
+    return rc;
+}
+
+static void release_signal(struct lapict_kvm *k)
+{
+    pthread_mutex_lock(&slots_lock);
+    for (int i = 0; i < SIG_SLOTS; i++) {
+        if (atomic_load_explicit(&slots[i].sig, memory_order_relaxed) !=
+            k->kick_signal)
+            continue;
+        if (--slots[i].users == 0) {
+            /* Restored first: no kick handler runs on a freed slot. */
+            if (k->sys->sigaction(k->kick_signal, &slots[i].old, NULL) < 0)
+                lapict_kvm__sys_fail(k, "sigaction");
+            atomic_store_explicit(&slots[i].sig, 0, memory_order_release);
+        }
+        break;
+    }
+    pthread_mutex_unlock(&slots_lock);
 }
 
 /*
@@ -302,7 +448,7 @@ static void timer_due(struct lapict_kvm *k, uint64_t *fired)
     *fired = tgt;
     atomic_store_explicit(&k->expired, 1, memory_order_seq_cst);
     if (!atomic_load_explicit(&k->in_halt, memory_order_seq_cst))
-        pthread_kill(k->vcpu_thread, k->kick_signal);
+        kick_vcpu(k);
     if (write(k->wake_fd, &one, sizeof(one)) < 0)
         return;
 }
@@ -326,7 +472,7 @@ static void *timer_thread(void *arg)
              */
             atomic_store_explicit(&k->thread_errno, e, memory_order_release);
             if (!atomic_load_explicit(&k->in_halt, memory_order_seq_cst))
-                pthread_kill(k->vcpu_thread, k->kick_signal);
+                kick_vcpu(k);
             if (write(k->wake_fd, &one, sizeof(one)) < 0)
                 break;
             break;
@@ -443,9 +589,8 @@ int lapict_kvm__inject_irq(struct lapict_kvm *k, int vector)
 int lapict_kvm_init(struct lapict_kvm *k, int vcpu_fd, struct kvm_run *run,
                     const struct lapict_kvm_config *cfg)
 {
-    struct lapict_kvm_config def = {.timer_thread = true};
+    struct lapict_kvm_config def = {.timer_thread = false};
     struct lapict_config tc;
-    struct sigaction sa;
     int rc;
 
     if (!k || !run)
@@ -457,7 +602,7 @@ int lapict_kvm_init(struct lapict_kvm *k, int vcpu_fd, struct kvm_run *run,
     k->vcpu_fd = vcpu_fd;
     k->run = run;
     k->timer_fd = k->stop_fd = k->wake_fd = -1;
-    k->kick_signal = cfg->kick_signal ? cfg->kick_signal : SIGUSR1;
+    k->kick_signal = cfg->kick_signal;
     k->vcpu_thread = pthread_self();
     atomic_init(&k->expired, 0);
     atomic_init(&k->stop, 0);
@@ -501,8 +646,14 @@ int lapict_kvm_init(struct lapict_kvm *k, int vcpu_fd, struct kvm_run *run,
                                                           : cfg->kick_lead_ns;
     setup_sync_regs(k);
 
-    /* The default 50 us slack would dominate every timer latency. */
-    prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+    /* Kicks from the timer need a signal to reach KVM_RUN. */
+    if (cfg->timer_thread && !k->kick_signal)
+        return LAPICT_E_INVAL;
+    /* The thread is the caller's: its slack only if asked for. */
+    if (cfg->timer_slack_ns &&
+        prctl(PR_SET_TIMERSLACK, (unsigned long)cfg->timer_slack_ns, 0, 0,
+              0) < 0)
+        return lapict_kvm__sys_fail(k, "prctl(PR_SET_TIMERSLACK)");
     k->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
     k->stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     k->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -512,22 +663,23 @@ int lapict_kvm_init(struct lapict_kvm *k, int vcpu_fd, struct kvm_run *run,
         goto fail;
     }
 
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_sigaction = kick_handler;
-    /* KVM_RUN and ppoll return EINTR regardless; other calls restart. */
-    sa.sa_flags = SA_RESTART | SA_SIGINFO;
-    sigemptyset(&sa.sa_mask);
-    if (k->sys->sigaction(k->kick_signal, &sa, NULL) < 0) {
-        rc = lapict_kvm__sys_fail(k, "sigaction");
+    if (!live_add(k)) {
+        rc = LAPICT_E_INVAL; /* more than LIVE_MAX instances */
         goto fail;
     }
-    tl_k = k;
+    k->live = true;
+    if (k->kick_signal) {
+        if ((rc = take_signal(k)) < 0)
+            goto fail;
+        k->signal_taken = true;
+    }
 
     if (cfg->timer_thread && !cfg->kick_thread) {
         struct sigevent sev;
         memset(&sev, 0, sizeof(sev));
         sev.sigev_notify = SIGEV_THREAD_ID;
         sev.sigev_signo = k->kick_signal;
+        sev.sigev_value.sival_ptr = k; /* the handler's instance */
         sev._sigev_un._tid = gettid();
         if (k->sys->timer_create(CLOCK_MONOTONIC, &sev, &k->kick_timer) < 0) {
             rc = lapict_kvm__sys_fail(k, "timer_create");
@@ -574,8 +726,14 @@ void lapict_kvm_destroy(struct lapict_kvm *k)
     if (k->kick_timer_ok)
         k->sys->timer_delete(k->kick_timer);
     k->kick_timer_ok = false;
-    if (tl_k == k)
-        tl_k = NULL;
+    /* After the kick timer: a late kick finds no instance, and the
+     * caller's handler is back once no instance uses the signal. */
+    if (k->live)
+        live_del(k);
+    k->live = false;
+    if (k->signal_taken)
+        release_signal(k);
+    k->signal_taken = false;
     if (k->timer_fd >= 0)
         close(k->timer_fd);
     if (k->stop_fd >= 0)
@@ -592,7 +750,10 @@ void lapict_kvm_stop(struct lapict_kvm *k)
     atomic_store_explicit(&k->stop, 1, memory_order_seq_cst);
     if (write(k->wake_fd, &one, sizeof(one)) < 0)
         return;
-    pthread_kill(k->vcpu_thread, k->kick_signal);
+    if (k->kick_signal)
+        kick_vcpu(k);
+    else
+        __atomic_store_n(&k->run->immediate_exit, 1, __ATOMIC_SEQ_CST);
 }
 
 static bool poll_expiry(struct lapict_kvm *k, bool read_fd)

@@ -70,7 +70,17 @@ extern const struct lapict_kvm_sys lapict_kvm_sys_linux;
 struct lapict_kvm_config {
     /* Guest TSC rate; 0: ask KVM_GET_TSC_KHZ (and fail without it). */
     uint32_t tsc_khz;
-    /* Kick signal for the vCPU thread; 0: SIGUSR1. */
+    /*
+     * The signal that kicks the vCPU thread out of KVM_RUN when the host
+     * timer is due (the kick timer's, the timer thread's and
+     * lapict_kvm_stop()'s). The adapter installs its handler on it and
+     * puts back the one before at the last destroy; signals that are not
+     * its kicks go to that previous handler (if it was a function). Pick
+     * one the process has no other use for (SIGUSR1 is QEMU's SIG_IPI).
+     * 0: the adapter takes no signal; the caller kicks (lapict_kvm_kick()
+     * from its own handler or thread, at lapict_kvm_next_deadline()), and
+     * timer_thread must be false.
+     */
     int kick_signal;
     /* lapict advance: LAPICT_ADVANCE_*, starting/fixed value, bound. */
     uint32_t advance_mode;
@@ -99,6 +109,11 @@ struct lapict_kvm_config {
      * wake-up on a busy host costs tens of us to ms).
      */
     bool kick_thread;
+    /*
+     * PR_SET_TIMERSLACK for the calling (vCPU) thread, ns; 0: leave the
+     * thread's slack alone (Linux's default 50 us then adds to every wake).
+     */
+    uint32_t timer_slack_ns;
     /* System calls; NULL: lapict_kvm_sys_linux (tests swap them). */
     const struct lapict_kvm_sys *sys;
 };
@@ -131,6 +146,7 @@ struct lapict_kvm {
     int wake_fd;          /* eventfd that wakes a halted vCPU */
     int kick_signal;
     bool thread_started;
+    bool live, signal_taken; /* registered for the kick handler */
     pthread_t thread, vcpu_thread;
     atomic_int expired;   /* timer thread -> vCPU thread */
     atomic_int stop;      /* lapict_kvm_stop() -> vCPU thread */
@@ -206,9 +222,11 @@ void lapict_kvm_set_cpuid(struct lapict_kvm *k,
  * @vcpu_fd: the vCPU (passed to @cfg->sys->ioctl, so a test's table may
  * give any number a meaning).
  * @run: its kvm_run.
- * @cfg: configuration; NULL for defaults (timer thread on, advance off).
+ * @cfg: configuration; NULL for defaults (no timer thread, no signal,
+ * advance off).
  *
  * Must be called on the vCPU thread (the kick targets the caller).
+ * lapict_kvm_destroy() may run on any thread.
  *
  * Return: 0 or a LAPICT_E_* code: LAPICT_E_INVAL (NULL arguments),
  * LAPICT_E_TSC_KHZ (no TSC rate), LAPICT_E_SYSTEM (a system call failed:
@@ -242,8 +260,22 @@ int lapict_kvm_run(struct lapict_kvm *k);
 /**
  * lapict_kvm_stop() - make lapict_kvm_run() return (any thread).
  * @k: the LAPIC.
+ *
+ * With kick_signal 0 a KVM_RUN in progress is not interrupted: the caller
+ * sends its own signal to the vCPU thread after this.
  */
 void lapict_kvm_stop(struct lapict_kvm *k);
+
+/**
+ * lapict_kvm_kick() - the host timer may be due: make the vCPU look.
+ * @k: the LAPIC.
+ *
+ * For callers that deliver kicks themselves (kick_signal 0): call it from
+ * the signal handler (async-signal-safe) or thread that fires at the
+ * deadline; the next entry exits at once (immediate_exit) and a halted
+ * vCPU wakes. Any thread.
+ */
+void lapict_kvm_kick(struct lapict_kvm *k);
 
 /**
  * lapict_kvm_handle_exit() - handle the exit in run, if it is the LAPIC's.

@@ -428,6 +428,8 @@ int lapict_vmm_boot(const struct lapict_vmm_boot_opts *o)
     if (!o->lapic_kernel) {
         struct lapict_kvm_config kc = {
             .timer_thread = true,
+            .kick_signal = SIGUSR1,
+            .timer_slack_ns = 1,
             .advance_mode = o->advance_mode,
             .advance_ns = o->advance_ns,
             .advance_max_ns = o->advance_max_ns,

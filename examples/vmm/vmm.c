@@ -400,6 +400,10 @@ static int run_one(const struct opts *o, int lapic, const char *csv,
     if (lapic == LAPIC_LIB) {
         struct lapict_kvm_config kc = {
             .timer_thread = !o->no_thread,
+            /* This process has no other use for SIGUSR1. */
+            .kick_signal = SIGUSR1,
+            /* The default 50 us slack would dominate every timer latency. */
+            .timer_slack_ns = 1,
             .kick_thread = o->kick_thread,
             .advance_mode = (uint32_t)o->advance_mode,
             .advance_ns = o->advance_ns,

@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -271,6 +272,161 @@ static void halt_poll_error_reported(void **state)
     fx_free(f);
 }
 
+
+/* --- process-global state stays the caller's ---------------------------- */
+
+static volatile sig_atomic_t caller_hits;
+
+static void caller_handler(int sig)
+{
+    (void)sig;
+    caller_hits++;
+}
+
+static void set_caller_handler(int sig)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = caller_handler;
+    sigemptyset(&sa.sa_mask);
+    assert_int_equal(sigaction(sig, &sa, NULL), 0);
+}
+
+static bool handler_is_callers(int sig)
+{
+    struct sigaction sa;
+    assert_int_equal(sigaction(sig, NULL, &sa), 0);
+    return !(sa.sa_flags & SA_SIGINFO) && sa.sa_handler == caller_handler;
+}
+
+/*
+ * Rule: the adapter takes the kick signal the caller chose, and gives the
+ * previous handler back at destroy (SIGUSR1 is QEMU's SIG_IPI); a signal
+ * that is not one of its kicks reaches that handler meanwhile.
+ */
+static void previous_handler_restored(void **state)
+{
+    struct lapict_kvm_config c = {.timer_thread = true,
+                                  .kick_signal = SIGUSR1};
+    struct fx *f;
+    int rc;
+
+    (void)state;
+    lt_fake_reset();
+    set_caller_handler(SIGUSR1);
+    caller_hits = 0;
+    f = fx_new(&c, &rc);
+    assert_int_equal(rc, 0);
+    assert_false(handler_is_callers(SIGUSR1));
+    raise(SIGUSR1); /* not a kick: the caller's */
+    assert_int_equal(caller_hits, 1);
+    fx_free(f);
+    assert_true(handler_is_callers(SIGUSR1));
+    raise(SIGUSR1);
+    assert_int_equal(caller_hits, 2);
+    signal(SIGUSR1, SIG_DFL);
+}
+
+/* Rule: with kick_signal 0 the adapter installs no handler at all (the
+ * caller kicks); a chosen signal is the only one it takes. */
+static void caller_chosen_signal(void **state)
+{
+    struct lapict_kvm_config c0 = {.timer_thread = false};
+    struct lapict_kvm_config c1 = {.timer_thread = true, .kick_thread = true};
+    int sig = SIGRTMIN + 2, rc;
+    struct fx *f;
+
+    (void)state;
+    lt_fake_reset();
+    set_caller_handler(SIGUSR1);
+    set_caller_handler(sig);
+    f = fx_new(&c0, &rc);
+    assert_int_equal(rc, 0);
+    assert_true(handler_is_callers(SIGUSR1));
+    assert_true(handler_is_callers(sig));
+    fx_free(f);
+    c1.kick_signal = sig;
+    f = fx_new(&c1, &rc);
+    assert_int_equal(rc, 0);
+    assert_true(handler_is_callers(SIGUSR1));
+    assert_false(handler_is_callers(sig));
+    fx_free(f);
+    assert_true(handler_is_callers(sig));
+    signal(SIGUSR1, SIG_DFL);
+    signal(sig, SIG_DFL);
+}
+
+struct init_arg {
+    struct fx *f;
+    pthread_t vcpu;
+};
+
+static void *destroy_elsewhere(void *arg)
+{
+    struct fx *f = arg;
+    lapict_kvm_destroy(&f->k);
+    return NULL;
+}
+
+/*
+ * Rule: the handler finds its vCPU from the signal itself (sigev_value),
+ * not from a thread-local pointer: after a destroy on another thread, a
+ * late kick for the old instance touches nothing of it.
+ */
+static void destroy_on_other_thread(void **state)
+{
+    struct lapict_kvm_config c = {.timer_thread = true,
+                                  .kick_signal = SIGUSR1};
+    static struct kvm_run sentinel;
+    union sigval v;
+    pthread_t t;
+    struct fx *f;
+    int rc;
+
+    (void)state;
+    lt_fake_reset();
+    set_caller_handler(SIGUSR1);
+    caller_hits = 0;
+    f = fx_new(&c, &rc);
+    assert_int_equal(rc, 0);
+    assert_int_equal(pthread_create(&t, NULL, destroy_elsewhere, f), 0);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    /* The memory lives on (reused by the caller): anything the stale
+     * handler wrote would land in the sentinel. */
+    memset(&sentinel, 0, sizeof(sentinel));
+    f->k.run = &sentinel;
+    v.sival_ptr = &f->k;
+    assert_int_equal(pthread_sigqueue(pthread_self(), SIGUSR1, v), 0);
+    assert_int_equal(sentinel.immediate_exit, 0);
+    assert_int_equal(caller_hits, 1);
+    free(f);
+    signal(SIGUSR1, SIG_DFL);
+}
+
+/* Rule: the timer slack of the caller's thread changes only if asked. */
+static void timer_slack_only_if_asked(void **state)
+{
+    struct lapict_kvm_config c = {.timer_thread = false};
+    unsigned long before;
+    struct fx *f;
+    int rc;
+
+    (void)state;
+    lt_fake_reset();
+    assert_int_equal(prctl(PR_SET_TIMERSLACK, 50000UL, 0, 0, 0), 0);
+    before = (unsigned long)prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+    f = fx_new(&c, &rc);
+    assert_int_equal(rc, 0);
+    assert_int_equal(prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0), before);
+    fx_free(f);
+    c.timer_slack_ns = 1;
+    f = fx_new(&c, &rc);
+    assert_int_equal(rc, 0);
+    assert_int_equal(prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0), 1);
+    fx_free(f);
+    prctl(PR_SET_TIMERSLACK, before, 0, 0, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -280,6 +436,10 @@ int main(void)
         cmocka_unit_test(set_msrs_and_nmi_failures),
         cmocka_unit_test(thread_poll_error_no_spin),
         cmocka_unit_test(halt_poll_error_reported),
+        cmocka_unit_test(previous_handler_restored),
+        cmocka_unit_test(caller_chosen_signal),
+        cmocka_unit_test(destroy_on_other_thread),
+        cmocka_unit_test(timer_slack_only_if_asked),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,6 +17,7 @@
 #include <check.h>
 
 #include "kvm_probe.h"
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -264,6 +265,7 @@ START_TEST(timer_thread_kick)
 {
     /* kick_thread: the kick timer is armed only by lapict_kvm_run(). */
     struct lapict_kvm_config c = {.tsc_khz = 1000000, .timer_thread = true,
+                                  .kick_signal = SIGUSR1,
                                   .kick_thread = true, .sys = &lt_fake_sys};
     struct kvm_run *r2 = calloc(1, sizeof(*r2));
     struct lapict_kvm *k2 = calloc(1, sizeof(*k2));

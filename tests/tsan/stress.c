@@ -24,6 +24,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -230,6 +231,7 @@ static void *watchdog(void *arg)
 int main(int argc, char **argv)
 {
     struct lapict_kvm_config cfg = {.timer_thread = true,
+                                    .kick_signal = SIGUSR1,
                                     .advance_max_ns = 60000,
                                     .sys = &lt_fake_sys};
     static struct kvm_run run;
