@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Host side of the KVM adapter: the lapict ops on Linux primitives, the
- * timer thread and the vCPU run loop.
+ * host timer and its kick (kick timer or timer thread, the kick signal),
+ * halt waiting, and the instance's life (init, destroy, errors).
  */
 #define _GNU_SOURCE
 #include "kvm_internal.h"
@@ -21,7 +22,6 @@
 #include <x86intrin.h>
 
 #define NS_PER_S 1000000000ull
-#define MSR_IA32_TSC 0x10u
 
 /*
  * Process-wide state of the kick signal, which a process has only one
@@ -219,7 +219,7 @@ static void op_sw_cancel(void *ctx)
  * handles itself (halt polling; the advance spin right before an entry,
  * whose kick would then throw the vCPU out of the entry it prepared).
  */
-static int kick_sync(struct lapict_kvm *k)
+int lapict_kvm__kick_sync(struct lapict_kvm *k)
 {
     uint64_t tgt = atomic_load_explicit(&k->target_ns, memory_order_relaxed);
 
@@ -275,7 +275,7 @@ static bool op_inject(void *ctx, uint8_t vector)
      * waiting for a window would arrive late by a whole exit.
      */
     if (!r->if_flag || !r->ready_for_interrupt_injection ||
-        !lapict_kvm_set_irq(k, vector)) {
+        !lapict_apic_set_irq(&k->apic, vector)) {
         k->timer_refused = true;
         return false;
     }
@@ -292,8 +292,10 @@ static void op_spin(void *ctx, uint64_t host_ns)
 static void op_report(void *ctx, int status, uint32_t detail)
 {
     (void)detail;
+    /* "Error Handling": an LVT's illegal vector is one this APIC
+     * received (bit 6), not one it sent (bit 5). */
     if (status == LAPICT_E_VECTOR)
-        K(ctx)->esr_pending |= 0x40u; /* received illegal vector */
+        lapict_apic_error(&K(ctx)->apic, LAPICT_APIC_ESR_RECV_ILLEGAL);
 }
 
 const struct lapict_ops lapict_kvm_ops = {
@@ -314,7 +316,7 @@ static void kick(struct lapict_kvm *k, bool timer)
     /* The kick timer itself: the host timer fired. */
     if (timer)
         atomic_store_explicit(&k->expired, 1, memory_order_seq_cst);
-    /* KVM_RUN returns -EINTR at once if entered after this; halt() needs
+    /* KVM_RUN returns -EINTR at once if entered after this; halt_wait() needs
      * no exit, it watches the flags. */
     if (!atomic_load_explicit(&k->in_halt, memory_order_seq_cst))
         __atomic_store_n(&k->run->immediate_exit, 1, __ATOMIC_RELAXED);
@@ -428,7 +430,7 @@ static void release_signal(struct lapict_kvm *k)
 /*
  * The timerfd fired kick_lead_ns ahead of target_ns: spin to the target,
  * then flag and kick. Give up when the vCPU re-arms or cancels (a new
- * timerfd wake follows) or halts (halt() watches the clock itself and
+ * timerfd wake follows) or halts (halt_wait() watches the clock itself and
  * re-arms the timerfd when it leaves with the target still ahead).
  * @fired: the last target kicked for, so that one target kicks once.
  */
@@ -487,105 +489,6 @@ static void *timer_thread(void *arg)
     return NULL;
 }
 
-static int read_tsc_offset(struct lapict_kvm *k)
-{
-    /* struct kvm_msrs ends in a flexible array: room for one entry. */
-    union {
-        struct kvm_msrs h;
-        uint8_t raw[sizeof(struct kvm_msrs) + sizeof(struct kvm_msr_entry)];
-    } m;
-    struct kvm_msr_entry *e = (struct kvm_msr_entry *)(m.raw + sizeof(m.h));
-    uint64_t off = 0, best = UINT64_MAX;
-    struct kvm_device_attr a = {.group = KVM_VCPU_TSC_CTRL,
-                                .attr = KVM_VCPU_TSC_OFFSET,
-                                .addr = (uint64_t)(uintptr_t)&off};
-
-    /* Exact where KVM exposes it (guest TSC = host TSC + offset). */
-    if (k->sys->ioctl(k->vcpu_fd, KVM_GET_DEVICE_ATTR, &a) == 0) {
-        k->tsc_offset = (int64_t)off;
-        return 0;
-    }
-    /*
-     * Else one IA32_TSC read bracketed by host TSC reads; an ioctl costs
-     * microseconds here, so keep the tightest of a few brackets.
-     */
-    for (int i = 0; i < 8; i++) {
-        uint64_t before, after;
-        memset(&m, 0, sizeof(m));
-        m.h.nmsrs = 1;
-        e->index = MSR_IA32_TSC;
-        before = __rdtsc();
-        if (k->sys->ioctl(k->vcpu_fd, KVM_GET_MSRS, &m) != 1)
-            return lapict_kvm__sys_fail(k, "KVM_GET_MSRS");
-        after = __rdtsc();
-        if (after - before >= best)
-            continue;
-        best = after - before;
-        /* Within the read's own window of the host TSC: no offset. */
-        if (e->data >= before && e->data <= after)
-            k->tsc_offset = 0;
-        else
-            k->tsc_offset =
-                (int64_t)(e->data - (before + (after - before) / 2));
-    }
-    return 0;
-}
-
-/*
- * KVM_CAP_SYNC_REGS: KVM stores RFLAGS and the event state in kvm_run on
- * every return from KVM_RUN (also -EINTR), and applies an event state
- * marked dirty on the next KVM_RUN. Injecting that way costs no ioctl: on
- * these hosts KVM_INTERRUPT costs 6-20 us, and KVM_GET_REGS after a kick
- * 5-13 us, each a vcpu_load/vcpu_put round of their own.
- */
-static void setup_sync_regs(struct lapict_kvm *k)
-{
-    int fd = open("/dev/kvm", O_RDWR | O_CLOEXEC), caps;
-    const int want = KVM_SYNC_X86_REGS | KVM_SYNC_X86_EVENTS;
-
-    if (fd < 0)
-        return;
-    caps = ioctl(fd, KVM_CHECK_EXTENSION, KVM_CAP_SYNC_REGS);
-    close(fd);
-    if (caps < 0 || (caps & want) != want)
-        return;
-    /* Valid before the first exit too. */
-    if (k->sys->ioctl(k->vcpu_fd, KVM_GET_VCPU_EVENTS,
-                      &k->run->s.regs.events) < 0)
-        return;
-    k->run->kvm_valid_regs |= (uint64_t)want;
-    k->sync_events = true;
-}
-
-int lapict_kvm__inject_irq(struct lapict_kvm *k, int vector)
-{
-    struct kvm_run *r = k->run;
-    struct kvm_interrupt irq = {.irq = (uint32_t)vector};
-
-    if (k->sync_events) {
-        struct kvm_vcpu_events *ev = &r->s.regs.events;
-        /* One not yet taken by KVM_RUN would be overwritten. */
-        if (r->kvm_dirty_regs & KVM_SYNC_X86_EVENTS)
-            return -1;
-        ev->interrupt.injected = 1;
-        ev->interrupt.nr = (uint8_t)vector;
-        ev->interrupt.soft = 0;
-        /*
-         * The rest is the state KVM stored at the last return. Leave NMI
-         * pending (a KVM_NMI since then), the interrupt shadow and SMM to
-         * KVM: only the payload flag describes fields written back.
-         */
-        ev->flags &= KVM_VCPUEVENT_VALID_PAYLOAD;
-        r->kvm_dirty_regs |= KVM_SYNC_X86_EVENTS;
-        return 0;
-    }
-    if (k->sys->ioctl(k->vcpu_fd, KVM_INTERRUPT, &irq) < 0) {
-        lapict_kvm__sys_fail(k, "KVM_INTERRUPT");
-        return -1;
-    }
-    return 0;
-}
-
 int lapict_kvm_init(struct lapict_kvm *k, int vcpu_fd, struct kvm_run *run,
                     const struct lapict_kvm_config *cfg)
 {
@@ -608,8 +511,6 @@ int lapict_kvm_init(struct lapict_kvm *k, int vcpu_fd, struct kvm_run *run,
     atomic_init(&k->stop, 0);
     atomic_init(&k->in_halt, 0);
     atomic_init(&k->thread_errno, 0);
-    k->apic_base = LAPICT_KVM_APIC_BASE_DEFAULT | LAPICT_KVM_APIC_BASE_EN |
-                   LAPICT_KVM_APIC_BASE_BSP;
 
     k->tsc_khz = cfg->tsc_khz;
     if (!k->tsc_khz) {
@@ -620,7 +521,7 @@ int lapict_kvm_init(struct lapict_kvm *k, int vcpu_fd, struct kvm_run *run,
     }
     if (!k->tsc_khz)
         return LAPICT_E_TSC_KHZ;
-    if ((rc = read_tsc_offset(k)) < 0)
+    if ((rc = lapict_kvm__vcpu_setup(k)) < 0)
         return rc;
 
     lapict_config_default(&tc);
@@ -644,7 +545,6 @@ int lapict_kvm_init(struct lapict_kvm *k, int vcpu_fd, struct kvm_run *run,
                       : !cfg->kick_lead_ns                ? LAPICT_KVM_KICK_LEAD_NS
                       : cfg->kick_lead_ns == LAPICT_KVM_NONE ? 0
                                                           : cfg->kick_lead_ns;
-    setup_sync_regs(k);
 
     /* Kicks from the timer need a signal to reach KVM_RUN. */
     if (cfg->timer_thread && !k->kick_signal)
@@ -689,7 +589,9 @@ int lapict_kvm_init(struct lapict_kvm *k, int vcpu_fd, struct kvm_run *run,
     }
 
     /* APIC state: enabled at the default base, SVR software-disabled. */
-    lapict_kvm__reset(k);
+    if ((rc = lapict_apic_init(&k->apic, &k->timer, &lapict_kvm__apic_ops,
+                               k)) < 0)
+        goto fail;
 
     if (cfg->timer_thread && cfg->kick_thread) {
         sigset_t all, old;
@@ -756,7 +658,7 @@ void lapict_kvm_stop(struct lapict_kvm *k)
         __atomic_store_n(&k->run->immediate_exit, 1, __ATOMIC_SEQ_CST);
 }
 
-static bool poll_expiry(struct lapict_kvm *k, bool read_fd)
+bool lapict_kvm__poll_expiry(struct lapict_kvm *k, bool read_fd)
 {
     bool fired = atomic_exchange_explicit(&k->expired, 0,
                                           memory_order_seq_cst);
@@ -790,7 +692,7 @@ static bool poll_expiry(struct lapict_kvm *k, bool read_fd)
 
 bool lapict_kvm_poll(struct lapict_kvm *k)
 {
-    return poll_expiry(k, true);
+    return lapict_kvm__poll_expiry(k, true);
 }
 
 static bool wake_flagged(struct lapict_kvm *k)
@@ -807,7 +709,12 @@ static bool wake_flagged(struct lapict_kvm *k)
  * The timer thread stands aside while in_halt is set; the wake eventfd
  * and the flags end the wait early (lapict_kvm_stop(), a racing expiry).
  */
-static int halt(struct lapict_kvm *k)
+uint64_t lapict_kvm_next_deadline(const struct lapict_kvm *k)
+{
+    return atomic_load_explicit(&k->target_ns, memory_order_relaxed);
+}
+
+int lapict_kvm_halt_wait(struct lapict_kvm *k)
 {
     struct pollfd p = {.fd = k->wake_fd, .events = POLLIN};
     uint64_t n, tgt, now, arms;
@@ -823,8 +730,8 @@ static int halt(struct lapict_kvm *k)
     lapict_vcpu_blocking(&k->timer);
     atomic_store_explicit(&k->in_halt, 1, memory_order_seq_cst);
     for (;;) {
-        poll_expiry(k, false);
-        if (lapict_kvm__can_deliver(k) ||
+        lapict_kvm__poll_expiry(k, false);
+        if (lapict_apic_deliverable(&k->apic) >= 0 ||
             atomic_load_explicit(&k->stop, memory_order_seq_cst) ||
             atomic_load_explicit(&k->thread_errno, memory_order_relaxed))
             break;
@@ -859,7 +766,7 @@ static int halt(struct lapict_kvm *k)
     }
     atomic_store_explicit(&k->in_halt, 0, memory_order_seq_cst);
     /* A timer thread that saw in_halt set did not kick: look again. */
-    poll_expiry(k, false);
+    lapict_kvm__poll_expiry(k, false);
     arms = k->arms;
     lapict_vcpu_unblocked(&k->timer);
     /* It gave up on a target still ahead: wake it again for that one. */
@@ -867,142 +774,6 @@ static int halt(struct lapict_kvm *k)
     if (k->arms == arms && tgt && k->thread_started)
         (void)arm_fd(k, tgt); /* a failure: re-armed before the entry */
     return rc;
-}
-
-/*
- * After a kick (KVM_RUN -EINTR) run->if_flag and
- * ready_for_interrupt_injection were seen to describe the previous exit;
- * the guest may have set IF since without exiting, and a refused timer
- * interrupt would then wait for an interrupt-window exit that comes late.
- * With sync regs KVM has just stored RFLAGS and the events in kvm_run (no
- * ioctl); otherwise read RFLAGS (one ioctl, only on kicks). Not ready while
- * an event (ours included, an -EINTR keeps it queued) waits in KVM.
- */
-static void refresh_if(struct lapict_kvm *k)
-{
-    struct kvm_run *r = k->run;
-    struct kvm_regs regs;
-
-    if (k->sync_events) {
-        const struct kvm_vcpu_events *ev = &r->s.regs.events;
-        r->if_flag = (r->s.regs.regs.rflags >> 9) & 1u;
-        r->ready_for_interrupt_injection =
-            r->if_flag && !ev->interrupt.injected && !ev->interrupt.shadow &&
-            !ev->nmi.injected && !ev->exception.injected &&
-            !(r->kvm_dirty_regs & KVM_SYNC_X86_EVENTS);
-        return;
-    }
-    if (k->sys->ioctl(k->vcpu_fd, KVM_GET_REGS, &regs) < 0) {
-        /* The previous view stays: a window exit delivers instead. */
-        lapict_kvm__sys_fail(k, "KVM_GET_REGS");
-        return;
-    }
-    r->if_flag = (regs.rflags >> 9) & 1u;
-    r->ready_for_interrupt_injection = r->if_flag;
-}
-
-static int vcpu_run(struct lapict_kvm *k)
-{
-    return k->sys->ioctl(k->vcpu_fd, KVM_RUN, NULL);
-}
-
-int lapict_kvm_run(struct lapict_kvm *k)
-{
-    struct kvm_run *r = k->run;
-    int rc;
-
-    for (;;) {
-        if (atomic_load_explicit(&k->stop, memory_order_seq_cst)) {
-            r->exit_reason = KVM_EXIT_INTR;
-            return 0;
-        }
-        /* A kick that came outside KVM_RUN is served by this pass: clear
-         * it first, so that a later one is either seen below or exits. */
-        __atomic_store_n(&r->immediate_exit, 0, __ATOMIC_SEQ_CST);
-        poll_expiry(k, !k->thread_started && !k->kick_timer_ok);
-        lapict_kvm__window(k);
-        lapict_kvm_deliver(k);
-        lapict_before_guest_entry(&k->timer);
-        if (!k->injected)
-            lapict_kvm_deliver(k);
-        r->cr8 = k->tpr >> 4;
-        rc = kick_sync(k);
-        if (rc == 0)
-            continue;
-        if ((rc = lapict_kvm__take_error(k)) < 0)
-            return rc;
-        k->st.runs++;
-        if (vcpu_run(k) < 0) {
-            k->injected = false;
-            if (errno == EINTR || errno == EAGAIN) {
-                __atomic_store_n(&r->immediate_exit, 0, __ATOMIC_RELAXED);
-                refresh_if(k);
-                continue;
-            }
-            lapict_kvm__sys_fail(k, "KVM_RUN");
-            return lapict_kvm__take_error(k);
-        }
-        k->injected = false;
-        lapict_kvm__sync_tpr(k);
-        if (r->exit_reason == KVM_EXIT_HLT) {
-            k->st.hlt++;
-            lapict_kvm__window(k);
-            if (lapict_kvm__can_deliver(k) && r->if_flag)
-                continue;
-            if (!r->if_flag)
-                return 0; /* nothing can wake it: the VMM decides */
-            if ((rc = halt(k)) < 0)
-                return lapict_kvm__take_error(k);
-            continue;
-        }
-        rc = lapict_kvm_handle_exit(k);
-        if (rc < 0)
-            return rc;
-        if (rc == LAPICT_KVM_MINE)
-            continue;
-        return LAPICT_OK;
-    }
-}
-
-int lapict_kvm_vm_setup(int vm_fd)
-{
-    static const uint8_t deny = 0; /* bit clear: exit to userspace */
-    struct kvm_enable_cap cap = {
-        .cap = KVM_CAP_X86_USER_SPACE_MSR,
-        .args = {KVM_MSR_EXIT_REASON_INVAL | KVM_MSR_EXIT_REASON_UNKNOWN |
-                 KVM_MSR_EXIT_REASON_FILTER},
-    };
-    struct kvm_msr_filter f;
-
-    if (ioctl(vm_fd, KVM_ENABLE_CAP, &cap) < 0)
-        return LAPICT_E_SYSTEM;
-    memset(&f, 0, sizeof(f));
-    f.flags = KVM_MSR_FILTER_DEFAULT_ALLOW;
-    f.ranges[0].flags = KVM_MSR_FILTER_READ | KVM_MSR_FILTER_WRITE;
-    f.ranges[0].nmsrs = 1;
-    f.ranges[0].base = LAPICT_MSR_TSC_DEADLINE;
-    f.ranges[0].bitmap = (uint8_t *)&deny;
-    f.ranges[1] = f.ranges[0];
-    f.ranges[1].base = LAPICT_KVM_MSR_APIC_BASE;
-    if (ioctl(vm_fd, KVM_X86_SET_MSR_FILTER, &f) < 0)
-        return LAPICT_E_SYSTEM;
-    return 0;
-}
-
-void lapict_kvm_cpuid_fixup(struct kvm_cpuid2 *cpuid, bool x2apic)
-{
-    for (uint32_t i = 0; i < cpuid->nent; i++) {
-        struct kvm_cpuid_entry2 *e = &cpuid->entries[i];
-        if (e->function != 1)
-            continue;
-        e->edx |= 1u << 9;
-        e->ecx |= 1u << 24;
-        if (x2apic)
-            e->ecx |= 1u << 21;
-        else
-            e->ecx &= ~(1u << 21);
-        e->ebx &= 0x00FFFFFFu;
-    }
 }
 
 int lapict_kvm_errno(const struct lapict_kvm *k)

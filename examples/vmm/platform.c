@@ -482,7 +482,7 @@ int lapict_vmm_boot(const struct lapict_vmm_boot_opts *o)
                 " msr=%" PRIu64 " gp=%" PRIu64 " hlt_sleeps=%" PRIu64
                 " kicks=%" PRIu64 " interrupts=%" PRIu64 " windows=%" PRIu64
                 " advance_ns=%u\n",
-                k->st.runs, k->st.mmio, k->st.rdmsr + k->st.wrmsr, k->st.gp,
+                k->st.runs, k->apic.st.mmio, k->apic.st.rdmsr + k->apic.st.wrmsr, k->st.gp,
                 k->st.halt_sleeps, k->st.kicks_seen, k->st.interrupts,
                 k->st.window_exits, ts.advance_ns);
     }

@@ -477,7 +477,7 @@ static int run_one(const struct opts *o, int lapic, const char *csv,
                    " hlt_sleeps=%" PRIu64 " kicks=%" PRIu64
                    " interrupts=%" PRIu64 " windows=%" PRIu64
                    " advance_ns=%u spins=%" PRIu64 " refused=%" PRIu64 "\n",
-                   k->st.runs, k->st.mmio, k->st.rdmsr + k->st.wrmsr,
+                   k->st.runs, k->apic.st.mmio, k->apic.st.rdmsr + k->apic.st.wrmsr,
                    k->st.halt_sleeps, k->st.kicks_seen, k->st.interrupts,
                    k->st.window_exits, ts.advance_ns, ts.spins, ts.refused);
         }

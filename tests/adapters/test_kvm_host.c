@@ -71,6 +71,7 @@ static struct fx *fx_new(struct lapict_kvm_config *c, int *rc)
     c->sys = &lt_fake_sys;
     lt_fake.run = run_io_exit;
     lt_fake.run_arg = f;
+    lt_fake.if_flag = true; /* the guest runs with IF set */
     *rc = lapict_kvm_init(&f->k, LT_FAKE_VCPU_FD, &f->run, c);
     return f;
 }
@@ -94,11 +95,11 @@ static void mmio_wr(struct fx *f, uint32_t off, uint32_t v)
 static void oneshot_ready(struct fx *f)
 {
     mmio_wr(f, 0xF0, 0x1FF);
-    assert_int_equal(lapict_kvm_handle_exit(&f->k), LAPICT_KVM_MINE);
+    assert_int_equal(lapict_kvm_handle_exit(&f->k, 0), LAPICT_KVM_MINE);
     mmio_wr(f, 0x3E0, 0xB);
-    assert_int_equal(lapict_kvm_handle_exit(&f->k), LAPICT_KVM_MINE);
+    assert_int_equal(lapict_kvm_handle_exit(&f->k, 0), LAPICT_KVM_MINE);
     mmio_wr(f, 0x320, 0x40);
-    assert_int_equal(lapict_kvm_handle_exit(&f->k), LAPICT_KVM_MINE);
+    assert_int_equal(lapict_kvm_handle_exit(&f->k, 0), LAPICT_KVM_MINE);
 }
 
 /*
@@ -159,7 +160,7 @@ static void arm_failure(unsigned call, bool kick_thread)
     lt_fake.fail = call;
     lt_fake.fail_errno = ENOMEM;
     mmio_wr(f, 0x380, 2000000); /* TMICT: 2 ms at 1 GHz */
-    rc = lapict_kvm_handle_exit(&f->k);
+    rc = lapict_kvm_handle_exit(&f->k, 0);
     assert_true(rc == 1 || rc == LAPICT_E_SYSTEM);
     if (rc == 1)
         rc = lapict_kvm_run(&f->k);
@@ -204,7 +205,7 @@ static void set_msrs_and_nmi_failures(void **state)
     f->run.exit_reason = KVM_EXIT_X86_WRMSR;
     f->run.msr.index = 0x1B;
     f->run.msr.data = APIC | 0xD00; /* enable x2APIC */
-    assert_int_equal(lapict_kvm_handle_exit(&f->k), LAPICT_E_SYSTEM);
+    assert_int_equal(lapict_kvm_handle_exit(&f->k, 0), LAPICT_E_SYSTEM);
     assert_int_equal(lapict_kvm_errno(&f->k), EINVAL);
     assert_string_equal(lapict_kvm_errcall(&f->k), "KVM_SET_MSRS");
     lt_fake.fail = LT_FAIL_NMI;
@@ -212,11 +213,11 @@ static void set_msrs_and_nmi_failures(void **state)
     f->run.exit_reason = KVM_EXIT_X86_WRMSR;
     f->run.msr.index = 0x830; /* ICR: NMI to self */
     f->run.msr.data = 0x40400;
-    assert_int_equal(lapict_kvm_handle_exit(&f->k), LAPICT_E_SYSTEM);
+    assert_int_equal(lapict_kvm_handle_exit(&f->k, 0), LAPICT_E_SYSTEM);
     assert_int_equal(lapict_kvm_errno(&f->k), EBUSY);
     assert_string_equal(lapict_kvm_errcall(&f->k), "KVM_NMI");
     lt_fake.fail = 0;
-    assert_int_equal(lapict_kvm_handle_exit(&f->k), LAPICT_KVM_MINE);
+    assert_int_equal(lapict_kvm_handle_exit(&f->k, 0), LAPICT_KVM_MINE);
     assert_int_equal(lt_fake.nmis, 1);
     fx_free(f);
 }
@@ -259,7 +260,7 @@ static void halt_poll_error_reported(void **state)
     assert_int_equal(rc, 0);
     oneshot_ready(f);
     mmio_wr(f, 0x380, 1000000000); /* 1 s: the halt sleeps */
-    assert_int_equal(lapict_kvm_handle_exit(&f->k), LAPICT_KVM_MINE);
+    assert_int_equal(lapict_kvm_handle_exit(&f->k, 0), LAPICT_KVM_MINE);
     lt_fake.run = run_hlt;
     lt_fake.fail = LT_FAIL_PPOLL;
     lt_fake.fail_errno = EFAULT;
@@ -427,6 +428,149 @@ static void timer_slack_only_if_asked(void **state)
     prctl(PR_SET_TIMERSLACK, before, 0, 0, 0);
 }
 
+
+static void apic_wr(struct fx *f, uint32_t off, uint32_t v)
+{
+    assert_int_equal(lapict_apic_mmio(&f->k.apic, APIC + off, (uint8_t *)&v,
+                                      4, true),
+                     LAPICT_OK);
+}
+
+/* Rule (TIMER.md "Concurrency"): the timer thread only sets the flag and
+ * kicks; the owner thread consumes it and calls lapict_expire(). The kick
+ * sets immediate_exit for the next KVM_RUN. Meant to run under TSan too. */
+static void timer_thread_kick(void **state)
+{
+    struct lapict_kvm_config c = {.timer_thread = true, .kick_thread = true,
+                                  .kick_signal = SIGUSR1};
+    struct fx *f;
+    int i, rounds, rc;
+
+    (void)state;
+    lt_fake_reset();
+    f = fx_new(&c, &rc);
+    assert_int_equal(rc, 0);
+    f->run.if_flag = 1;
+    f->run.ready_for_interrupt_injection = 1;
+    apic_wr(f, 0xF0, 0x1FF);
+    apic_wr(f, 0x3E0, 0xB);
+    apic_wr(f, 0x320, 0x40);
+    for (rounds = 0; rounds < 20; rounds++) {
+        apic_wr(f, 0x380, 200000); /* 200 us */
+        for (i = 0; i < 1000 && !__atomic_load_n(&f->run.immediate_exit,
+                                                 __ATOMIC_RELAXED);
+             i++)
+            sleep_ns(100000);
+        assert_int_equal(f->run.immediate_exit, 1);
+        f->run.immediate_exit = 0;
+        assert_true(lapict_kvm_poll(&f->k));
+        assert_int_equal(lapict_kvm_pre_run(&f->k), 0);
+        assert_int_equal(lt_fake.last_vector, 0x40);
+        assert_int_equal(lt_fake.injections, (uint64_t)rounds + 1);
+        /* The guest entry took it and its handler EOIs. */
+        assert_int_equal(lapict_kvm_handle_exit(&f->k, -EINTR),
+                         LAPICT_KVM_MINE);
+        apic_wr(f, 0xB0, 0);
+    }
+    fx_free(f);
+}
+
+/* Rule: with kick_signal 0 the caller kicks: lapict_kvm_next_deadline()
+ * says when, lapict_kvm_kick() (any thread) makes the entry exit. */
+struct kicker {
+    struct fx *f;
+};
+
+static void *caller_kicker(void *arg)
+{
+    struct fx *f = arg;
+    uint64_t d;
+    struct timespec now;
+
+    do {
+        d = lapict_kvm_next_deadline(&f->k);
+    } while (!d);
+    do {
+        clock_gettime(CLOCK_MONOTONIC, &now);
+    } while ((uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec <
+             d);
+    lapict_kvm_kick(&f->k);
+    return NULL;
+}
+
+static int run_until_kicked(void *arg)
+{
+    struct fx *f = arg;
+    f->entries++;
+    f->run.if_flag = 1;
+    f->run.ready_for_interrupt_injection = 1;
+    if (f->entries > 1) { /* the entry after the kick: the VMM's exit */
+        f->run.exit_reason = KVM_EXIT_IO;
+        return 0;
+    }
+    while (!__atomic_load_n(&f->run.immediate_exit, __ATOMIC_SEQ_CST))
+        sleep_ns(10000);
+    errno = EINTR;
+    return -1;
+}
+
+static void caller_kicks(void **state)
+{
+    struct lapict_kvm_config c = {.timer_thread = false};
+    pthread_t t;
+    struct fx *f;
+    int rc;
+
+    (void)state;
+    lt_fake_reset();
+    f = fx_new(&c, &rc);
+    assert_int_equal(rc, 0);
+    lt_fake.run = run_until_kicked;
+    f->run.if_flag = 1;
+    f->run.ready_for_interrupt_injection = 1;
+    apic_wr(f, 0xF0, 0x1FF);
+    apic_wr(f, 0x3E0, 0xB);
+    apic_wr(f, 0x320, 0x40);
+    assert_int_equal(lapict_kvm_next_deadline(&f->k), 0);
+    apic_wr(f, 0x380, 1000000); /* 1 ms */
+    assert_int_not_equal(lapict_kvm_next_deadline(&f->k), 0);
+    assert_int_equal(pthread_create(&t, NULL, caller_kicker, f), 0);
+    assert_int_equal(lapict_kvm_run(&f->k), 0);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    assert_int_equal(f->entries, 2);
+    assert_int_equal(lt_fake.injections, 1);
+    assert_int_equal(lt_fake.last_vector, 0x40);
+    fx_free(f);
+}
+
+/* Rule ("Error Handling"): the core's report of an illegal LVT timer
+ * vector sets ESR bit 6, "Receive Illegal Vector". */
+static void illegal_lvt_vector_esr(void **state)
+{
+    struct lapict_kvm_config c = {0};
+    struct fx *f;
+    uint32_t esr = 0;
+    int rc;
+
+    (void)state;
+    lt_fake_reset();
+    f = fx_new(&c, &rc);
+    assert_int_equal(rc, 0);
+    apic_wr(f, 0xF0, 0x1FF);
+    apic_wr(f, 0x3E0, 0xB);
+    apic_wr(f, 0x320, 0x05); /* vector 5: illegal */
+    apic_wr(f, 0x380, 1000);
+    sleep_ns(100000);
+    lapict_expire(&f->k.timer);
+    apic_wr(f, 0x280, 0);
+    assert_int_equal(lapict_apic_mmio(&f->k.apic, APIC + 0x280,
+                                      (uint8_t *)&esr, 4, false),
+                     LAPICT_OK);
+    assert_int_equal(esr, LAPICT_APIC_ESR_RECV_ILLEGAL);
+    assert_int_equal(lt_fake.injections, 0);
+    fx_free(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -440,6 +584,9 @@ int main(void)
         cmocka_unit_test(caller_chosen_signal),
         cmocka_unit_test(destroy_on_other_thread),
         cmocka_unit_test(timer_slack_only_if_asked),
+        cmocka_unit_test(timer_thread_kick),
+        cmocka_unit_test(caller_kicks),
+        cmocka_unit_test(illegal_lvt_vector_esr),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
