@@ -504,7 +504,9 @@ static int run_until_kicked(void *arg)
     f->entries++;
     f->run.if_flag = 1;
     f->run.ready_for_interrupt_injection = 1;
-    if (f->entries > 1) { /* the entry after the kick: the VMM's exit */
+    /* The interrupt came with this entry: the guest is done. (A kick that
+     * landed before the entry was served by pre_run.) */
+    if (lt_fake.injections) {
         f->run.exit_reason = KVM_EXIT_IO;
         return 0;
     }
@@ -537,7 +539,7 @@ static void caller_kicks(void **state)
     assert_int_equal(pthread_create(&t, NULL, caller_kicker, f), 0);
     assert_int_equal(lapict_kvm_run(&f->k), 0);
     assert_int_equal(pthread_join(t, NULL), 0);
-    assert_int_equal(f->entries, 2);
+    assert_true(f->entries == 1 || f->entries == 2);
     assert_int_equal(lt_fake.injections, 1);
     assert_int_equal(lt_fake.last_vector, 0x40);
     fx_free(f);
