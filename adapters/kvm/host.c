@@ -500,6 +500,10 @@ int lapict_kvm_init(struct lapict_kvm *k, int vcpu_fd, struct kvm_run *run,
         return LAPICT_E_INVAL;
     if (!cfg)
         cfg = &def;
+    /* Kicks from the timer need a signal to reach KVM_RUN. */
+    if (cfg->kick_signal < 0 || cfg->kick_signal > SIGRTMAX ||
+        (cfg->timer_thread && !cfg->kick_signal))
+        return LAPICT_E_INVAL;
     memset(k, 0, sizeof(*k));
     k->sys = cfg->sys ? cfg->sys : &lapict_kvm_sys_linux;
     k->vcpu_fd = vcpu_fd;
@@ -546,9 +550,6 @@ int lapict_kvm_init(struct lapict_kvm *k, int vcpu_fd, struct kvm_run *run,
                       : cfg->kick_lead_ns == LAPICT_KVM_NONE ? 0
                                                           : cfg->kick_lead_ns;
 
-    /* Kicks from the timer need a signal to reach KVM_RUN. */
-    if (cfg->timer_thread && !k->kick_signal)
-        return LAPICT_E_INVAL;
     /* The thread is the caller's: its slack only if asked for. */
     if (cfg->timer_slack_ns &&
         prctl(PR_SET_TIMERSLACK, (unsigned long)cfg->timer_slack_ns, 0, 0,

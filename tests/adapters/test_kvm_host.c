@@ -33,10 +33,12 @@ struct fx {
     uint64_t entries; /* KVM_RUN calls */
 };
 
+/* The whole @ns, even when a kick signal interrupts the sleep. */
 static void sleep_ns(long ns)
 {
     struct timespec ts = {ns / 1000000000L, ns % 1000000000L};
-    nanosleep(&ts, NULL);
+    while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+        ;
 }
 
 /* KVM_RUN of a guest that takes interrupts and exits to the VMM at once. */
@@ -346,6 +348,14 @@ static void caller_chosen_signal(void **state)
     assert_true(handler_is_callers(SIGUSR1));
     assert_true(handler_is_callers(sig));
     fx_free(f);
+    /* Kicks need a signal: a timer thread without one is refused. */
+    f = fx_new(&c1, &rc);
+    assert_int_equal(rc, LAPICT_E_INVAL);
+    free(f);
+    c1.kick_signal = -1;
+    f = fx_new(&c1, &rc);
+    assert_int_equal(rc, LAPICT_E_INVAL);
+    free(f);
     c1.kick_signal = sig;
     f = fx_new(&c1, &rc);
     assert_int_equal(rc, 0);

@@ -109,10 +109,12 @@ static void mmio_wr(struct fx *f, uint32_t off, uint32_t v)
                      LAPICT_OK);
 }
 
+/* The whole @ns, even when a kick signal interrupts the sleep. */
 static void sleep_ns(long ns)
 {
-    struct timespec ts = {0, ns};
-    nanosleep(&ts, NULL);
+    struct timespec ts = {ns / 1000000000L, ns % 1000000000L};
+    while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+        ;
 }
 
 /* Rule: an expiry sets IRR; the interrupt is injected (KVM_INTERRUPT) only
