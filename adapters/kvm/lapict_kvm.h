@@ -116,9 +116,9 @@ struct lapict_kvm_config {
     uint32_t kick_lead_ns;
     /*
      * With timer_thread: kick from the timer thread (timerfd, then
-     * pthread_kill) instead of the default, a POSIX timer whose expiry the
-     * kernel signals to the vCPU thread itself (no thread to schedule: a
-     * wake-up on a busy host costs tens of us to ms).
+     * pthread_sigqueue) instead of the default, a POSIX timer whose
+     * expiry the kernel signals to the vCPU thread itself (no thread to
+     * schedule: a wake-up on a busy host costs tens of us to ms).
      */
     bool kick_thread;
     /*

@@ -42,7 +42,8 @@ static int sys_timer_delete(int id)
     return (int)syscall(SYS_timer_delete, id);
 }
 
-static int sys_ppoll(struct pollfd *fds, unsigned long n, const struct timespec *ts)
+static int sys_ppoll(struct pollfd *fds, unsigned long n,
+                    const struct timespec *ts)
 {
     return ppoll(fds, n, ts, NULL);
 }

@@ -109,7 +109,8 @@ static int fake_timer_delete(int id)
     return lapict_kvm_sys_linux.timer_delete(id);
 }
 
-static int fake_ppoll(struct pollfd *fds, unsigned long n, const struct timespec *ts)
+static int fake_ppoll(struct pollfd *fds, unsigned long n,
+                      const struct timespec *ts)
 {
     __atomic_fetch_add(&lt_fake.ppolls, 1, __ATOMIC_RELAXED);
     if (failing(LT_FAIL_PPOLL))
