@@ -250,6 +250,8 @@ static int exit_of(struct lapict_kvm *k)
     case KVM_EXIT_IRQ_WINDOW_OPEN:
         k->st.window_exits++;
         return LAPICT_KVM_MINE;
+    case KVM_EXIT_INTR: /* a kick, should KVM report one as an exit */
+        return LAPICT_KVM_MINE;
     default:
         return LAPICT_KVM_NOT_MINE;
     }

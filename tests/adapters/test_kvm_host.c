@@ -367,10 +367,30 @@ static void caller_chosen_signal(void **state)
     signal(sig, SIG_DFL);
 }
 
-struct init_arg {
-    struct fx *f;
-    pthread_t vcpu;
-};
+
+/* Rule: instances that share a kick signal share one handler; the
+ * caller's comes back when the last of them is destroyed, in any order. */
+static void shared_signal_restored_by_last(void **state)
+{
+    struct lapict_kvm_config c = {.timer_thread = true,
+                                  .kick_signal = SIGUSR1};
+    struct fx *a, *b;
+    int rc;
+
+    (void)state;
+    lt_fake_reset();
+    set_caller_handler(SIGUSR1);
+    a = fx_new(&c, &rc);
+    assert_int_equal(rc, 0);
+    b = fx_new(&c, &rc);
+    assert_int_equal(rc, 0);
+    assert_false(handler_is_callers(SIGUSR1));
+    fx_free(a);
+    assert_false(handler_is_callers(SIGUSR1)); /* b still kicks with it */
+    fx_free(b);
+    assert_true(handler_is_callers(SIGUSR1));
+    signal(SIGUSR1, SIG_DFL);
+}
 
 static void *destroy_elsewhere(void *arg)
 {
@@ -487,10 +507,6 @@ static void timer_thread_kick(void **state)
 
 /* Rule: with kick_signal 0 the caller kicks: lapict_kvm_next_deadline()
  * says when, lapict_kvm_kick() (any thread) makes the entry exit. */
-struct kicker {
-    struct fx *f;
-};
-
 static void *caller_kicker(void *arg)
 {
     struct fx *f = arg;
@@ -594,6 +610,7 @@ int main(void)
         cmocka_unit_test(halt_poll_error_reported),
         cmocka_unit_test(previous_handler_restored),
         cmocka_unit_test(caller_chosen_signal),
+        cmocka_unit_test(shared_signal_restored_by_last),
         cmocka_unit_test(destroy_on_other_thread),
         cmocka_unit_test(timer_slack_only_if_asked),
         cmocka_unit_test(timer_thread_kick),
