@@ -7,11 +7,18 @@ set -euo pipefail
 
 # Tools are looked for as commands (they may come from elsewhere than apt);
 # libraries as Debian packages. make and libc6-dev are what cmake and gcc
-# merely recommend, but a build needs them.
+# merely recommend, but a build needs them. "command:package" where the
+# Debian package is named otherwise.
 tools=(cmake gcc make)
 libs=(libc6-dev)
 if [ "${1:-}" != demo ]; then
     tools+=(clang pkg-config gcovr valgrind)
+    # Man pages (scdoc) and their checks, the API reference, the ABI gate
+    # (libabigail), the Debian packages and lintian.
+    tools+=(scdoc groff:groff-base man:man-db doxygen abidw:abigail-tools
+            dpkg-buildpackage:dpkg-dev dh:debhelper lintian)
+    # dpkg-buildpackage checks for it.
+    libs+=(build-essential)
     # The sanitizer runtime of the installed clang (clang 14 on Debian 12).
     clang_major=14
     if command -v clang >/dev/null 2>&1; then
@@ -22,10 +29,11 @@ fi
 
 missing=()
 for t in "${tools[@]}"; do
-    command -v "$t" >/dev/null 2>&1 || missing+=("$t")
+    command -v "${t%%:*}" >/dev/null 2>&1 || missing+=("${t#*:}")
 done
-# The demo's latency plot; the command is gnuplot, the package without X.
-if [ "${1:-}" = demo ] && ! command -v gnuplot >/dev/null 2>&1; then
+# The latency plots (the demo's, and the test of examples/bench/cdf.sh);
+# the command is gnuplot, the package without X.
+if ! command -v gnuplot >/dev/null 2>&1; then
     missing+=(gnuplot-nox)
 fi
 for p in "${libs[@]}"; do

@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: MIT
 # Every CI gate, each in its own directory under build-ci/ (build/ is left
 # alone): gcc and clang with -Werror, ASan+UBSan, coverage with a floor,
-# valgrind memcheck of the unit tests, the libFuzzer targets, and
-# ThreadSanitizer over the KVM adapter.
+# valgrind memcheck of the unit tests, the libFuzzer targets,
+# ThreadSanitizer over the KVM adapter, the ABI of the shared library, the
+# API reference without a Doxygen warning, and the Debian packages.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -97,5 +98,26 @@ start=$SECONDS
 banner "gate tsan: adapters/kvm kick / vCPU hand-off"
 LAPICT_TSAN_DIR=build-ci/tsan bash tests/tsan/run.sh
 summary+=("tsan: $((SECONDS - start))s")
+
+# The shared library's ABI against cmake/abi/liblapict.abi (libabigail).
+start=$SECONDS
+banner "gate abi: abidiff against cmake/abi/liblapict.abi"
+LAPICT_ABI_DIR=build-ci/abi bash cmake/abi.sh
+summary+=("abi: $((SECONDS - start))s")
+
+# The API reference: any Doxygen warning (an undocumented public function
+# or parameter) fails.
+start=$SECONDS
+banner "gate docs: Doxygen, warnings as errors"
+cmake -S . -B build-ci/docs -DLAPICT_BUILD_TESTS=OFF \
+    -DLAPICT_BUILD_EXAMPLES=OFF -DLAPICT_DOCS_WERROR=ON >/dev/null
+cmake --build build-ci/docs --target docs
+summary+=("docs: $((SECONDS - start))s")
+
+# Debian packages: dpkg-buildpackage, lintian, dpkg -x, consumer builds.
+start=$SECONDS
+banner "gate packages: debian/ built, linted, unpacked and consumed"
+LAPICT_PKG_DIR=build-ci/packages bash cmake/test-packages.sh
+summary+=("packages: $((SECONDS - start))s")
 
 banner "test-all: all gates passed (${summary[*]})"

@@ -1,14 +1,21 @@
 # SPDX-License-Identifier: MIT
 # Install a built lapict into a scratch prefix and use it from outside: once
 # through find_package(lapict CONFIG) and once through pkg-config. Both must
-# build and run.
+# build and run. With INSTALLED_PREFIX, lapict is already installed there
+# (cmake/test-packages.sh: the Debian packages unpacked with dpkg -x) and
+# BUILD_DIR is not used.
 #
-#   cmake -DBUILD_DIR=... -DSOURCE_DIR=tests/consumer -DWORK_DIR=...
+#   cmake -DBUILD_DIR=... | -DINSTALLED_PREFIX=...
+#         -DSOURCE_DIR=tests/consumer -DWORK_DIR=...
 #         -DC_COMPILER=cc -DLIBDIR=lib -DPKG_CONFIG=pkg-config
 #         [-DCONFIG=...] [-DGENERATOR=...] [-DEXTRA_FLAGS="..."]
 #         -P test_consumer.cmake
 cmake_minimum_required(VERSION 3.16)
-foreach(var BUILD_DIR SOURCE_DIR WORK_DIR C_COMPILER LIBDIR)
+if(NOT DEFINED INSTALLED_PREFIX AND NOT DEFINED BUILD_DIR)
+    message(FATAL_ERROR "test_consumer.cmake: -DBUILD_DIR=... or "
+                        "-DINSTALLED_PREFIX=... is required")
+endif()
+foreach(var SOURCE_DIR WORK_DIR C_COMPILER LIBDIR)
     if(NOT DEFINED ${var})
         message(FATAL_ERROR "test_consumer.cmake: -D${var}=... is required")
     endif()
@@ -31,7 +38,6 @@ function(run what)
     set(run_output "${out}" PARENT_SCOPE)
 endfunction()
 
-set(prefix ${WORK_DIR}/prefix)
 file(REMOVE_RECURSE ${WORK_DIR})
 file(MAKE_DIRECTORY ${WORK_DIR})
 
@@ -39,8 +45,14 @@ set(config_args "")
 if(CONFIG)
     set(config_args --config ${CONFIG})
 endif()
-run("install into ${prefix}"
-    ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix} ${config_args})
+if(DEFINED INSTALLED_PREFIX)
+    set(prefix ${INSTALLED_PREFIX})
+else()
+    set(prefix ${WORK_DIR}/prefix)
+    run("install into ${prefix}"
+        ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix}
+        ${config_args})
+endif()
 
 # An instrumented lapict (sanitizers, coverage) needs its runtime at link
 # time, so EXTRA_FLAGS are passed on.
@@ -72,7 +84,11 @@ set(exe ${build}/lapict_consumer)
 if(CONFIG AND EXISTS ${build}/${CONFIG}/lapict_consumer)
     set(exe ${build}/${CONFIG}/lapict_consumer)
 endif()
-run("run the find_package build" ${exe})
+# CMake gives the build an rpath to the library unless it deems the
+# directory implicit, which varies with the prefix; the library path is
+# therefore given explicitly, as for the pkg-config build.
+run("run the find_package build"
+    ${CMAKE_COMMAND} -E env LD_LIBRARY_PATH=${libpath} ${exe})
 message(STATUS "${run_output}")
 
 # 2. pkg-config, seeing only the scratch prefix.

@@ -1818,12 +1818,6 @@ tsc_deadline_to_periodic_switch_with_hw_timer_armed_never_fires_old_deadline(
 
 /* ---- misc ---------------------------------------------------------- */
 
-static void instance_fits_in_256_bytes(void **state)
-{
-    (void)state;
-    assert_true(sizeof(struct lapict_timer) <= 256);
-}
-
 static void timer_calls_null_instance_are_inval(void **state)
 {
     (void)state;
@@ -1925,7 +1919,6 @@ int main(int argc, char **argv)
         cmocka_unit_test(reset_with_hw_timer_armed_cancels_it),
         cmocka_unit_test(
             tsc_deadline_to_periodic_switch_with_hw_timer_armed_never_fires_old_deadline),
-        cmocka_unit_test(instance_fits_in_256_bytes),
         cmocka_unit_test(timer_calls_null_instance_are_inval),
         cmocka_unit_test(stats_start_at_zero),
     };

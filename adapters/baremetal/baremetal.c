@@ -13,10 +13,16 @@
 
 __extension__ typedef unsigned __int128 bm_u128;
 
-#define BM_CPU_MAGIC 0x424D4355u  /* "BMCU" */
+#define BM_CPU_MAGIC 0x424D4355u /* "BMCU" */
+/*
+ * A node's magic is also its state, read where the arm path already reads
+ * the node: on a CPU, or detached (on none; node->cpu is the CPU it left).
+ */
 #define BM_NODE_MAGIC 0x424D4E44u /* "BMND" */
+#define BM_NODE_AWAY 0x424D4E41u  /* "BMNA" */
 /* Node flags. */
-#define BM_N_DETACHED_ARMED 0x1u
+#define BM_N_KEPT 0x1u /* detached with deadline_host_ns to arm at attach */
+#define BM_N_HV 0x2u   /* on the preemption timer for deadline_host_ns */
 /* Host distances beyond this are "far": lapict re-checks anyway. */
 #define BM_FAR_NS (1ull << 62)
 /* Guest TSC ratio lower bound: guest rate >= host rate / 2^16. */
@@ -105,35 +111,30 @@ uint64_t lapict_bm_clock_tsc(const struct lapict_bm_clock *clk,
 /* ---- heap ----------------------------------------------------------- */
 
 /*
- * The heap holds (deadline, node) pairs only, 16 bytes, four to a cache
- * line (the caller's slots are 24 bytes: the slack aligns the sibling
- * groups). Each node keeps its heap position; ties compare the nodes'
- * arming sequences, which only equal deadlines need.
+ * The heap holds (deadline, node) pairs only (struct lapict_bm_slot), 16
+ * bytes, four to a cache line. Each node keeps its heap position; ties
+ * compare the nodes' arming sequences, which only equal deadlines need.
  */
-struct lapict_bm__ent {
-    uint64_t key_host_ns;
-    struct lapict_bm_node *node;
-};
 
 /* Deadline order on the wrapping host clock, ties by arming sequence. */
-static inline bool ent_less(const struct lapict_bm__ent *a,
-                            const struct lapict_bm__ent *b)
+static inline bool ent_less(const struct lapict_bm_slot *a,
+                            const struct lapict_bm_slot *b)
 {
     int64_t d = (int64_t)(a->key_host_ns - b->key_host_ns);
     return d < 0 || (d == 0 && a->node->seq < b->node->seq);
 }
 
-static inline void ent_put(struct lapict_bm__ent *h, uint32_t i,
-                           const struct lapict_bm__ent *e)
+static inline void ent_put(struct lapict_bm_slot *h, uint32_t i,
+                           const struct lapict_bm_slot *e)
 {
     h[i] = *e;
     e->node->slot = i + 1;
 }
 
 static void sift_up(struct lapict_bm_cpu *cpu, uint32_t i,
-                    const struct lapict_bm__ent *e)
+                    const struct lapict_bm_slot *e)
 {
-    struct lapict_bm__ent *h = cpu->heap;
+    struct lapict_bm_slot *h = cpu->heap;
 
     while (i > 0) {
         uint32_t p = (i - 1) / BM_ARITY;
@@ -150,7 +151,7 @@ static void sift_up(struct lapict_bm_cpu *cpu, uint32_t i,
  * of four random deadlines is least is a coin toss that a branch predictor
  * loses at every level), then by the exact order if deadlines tie.
  */
-static inline uint32_t least_child(const struct lapict_bm__ent *h, uint32_t c,
+static inline uint32_t least_child(const struct lapict_bm_slot *h, uint32_t c,
                                    uint32_t end)
 {
     uint64_t mk = h[c].key_host_ns;
@@ -172,9 +173,9 @@ static inline uint32_t least_child(const struct lapict_bm__ent *h, uint32_t c,
 }
 
 static void sift_down(struct lapict_bm_cpu *cpu, uint32_t i,
-                      const struct lapict_bm__ent *e)
+                      const struct lapict_bm_slot *e)
 {
-    struct lapict_bm__ent *h = cpu->heap;
+    struct lapict_bm_slot *h = cpu->heap;
     uint32_t n = cpu->n;
 
     for (;;) {
@@ -200,7 +201,7 @@ static void sift_down(struct lapict_bm_cpu *cpu, uint32_t i,
 
 /* Put @e at position @i (a hole) wherever it belongs. */
 static void heap_fix(struct lapict_bm_cpu *cpu, uint32_t i,
-                     const struct lapict_bm__ent *e)
+                     const struct lapict_bm_slot *e)
 {
     if (i > 0 && ent_less(e, &cpu->heap[(i - 1) / BM_ARITY]))
         sift_up(cpu, i, e);
@@ -212,7 +213,7 @@ static void heap_fix(struct lapict_bm_cpu *cpu, uint32_t i,
 static void heap_remove(struct lapict_bm_cpu *cpu, struct lapict_bm_node *node)
 {
     uint32_t i = node->slot - 1;
-    struct lapict_bm__ent last;
+    struct lapict_bm_slot last;
 
     node->slot = 0;
     cpu->n--;
@@ -223,18 +224,15 @@ static void heap_remove(struct lapict_bm_cpu *cpu, struct lapict_bm_node *node)
 }
 
 /*
- * The heap in the caller's slots (24 bytes each, 16 used): with 6 slots or
- * more, up to 3 entries of slack let each group of siblings (from index 1)
- * start a cache line.
+ * The heap in the caller's slots: up to LAPICT_BM_SLOT_SPARE entries in,
+ * so that each group of siblings (from index 1) starts a cache line.
  */
-static struct lapict_bm__ent *heap_place(struct lapict_bm_slot *slots,
-                                         uint32_t nslots)
+static struct lapict_bm_slot *heap_place(struct lapict_bm_slot *slots)
 {
-    uintptr_t e = sizeof(struct lapict_bm__ent), skip = 0;
+    uintptr_t e = sizeof(*slots);
+    uintptr_t skip = (64 - ((uintptr_t)slots + e) % 64) % 64 / e;
 
-    if (nslots >= 6)
-        skip = (64 - ((uintptr_t)slots + e) % 64) % 64 / e;
-    return (struct lapict_bm__ent *)slots + skip;
+    return slots + (skip > LAPICT_BM_SLOT_SPARE ? 0 : skip);
 }
 
 /* ---- the physical timer --------------------------------------------- */
@@ -307,9 +305,22 @@ static bool cpu_ok(const struct lapict_bm_cpu *cpu)
     return cpu && cpu->magic == BM_CPU_MAGIC;
 }
 
+/* A node on a CPU. */
 static bool node_ok(const struct lapict_bm_node *node)
 {
     return node && node->magic == BM_NODE_MAGIC && cpu_ok(node->cpu);
+}
+
+/* A detached node. */
+static bool node_away(const struct lapict_bm_node *node)
+{
+    return node && node->magic == BM_NODE_AWAY;
+}
+
+/* A node, on a CPU or detached. */
+static bool node_is(const struct lapict_bm_node *node)
+{
+    return node_away(node) || (node && node->magic == BM_NODE_MAGIC);
 }
 
 /* Armed, not counting the entry of the node whose callback is running. */
@@ -324,16 +335,17 @@ int lapict_bm_cpu_init(struct lapict_bm_cpu *cpu,
                        const struct lapict_bm_hw *hw, void *hw_ctx,
                        struct lapict_bm_slot *slots, uint32_t nslots)
 {
-    if (!cpu || !cfg || !cfg->clock || !hw || !slots || nslots == 0 ||
-        nslots > (1u << 31) || hw->version == 0 || !hw->read_tsc ||
-        !hw->write_tsc_deadline || !hw->eoi || cfg->preempt_shift > 31)
+    if (!cpu || !cfg || !cfg->clock || !hw || !slots ||
+        nslots < LAPICT_BM_SLOTS(1) || nslots > LAPICT_BM_SLOTS(1u << 31) ||
+        hw->version == 0 || !hw->read_tsc || !hw->write_tsc_deadline ||
+        !hw->eoi || cfg->preempt_shift > 31)
         return LAPICT_E_INVAL;
     *cpu = (struct lapict_bm_cpu){0};
     cpu->hw = hw;
     cpu->hw_ctx = hw_ctx;
     cpu->clock = cfg->clock;
-    cpu->heap = heap_place(slots, nslots);
-    cpu->cap = nslots;
+    cpu->heap = heap_place(slots);
+    cpu->cap = nslots - LAPICT_BM_SLOT_SPARE;
     cpu->max_rounds =
         cfg->max_rounds ? cfg->max_rounds : LAPICT_BM_MAX_ROUNDS_DEFAULT;
     cpu->preempt_shift = cfg->preempt_shift;
@@ -349,7 +361,7 @@ int lapict_bm_node_init(struct lapict_bm_node *node, struct lapict_bm_cpu *cpu,
     uint8_t shift;
 
     if (!node || !cpu_ok(cpu) || tsc_ratio < BM_RATIO_MIN ||
-        tsc_ratio >= BM_RATIO_MAX)
+        tsc_ratio >= BM_RATIO_MAX || cpu->nodes == cpu->cap)
         return LAPICT_E_INVAL;
     /* Host ticks per guest tick = 2^48 / ratio, as a fixed-point value. */
     inv = fixed_ratio(1ull << 48, tsc_ratio, &shift);
@@ -362,12 +374,14 @@ int lapict_bm_node_init(struct lapict_bm_node *node, struct lapict_bm_cpu *cpu,
     node->tsc_inv = inv;
     node->tsc_inv_shift = shift;
     node->magic = BM_NODE_MAGIC;
+    /* Its slot, so that no arm of it can fail. */
+    cpu->nodes++;
     return LAPICT_OK;
 }
 
 void lapict_bm_node_set_fire(struct lapict_bm_node *node, lapict_bm_fire_fn fn)
 {
-    if (node && node->magic == BM_NODE_MAGIC)
+    if (node_is(node))
         node->fire = fn;
 }
 
@@ -397,10 +411,17 @@ uint64_t lapict_bm_guest_tsc(const struct lapict_bm_node *node)
 int lapict_bm_arm(struct lapict_bm_node *node, uint64_t host_ns)
 {
     struct lapict_bm_cpu *cpu;
-    struct lapict_bm__ent e;
+    struct lapict_bm_slot e;
 
-    if (!node_ok(node))
-        return LAPICT_E_INVAL;
+    /* Rare (misuse, migration): out of the line of the arm. */
+    if (__builtin_expect(!node_ok(node), 0)) {
+        if (!node_away(node))
+            return LAPICT_E_INVAL;
+        /* Detached: attach arms it. */
+        node->deadline_host_ns = host_ns;
+        node->flags |= BM_N_KEPT;
+        return LAPICT_OK;
+    }
     cpu = node->cpu;
     e.key_host_ns = host_ns;
     e.node = node;
@@ -409,8 +430,7 @@ int lapict_bm_arm(struct lapict_bm_node *node, uint64_t host_ns)
         /* Arming replaces: move the node to its new place. */
         heap_fix(cpu, node->slot - 1, &e);
     } else {
-        if (cpu->n == cpu->cap)
-            return LAPICT_E_INVAL;
+        /* n < cap: every node on the CPU holds a slot (n <= nodes). */
         cpu->n++;
         sift_up(cpu, cpu->n - 1, &e);
     }
@@ -425,8 +445,12 @@ int lapict_bm_cancel(struct lapict_bm_node *node)
 {
     struct lapict_bm_cpu *cpu;
 
-    if (!node_ok(node))
-        return LAPICT_E_INVAL;
+    if (!node_ok(node)) {
+        if (!node_away(node))
+            return LAPICT_E_INVAL;
+        node->flags &= ~BM_N_KEPT;
+        return LAPICT_OK;
+    }
     cpu = node->cpu;
     cpu->st.cancels++;
     if (!node->slot)
@@ -440,12 +464,15 @@ int lapict_bm_cancel(struct lapict_bm_node *node)
 
 bool lapict_bm_node_armed(const struct lapict_bm_node *node, uint64_t *host_ns)
 {
-    if (!node || node->magic != BM_NODE_MAGIC || !node->cpu ||
-        !node_armed(node))
-        return false;
-    if (host_ns)
+    bool armed;
+
+    if (node_ok(node))
+        armed = node_armed(node) || (node->flags & BM_N_HV);
+    else
+        armed = node_away(node) && (node->flags & BM_N_KEPT);
+    if (armed && host_ns)
         *host_ns = node->deadline_host_ns;
-    return true;
+    return armed;
 }
 
 int lapict_bm_node_detach(struct lapict_bm_node *node)
@@ -453,28 +480,69 @@ int lapict_bm_node_detach(struct lapict_bm_node *node)
     bool armed;
     int rc;
 
-    if (!node_ok(node))
+    if (!node_ok(node) || node->cpu->guest == node)
         return LAPICT_E_INVAL;
     armed = node_armed(node);
     rc = lapict_bm_cancel(node);
     if (rc != LAPICT_OK)
         return rc;
-    node->flags = armed ? BM_N_DETACHED_ARMED : 0;
-    node->cpu = NULL;
+    node->flags = armed ? BM_N_KEPT : 0;
+    node->cpu->nodes--;
+    /* node->cpu stays: the clocks of a detached node read through it. */
+    node->magic = BM_NODE_AWAY;
     return LAPICT_OK;
 }
 
 int lapict_bm_node_attach(struct lapict_bm_node *node,
                           struct lapict_bm_cpu *cpu)
 {
-    if (!node || node->magic != BM_NODE_MAGIC || node->cpu || !cpu_ok(cpu))
+    if (!node_away(node) || !cpu_ok(cpu) || cpu->nodes == cpu->cap)
         return LAPICT_E_INVAL;
+    cpu->nodes++;
     node->cpu = cpu;
-    if (node->flags & BM_N_DETACHED_ARMED) {
+    node->magic = BM_NODE_MAGIC;
+    if (node->flags & BM_N_KEPT) {
         node->flags = 0;
         return lapict_bm_arm(node, node->deadline_host_ns);
     }
     return LAPICT_OK;
+}
+
+int lapict_bm_node_load(struct lapict_bm_node *node)
+{
+    struct lapict_bm_cpu *cpu;
+
+    if (!node_ok(node) || node->cpu->in_service)
+        return LAPICT_E_INVAL;
+    cpu = node->cpu;
+    if (cpu->guest && cpu->guest != node)
+        return LAPICT_E_INVAL;
+    cpu->guest = node;
+    /* The core moves its software timer to the preemption timer. */
+    if (node->timer && !node->fire)
+        return lapict_vcpu_unblocked(node->timer);
+    return LAPICT_OK;
+}
+
+int lapict_bm_node_put(struct lapict_bm_node *node)
+{
+    struct lapict_bm_cpu *cpu;
+    int rc = LAPICT_OK;
+
+    if (!node_ok(node) || node->cpu->in_service)
+        return LAPICT_E_INVAL;
+    cpu = node->cpu;
+    /* The core moves a preemption-timer deadline to the heap. */
+    if (node->timer && !node->fire)
+        rc = lapict_vcpu_blocking(node->timer);
+    if (cpu->guest == node)
+        cpu->guest = NULL;
+    /* Whatever the core did: a deadline off the heap is never left behind. */
+    if (node->flags & BM_N_HV) {
+        node->flags &= ~BM_N_HV;
+        (void)lapict_bm_arm(node, node->deadline_host_ns);
+    }
+    return rc;
 }
 
 /* ---- servicing ------------------------------------------------------ */
@@ -498,7 +566,7 @@ static void fire(struct lapict_bm_node *node)
 static inline __attribute__((always_inline)) void
 prefetch_next(const struct lapict_bm_cpu *cpu)
 {
-    const struct lapict_bm__ent *h = cpu->heap;
+    const struct lapict_bm_slot *h = cpu->heap;
 
     switch (cpu->n < 1 + BM_ARITY ? cpu->n : 1 + BM_ARITY) {
     case 5:
@@ -523,6 +591,7 @@ prefetch_next(const struct lapict_bm_cpu *cpu)
 
 static int service(struct lapict_bm_cpu *cpu, bool irq)
 {
+    struct lapict_bm_node *g;
     uint32_t rounds = 0;
     bool fired = false;
     uint64_t cur, now;
@@ -539,6 +608,15 @@ static int service(struct lapict_bm_cpu *cpu, bool irq)
     }
     cur = cpu->hw->read_tsc(cpu->hw_ctx);
     now = lapict_bm_clock_ns(cpu->clock, cur);
+    g = cpu->guest;
+    if (g && (g->flags & BM_N_HV) && due(g->deadline_host_ns, now)) {
+        /* Spent: the core re-arms it (usually the preemption timer again). */
+        g->flags &= ~BM_N_HV;
+        cpu->st.fired++;
+        cpu->st.preempt_fired++;
+        fired = true;
+        fire(g);
+    }
     while (cpu->n && due(cpu->heap[0].key_host_ns, now)) {
         /* Nodes armed from now on (re-arms by the callbacks) wait. */
         uint64_t round_seq = cpu->seq;
@@ -596,14 +674,21 @@ int lapict_bm_preempt_exit(struct lapict_bm_cpu *cpu)
 
 int lapict_bm_guest_entry(struct lapict_bm_cpu *cpu)
 {
+    const struct lapict_bm_node *g;
     uint64_t cur, key, d;
+    bool hv;
 
     if (!cpu_ok(cpu))
         return LAPICT_E_INVAL;
-    if (!cpu->hw->write_preempt || cpu->n == 0)
+    g = cpu->guest;
+    hv = g && (g->flags & BM_N_HV);
+    if (!cpu->hw->write_preempt || (cpu->n == 0 && !hv))
         return LAPICT_OK;
     cur = cpu->hw->read_tsc(cpu->hw_ctx);
-    key = cpu->heap[0].key_host_ns;
+    /* The earliest of the heap's top and the loaded node's deadline. */
+    key = hv ? g->deadline_host_ns : cpu->heap[0].key_host_ns;
+    if (hv && cpu->n && (int64_t)(cpu->heap[0].key_host_ns - key) < 0)
+        key = cpu->heap[0].key_host_ns;
     d = due(key, lapict_bm_clock_ns(cpu->clock, cur))
             ? 0
             : lapict_bm_clock_tsc(cpu->clock, key) - cur;
@@ -628,6 +713,7 @@ int lapict_bm_stats_get(const struct lapict_bm_cpu *cpu,
         return LAPICT_E_INVAL;
     *out = cpu->st;
     out->armed = cpu->n;
+    out->nodes = cpu->nodes;
     out->capacity = cpu->cap;
     return LAPICT_OK;
 }
@@ -645,6 +731,11 @@ static uint64_t op_guest_tsc(void *ctx)
     return lapict_bm_guest_tsc(ctx);
 }
 
+/*
+ * Cannot fail for a node: it holds its heap slot from init (or attach), and
+ * a detached one keeps the deadline for attach. The only error left is a
+ * ctx that is not a node, which no report could reach.
+ */
 static void op_arm(void *ctx, uint64_t host_ns)
 {
     (void)lapict_bm_arm(ctx, host_ns);
@@ -653,6 +744,33 @@ static void op_arm(void *ctx, uint64_t host_ns)
 static void op_cancel(void *ctx)
 {
     (void)lapict_bm_cancel(ctx);
+}
+
+/*
+ * The core's hardware timer is the VMX-preemption timer of the loaded
+ * vCPU: accepting an arm only stores the deadline, which
+ * lapict_bm_guest_entry() loads at each VM entry. A node that is not
+ * loaded refuses: its vCPU is not in the guest, where alone the
+ * preemption timer counts, and the core takes the heap instead.
+ */
+static bool op_hv_arm(void *ctx, uint64_t host_ns)
+{
+    struct lapict_bm_node *node = ctx;
+
+    if (!node_ok(node) || node->cpu->guest != node ||
+        !node->cpu->hw->write_preempt)
+        return false;
+    node->deadline_host_ns = host_ns;
+    node->flags |= BM_N_HV;
+    return true;
+}
+
+static void op_hv_cancel(void *ctx)
+{
+    struct lapict_bm_node *node = ctx;
+
+    if (node_is(node))
+        node->flags &= ~BM_N_HV;
 }
 
 /*
@@ -723,4 +841,16 @@ void lapict_bm_ops_fill(struct lapict_ops *ops,
     ops->spin_until = op_spin_until;
     ops->report = report;
     ops->tsc_to_host_ns = op_tsc_to_host_ns;
+}
+
+void lapict_bm_ops_fill_preempt(struct lapict_ops *ops,
+                                bool (*inject)(void *node, uint8_t vector),
+                                void (*report)(void *node, int status,
+                                               uint32_t detail))
+{
+    if (!ops)
+        return;
+    lapict_bm_ops_fill(ops, inject, report);
+    ops->hv_timer_arm = op_hv_arm;
+    ops->hv_timer_cancel = op_hv_cancel;
 }

@@ -80,9 +80,10 @@ struct vt {
 };
 
 /*
- * From SAMPLES_ADDR up: vts[K], slots[K], then the lateness log. Not in
- * .bss, which entry.S clears whole at boot: megabytes of that take seconds
- * in a nested guest (about 2000 host cycles per guest instruction here).
+ * From SAMPLES_ADDR up: vts[K], slots[LAPICT_BM_SLOTS(K)], then the
+ * lateness log. Not in .bss, which entry.S clears whole at boot: megabytes
+ * of that take seconds in a nested guest (about 2000 host cycles per guest
+ * instruction here).
  */
 static struct vt *vts;
 static struct lapict_bm_slot *slots;
@@ -494,14 +495,14 @@ void guest_main(void)
     khz = mb->tsc_khz;
     vts = (struct vt *)(uintptr_t)SAMPLES_ADDR;
     slots = (struct lapict_bm_slot *)(vts + n);
-    late_log = (uint32_t *)(slots + n);
+    late_log = (uint32_t *)(slots + LAPICT_BM_SLOTS(n));
     late_max = ((uintptr_t)GUEST_RAM - (uintptr_t)late_log) / sizeof(*late_log);
     setup_idt(PHYS_VEC);
     if (!lapic_setup())
         fail("no TSC-deadline timer (CPUID.01H:ECX[24])", 2);
     cc.clock = &clk;
     if (lapict_bm_clock_init(&clk, (uint32_t)khz, rdtsc(), 0) ||
-        lapict_bm_cpu_init(&cpu, &cc, &hw, NULL, slots, n))
+        lapict_bm_cpu_init(&cpu, &cc, &hw, NULL, slots, LAPICT_BM_SLOTS(n)))
         fail("multiplexer init", 2);
     lapict_bm_ops_fill(&vops, vt_inject, NULL);
     bm_now_ns = vops.now_ns;

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# No hardware divide on the hot paths (issue 6): disassembles the library
+# No hardware divide on the hot paths (GUIDE.md): disassembles the library
 # objects, builds the static call graph from the direct calls and jumps and
 # the relocations of each function, walks it from the hot entry points and
 # fails if a reachable function holds a div/idiv instruction.

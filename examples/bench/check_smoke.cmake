@@ -34,4 +34,25 @@ execute_process(COMMAND ${BENCH} --callgrind=list
 if(NOT rc STREQUAL "0" OR NOT out MATCHES "tmcct_read lapict_tmcct_read")
     message(FATAL_ERROR "lapict-bench --callgrind=list failed (${rc})")
 endif()
+
+# The multiplexer and its baselines (when mux.c is built): one line per
+# size with every field; the bench itself fails when a baseline pops keys
+# out of order.
+if(MUX)
+    execute_process(COMMAND ${BENCH} --mux --smoke
+                    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+    message("${out}")
+    if(NOT rc STREQUAL "0")
+        message(FATAL_ERROR "lapict-bench --mux --smoke failed (${rc}):\n${err}")
+    endif()
+    set(num "[0-9]+(\\.[0-9]+)?")
+    string(REGEX MATCHALL
+           "RESULT test=mux n=[0-9]+ ns_per_op=${num} binheap_ns_per_op=${num} rbtree_ns_per_op=${num} sorted_ns_per_op=${num} speedup_vs_best=${num}"
+           lines "${out}")
+    list(LENGTH lines n)
+    if(NOT n EQUAL 3)
+        message(FATAL_ERROR "lapict-bench --mux --smoke: ${n} complete "
+                            "'RESULT test=mux' lines, expected 3")
+    endif()
+endif()
 message(STATUS "lapict-bench --smoke: exit 0, RESULT lines present")

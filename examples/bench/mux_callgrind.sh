@@ -7,7 +7,8 @@
 #
 #   sh examples/bench/mux_callgrind.sh [build/bin/lapict-bench]
 #
-# Prints: RESULT test=mux_ir n=<n> ir_per_op=<x> baseline_ir_per_op=<y>
+# Prints: RESULT test=mux_ir n=<n> ir_per_op=<x> binheap_ir_per_op=<y>
+#         rbtree_ir_per_op=<z> sorted_ir_per_op=<w>
 set -eu
 bench=${1:-build/bin/lapict-bench}
 command -v valgrind >/dev/null || { echo "valgrind not installed" >&2; exit 1; }
@@ -16,7 +17,8 @@ trap 'rm -rf "$dir"' EXIT
 valgrind --tool=callgrind --callgrind-out-file="$dir/cg.out" \
     "$bench" --mux --callgrind >/dev/null 2>"$dir/log" ||
     { cat "$dir/log" >&2; exit 1; }
-for f in "$dir"/cg.out.*; do
+# Dumps in the order written (cg.out.1, .2, ... .10): sizes stay in order.
+for f in $(ls -v "$dir"/cg.out.*); do
     # "desc: Trigger: Client Request: mux heap n=10 ops=100000"
     desc=$(sed -n 's/^desc: Trigger: Client Request: mux //p' "$f")
     total=$(sed -n 's/^summary: //p' "$f" | head -n 1)
@@ -25,5 +27,5 @@ done | awk '
     { side = $1; n = substr($2, 3); ops = substr($3, 5); ir[n, side] = $4 / ops
       if (!(n in seen)) { seen[n] = 1; order[++k] = n } }
     END { for (i = 1; i <= k; i++) { n = order[i]
-        printf "RESULT test=mux_ir n=%s ir_per_op=%.1f baseline_ir_per_op=%.1f\n",
-               n, ir[n, "heap"], ir[n, "list"] } }'
+        printf "RESULT test=mux_ir n=%s ir_per_op=%.1f binheap_ir_per_op=%.1f rbtree_ir_per_op=%.1f sorted_ir_per_op=%.1f\n",
+               n, ir[n, "heap"], ir[n, "binheap"], ir[n, "rbtree"], ir[n, "sorted"] } }'

@@ -389,6 +389,12 @@ int main(int argc, char **argv)
     ssize_t n;
     FILE *in = stdin;
 
+    if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+        printf("usage: lapict-replay [FILE]\n"
+               "replays a trace (standard input without FILE); "
+               "see lapict-replay(1)\n");
+        return 0;
+    }
     if (argc > 2) {
         fprintf(stderr, "usage: lapict-replay [FILE]\n");
         return 2;

@@ -49,6 +49,7 @@ enum lapict_missed_policy {
     LAPICT_MISSED_DROP = 2,
 };
 
+/* Configuration of one instance; lapict_config_default() fills it. */
 struct lapict_config {
     /* Timer input clock before the divider, Hz. */
     uint64_t bus_hz;

@@ -32,6 +32,7 @@ extern "C" {
 /* Bumped when fields are appended; the table only ever grows at the end. */
 #define LAPICT_OPS_VERSION 1
 
+/* The host's ops table (see the contract above). */
 struct lapict_ops {
     /* LAPICT_OPS_VERSION the host was written against. */
     uint32_t version;

@@ -31,6 +31,7 @@
 extern "C" {
 #endif
 
+/* Size, magic and layout version of the blob described above. */
 #define LAPICT_STATE_SIZE 128u
 #define LAPICT_STATE_MAGIC 0x5450414Cu
 #define LAPICT_STATE_VERSION 1u

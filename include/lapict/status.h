@@ -12,6 +12,7 @@
 extern "C" {
 #endif
 
+/* LAPICT_OK or a negative error; lapict_strerror() names each. */
 enum lapict_status {
     LAPICT_OK = 0,
     /* Host misuse: NULL pointer, uninitialised instance, bad argument. */

@@ -10,6 +10,7 @@
 
 #include "export.h"
 
+/* Version of these headers; lapict_version() gives the library's. */
 #define LAPICT_VERSION_MAJOR 0
 #define LAPICT_VERSION_MINOR 1
 #define LAPICT_VERSION_PATCH 0

@@ -127,7 +127,8 @@ START_TEST(tuning_lapict_never_early_and_beats_kvm)
 }
 END_TEST
 
-/* Rule (issue 6): tracks latencies far above KVM's 5 us cap. */
+/* Rule (TIMER.md section 7, adaptive advance): the tuner tracks a latency
+ * far above KVM's 5 us cap, where KVM's rule never converges. */
 START_TEST(tuning_tracks_80us)
 {
     struct tres r[MAXR];

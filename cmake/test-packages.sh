@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# The Debian packages (debian/): build them with dpkg-buildpackage from a
+# copy of the tree, run lintian over them, unpack them into a scratch root
+# with dpkg -x, and use that root the way a distribution's user would: the
+# consumer project (tests/consumer) through find_package and pkg-config,
+# the installed lapict-replay, the installed man pages.
+#
+#   bash cmake/test-packages.sh        (LAPICT_PKG_DIR, default build-ci/packages)
+#
+# dpkg-buildpackage writes its results into the parent of the tree it
+# builds, so it builds a copy inside LAPICT_PKG_DIR: nothing is written
+# beside the clone. lintian may report no error, and only the warnings that
+# debian/README.source lists and justifies.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+src=$PWD
+start=$SECONDS
+
+fail() {
+    echo "test-packages: FAILED: $*" >&2
+    exit 1
+}
+
+for t in dpkg-buildpackage dh lintian scdoc cmake pkg-config man; do
+    command -v "$t" >/dev/null 2>&1 ||
+        fail "$t not found (bash cmake/deps.sh installs what is needed)"
+done
+
+# --- versions: CMakeLists.txt, debian/changelog, debian/control agree ------
+version=$(sed -n 's/^project(lapict VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
+soversion=$(sed -n 's/^set(LAPICT_SOVERSION \([0-9]*\))$/\1/p' CMakeLists.txt)
+[ -n "$version" ] && [ -n "$soversion" ] ||
+    fail "cannot read the version / LAPICT_SOVERSION from CMakeLists.txt"
+header=$(sed -n 's/^#define LAPICT_VERSION_STRING "\(.*\)"$/\1/p' include/lapict/version.h)
+[ "$header" = "$version" ] ||
+    fail "include/lapict/version.h says $header, CMakeLists.txt $version"
+debversion=$(dpkg-parsechangelog -l debian/changelog -S Version)
+[ "${debversion%-*}" = "$version" ] ||
+    fail "debian/changelog is at ${debversion%-*}, CMakeLists.txt at $version" \
+         "(CONTRIBUTING.md, 'Releasing': add a debian/changelog entry)"
+libpkg=liblapict$soversion
+grep -qx "Package: $libpkg" debian/control ||
+    fail "debian/control has no package $libpkg for LAPICT_SOVERSION" \
+         "$soversion (rename the library package and debian/$libpkg.install)"
+[ -f "debian/$libpkg.install" ] || fail "debian/$libpkg.install is missing"
+arch=$(dpkg-architecture -qDEB_HOST_ARCH)
+multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
+
+# --- build from a copy ---------------------------------------------------
+work=${LAPICT_PKG_DIR:-build-ci/packages}
+mkdir -p "$work"
+work=$(cd "$work" && pwd)
+case $work/ in
+"$src"/build/* | "$src"/build-*/*) ;;
+"$src"/*) fail "LAPICT_PKG_DIR must be outside the tree or in a build-* dir" ;;
+esac
+# Only what this script writes there (LAPICT_PKG_DIR may be any folder).
+rm -rf "$work"/lapict-[0-9]* "$work/root" "$work/consumer" \
+    "$work"/*.deb "$work"/*.changes "$work"/*.buildinfo \
+    "$work/build.log" "$work/lintian.txt" "$work/vmm-strings.txt"
+tree=$work/lapict-$version
+mkdir -p "$tree"
+tar -C "$src" --exclude=./.git --exclude=./build --exclude='./build-*' -cf - . |
+    tar -C "$tree" -xf -
+echo "test-packages: dpkg-buildpackage -us -uc -b in $tree"
+if ! (cd "$tree" && dpkg-buildpackage -us -uc -b) >"$work/build.log" 2>&1; then
+    tail -n 40 "$work/build.log" >&2
+    fail "dpkg-buildpackage (log: $work/build.log)"
+fi
+grep -E '^dpkg-deb: building package' "$work/build.log" || true
+changes=$work/lapict_${debversion}_${arch}.changes
+[ -f "$changes" ] || fail "no $changes"
+
+# --- lintian: no error, only justified warnings --------------------------
+echo "test-packages: lintian $changes"
+lintian_rc=0
+lintian --fail-on error --display-info "$changes" >"$work/lintian.txt" 2>&1 ||
+    lintian_rc=$?
+cat "$work/lintian.txt"
+grep -q '^E: ' "$work/lintian.txt" && fail "lintian reports errors"
+[ "$lintian_rc" -eq 0 ] || fail "lintian exited $lintian_rc"
+# The justified warnings: "- `tag`: why" lines of debian/README.source.
+allowed=$(sed -n 's/^- `\([a-z0-9-]*\)`.*/\1/p' debian/README.source)
+unjustified=""
+for tag in $(sed -n 's/^W: [^:]*: \([a-z0-9-]*\).*/\1/p' "$work/lintian.txt" | sort -u); do
+    if ! grep -qx "$tag" <<<"$allowed"; then
+        unjustified="$unjustified $tag"
+    fi
+done
+[ -z "$unjustified" ] ||
+    fail "lintian warnings not justified in debian/README.source:$unjustified"
+echo "test-packages: lintian: 0 errors;" \
+     "$(grep -c '^W: ' "$work/lintian.txt" || true) warnings, all justified"
+
+# --- unpack into a scratch root -------------------------------------------
+root=$work/root
+for pkg in "$libpkg" liblapict-dev lapict-tools; do
+    deb=$work/${pkg}_${debversion}_${arch}.deb
+    [ -f "$deb" ] || fail "no $deb"
+    dpkg -x "$deb" "$root"
+done
+libdir=$root/usr/lib/$multiarch
+[ -e "$libdir/liblapict.so.$soversion" ] ||
+    fail "$libpkg has no liblapict.so.$soversion"
+[ "$(objdump -p "$libdir/liblapict.so.$soversion" | awk '/SONAME/ {print $2}')" = \
+    "liblapict.so.$soversion" ] || fail "SONAME is not liblapict.so.$soversion"
+
+# The installed tools run on the installed library.
+echo "test-packages: installed lapict-replay on the REPLAY.md example"
+LD_LIBRARY_PATH=$libdir cmake -DCOMMAND="$root/usr/bin/lapict-replay" \
+    -DARGS="$src/examples/replay/example.trace" \
+    -DEXPECTED="$src/examples/replay/example.expected" \
+    -P cmake/compare_output.cmake
+for tool in lapict-replay lapict-vmm lapict-bench; do
+    page=$root/usr/share/man/man1/$tool.1.gz
+    [ -f "$page" ] || fail "lapict-tools has no man page $tool.1"
+    err=$(MANWIDTH=80 man -l "$page" 2>&1 >/dev/null) || fail "man -l $page"
+    [ -z "$err" ] || fail "man -l $page: $err"
+    LD_LIBRARY_PATH=$libdir "$root/usr/bin/$tool" --help >/dev/null ||
+        fail "installed $tool --help"
+done
+# lapict-vmm loads its guest images from where the package puts them.
+# (strings into a file: with pipefail, grep -q closing the pipe early would
+# fail the pipeline.)
+strings "$root/usr/bin/lapict-vmm" >"$work/vmm-strings.txt"
+for image in $(grep '^/usr/lib/lapict/' "$work/vmm-strings.txt" || true); do
+    [ -f "$root$image" ] || fail "lapict-vmm expects $image, not in lapict-tools"
+    echo "test-packages: lapict-vmm default image $image: packaged"
+done
+grep -q '^/usr/lib/lapict/lapict-vmm-guest' "$work/vmm-strings.txt" ||
+    fail "lapict-vmm's default guest is not under /usr/lib/lapict"
+
+# --- the consumer project against the root --------------------------------
+cmake -DINSTALLED_PREFIX="$root/usr" -DSOURCE_DIR="$src/tests/consumer" \
+    -DWORK_DIR="$work/consumer" -DC_COMPILER=gcc \
+    -DLIBDIR="lib/$multiarch" -DPKG_CONFIG="$(command -v pkg-config)" \
+    -P cmake/test_consumer.cmake
+
+debs=""
+for deb in "$work"/*.deb; do
+    debs="$debs ${deb##*/}"
+done
+echo "test-packages: passed in $((SECONDS - start))s:$debs"
