@@ -18,8 +18,8 @@
  * lapict_kvm_run() is that loop. See README.md beside this file.
  *
  * Threading (TIMER.md "Concurrency"): every function here runs on the vCPU
- * thread, except lapict_kvm_stop(), lapict_kvm_kick() and
- * lapict_kvm_destroy(). The host timer's expiry reaches the vCPU thread as
+ * thread, except lapict_kvm_stop(), lapict_kvm_kick(),
+ * lapict_kvm_next_deadline() and lapict_kvm_destroy(). The host timer's expiry reaches the vCPU thread as
  * an atomic flag (seq_cst) set by the kick timer's signal handler or by
  * the timer thread (kick_thread), plus the kick signal; the vCPU thread
  * consumes the flag and calls lapict_expire(). A halted vCPU watches the
@@ -298,6 +298,7 @@ int lapict_kvm_handle_exit(struct lapict_kvm *k, int run_rc);
  * calls lapict_kvm_kick()): the LAPIC needs the vCPU thread back in
  * lapict_kvm_pre_run() or lapict_kvm_halt_wait() by then.
  *
+ * Context: any thread (a VMM's timer thread may watch it).
  * Return: CLOCK_MONOTONIC ns, 0 if no host timer is armed.
  */
 uint64_t lapict_kvm_next_deadline(const struct lapict_kvm *k);

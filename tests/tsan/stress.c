@@ -17,7 +17,12 @@
  * lost, none doubled), never before the deadline in guest TSC ("TSC-
  * Deadline Mode"); TSan reports no data race (run with halt_on_error).
  *
- * usage: tsan_stress [--kick=signal|thread|none] [--advance=off|adaptive]
+ * --kick=caller: the adapter takes no signal (kick_signal 0); a thread of
+ * this program plays the VMM that kicks by itself: it watches
+ * lapict_kvm_next_deadline() and calls lapict_kvm_kick() once it passed.
+ *
+ * usage: tsan_stress [--kick=signal|thread|none|caller]
+ *                    [--advance=off|adaptive]
  *                    [--deadlines=N] [--seed=S]
  */
 #define _GNU_SOURCE
@@ -202,7 +207,26 @@ struct watch {
     struct lapict_kvm *k;
     struct fake *f;
     bool stalled;
+    atomic_int quit; /* the kicker ends */
 };
+
+/* --kick=caller: the VMM's own kick, once per deadline that passed. */
+static void *kicker(void *arg)
+{
+    struct watch *w = arg;
+    struct timespec d = {0, 20000};
+    uint64_t kicked = 0;
+
+    while (!atomic_load(&w->quit)) {
+        uint64_t t = lapict_kvm_next_deadline(w->k);
+        if (t && t != kicked && mono_ns() >= t) {
+            lapict_kvm_kick(w->k);
+            kicked = t;
+        }
+        nanosleep(&d, NULL);
+    }
+    return NULL;
+}
 
 /* Stop the vCPU from another thread: at the end, or after a stall. */
 static void *watchdog(void *arg)
@@ -238,7 +262,8 @@ int main(int argc, char **argv)
     struct lapict_kvm k;
     struct fake f;
     struct watch w;
-    pthread_t wt;
+    pthread_t wt, kt;
+    bool caller = false;
     const char *kick = "signal";
     int rc;
 
@@ -265,6 +290,11 @@ int main(int argc, char **argv)
         cfg.kick_thread = true;
     else if (!strcmp(kick, "none"))
         cfg.timer_thread = false; /* the owner polls: no kicks at all */
+    else if (!strcmp(kick, "caller")) {
+        cfg.timer_thread = false;
+        cfg.kick_signal = 0; /* nothing process-wide is the adapter's */
+        caller = true;
+    }
     else if (strcmp(kick, "signal"))
         return 2;
     f.tsc_khz = calibrate_khz();
@@ -282,19 +312,27 @@ int main(int argc, char **argv)
         return 2;
     }
     w = (struct watch){.k = &k, .f = &f};
+    atomic_init(&w.quit, 0);
     if (pthread_create(&wt, NULL, watchdog, &w))
+        return 2;
+    if (caller && pthread_create(&kt, NULL, kicker, &w))
         return 2;
 
     for (;;) {
         rc = lapict_kvm_run(&k);
         if (rc < 0) {
-            fprintf(stderr, "tsan_stress: run: %s\n", strerror(-rc));
+            fprintf(stderr, "tsan_stress: run: %s (%s: %s)\n",
+                    lapict_strerror(rc), lapict_kvm_errcall(&k),
+                    strerror(lapict_kvm_errno(&k)));
             break;
         }
         if (run.exit_reason == KVM_EXIT_INTR)
             break; /* lapict_kvm_stop() */
     }
     pthread_join(wt, NULL);
+    atomic_store(&w.quit, 1);
+    if (caller)
+        pthread_join(kt, NULL);
     lapict_kvm_destroy(&k);
 
     printf("tsan_stress kick=%s advance=%s deadlines=%llu interrupts=%llu "
