@@ -40,6 +40,8 @@ const char *lapict_strerror(int status)
         return "state blob field invalid or inconsistent";
     case LAPICT_E_STATE_CONFIG:
         return "state blob does not match this instance's configuration";
+    case LAPICT_E_SYSTEM:
+        return "a host system call failed (the adapter keeps its errno)";
     default:
         return "unknown status";
     }

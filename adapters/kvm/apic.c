@@ -1,14 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The userspace local APIC around the lapict timer: register file, xAPIC
- * MMIO and x2APIC MSR decoding, IRR/ISR/PPR and delivery with
- * KVM_INTERRUPT. Timer registers go to the core through its access helpers.
+ * The portable userspace local APIC (lapict_apic.h): register file, xAPIC
+ * MMIO and x2APIC MSR decoding, IRR/ISR/PPR, IPIs to this APIC. Timer
+ * registers go to the core through its access helpers. No KVM, no OS.
  */
-#include "kvm_internal.h"
+#include "lapict_apic.h"
 
-#include <errno.h>
 #include <string.h>
-#include <sys/ioctl.h>
 
 /* xAPIC offsets of the registers outside the timer. */
 enum {
@@ -46,80 +44,98 @@ static void clear_bit(uint32_t *v, unsigned n)
     v[n >> 5] &= ~(1u << (n & 31));
 }
 
-bool lapict_kvm__x2apic(const struct lapict_kvm *k)
+bool lapict_apic_x2apic(const struct lapict_apic *a)
 {
-    return (k->apic_base & (LAPICT_KVM_APIC_BASE_EN |
-                            LAPICT_KVM_APIC_BASE_EXTD)) ==
-           (LAPICT_KVM_APIC_BASE_EN | LAPICT_KVM_APIC_BASE_EXTD);
+    return (a->apic_base & (LAPICT_APIC_BASE_EN |
+                            LAPICT_APIC_BASE_EXTD)) ==
+           (LAPICT_APIC_BASE_EN | LAPICT_APIC_BASE_EXTD);
 }
 
-static bool hw_enabled(const struct lapict_kvm *k)
+static bool hw_enabled(const struct lapict_apic *a)
 {
-    return k->apic_base & LAPICT_KVM_APIC_BASE_EN;
+    return a->apic_base & LAPICT_APIC_BASE_EN;
 }
 
-void lapict_kvm__sync_tpr(struct lapict_kvm *k)
+uint32_t lapict_apic_tpr(const struct lapict_apic *a)
 {
-    /* The guest may have written CR8 (TPR bits 7:4) since the last exit. */
-    if (k->run && (k->run->cr8 & 0xF) != (k->tpr >> 4))
-        k->tpr = (uint32_t)(k->run->cr8 & 0xF) << 4;
+    return a->tpr;
 }
 
-static uint32_t ppr(const struct lapict_kvm *k)
+void lapict_apic_set_tpr(struct lapict_apic *a, uint32_t tpr)
 {
-    int isrv = highest(k->isr);
+    a->tpr = tpr & 0xFFu;
+}
+
+static uint32_t ppr(const struct lapict_apic *a)
+{
+    int isrv = highest(a->isr);
     uint32_t isrc = isrv < 0 ? 0 : (uint32_t)isrv & 0xF0u;
-    return (k->tpr & 0xF0u) >= isrc ? k->tpr & 0xFFu : isrc;
+    return (a->tpr & 0xF0u) >= isrc ? a->tpr & 0xFFu : isrc;
 }
 
-void lapict_kvm__reset(struct lapict_kvm *k)
+static void reset(struct lapict_apic *a)
 {
-    memset(k->irr, 0, sizeof(k->irr));
-    memset(k->isr, 0, sizeof(k->isr));
-    k->tpr = 0;
-    k->ldr = 0;
-    k->dfr = 0xFFFFFFFFu;
-    k->svr = 0xFFu;
-    k->esr = k->esr_pending = 0;
-    k->icr_lo = k->icr_hi = 0;
-    k->lvt_cmci = k->lvt_thermal = k->lvt_perf = LVT_MASK;
-    k->lvt_lint0 = k->lvt_lint1 = k->lvt_err = LVT_MASK;
-    k->timer_refused = false;
-    lapict_reset(&k->timer);
+    memset(a->irr, 0, sizeof(a->irr));
+    memset(a->isr, 0, sizeof(a->isr));
+    a->tpr = 0;
+    a->ldr = 0;
+    a->dfr = 0xFFFFFFFFu;
+    a->svr = 0xFFu;
+    a->esr = a->esr_pending = 0;
+    a->icr_lo = a->icr_hi = 0;
+    a->lvt_cmci = a->lvt_thermal = a->lvt_perf = LVT_MASK;
+    a->lvt_lint0 = a->lvt_lint1 = a->lvt_err = LVT_MASK;
+    lapict_reset(a->timer);
     /* SVR resets to software-disabled. */
-    lapict_svr_write(&k->timer, false);
-    if (k->run)
-        k->run->cr8 = 0;
+    lapict_svr_write(a->timer, false);
 }
 
-bool lapict_kvm_set_irq(struct lapict_kvm *k, uint8_t vector)
+int lapict_apic_init(struct lapict_apic *a, struct lapict_timer *timer,
+                     const struct lapict_apic_ops *ops, void *ctx)
+{
+    static const struct lapict_apic_ops none = {
+        .version = LAPICT_APIC_OPS_VERSION};
+
+    if (!a || !timer)
+        return LAPICT_E_INVAL;
+    if (ops && ops->version < 1)
+        return LAPICT_E_OPS;
+    memset(a, 0, sizeof(*a));
+    a->timer = timer;
+    a->ops = ops ? ops : &none;
+    a->ctx = ctx;
+    a->apic_base = LAPICT_APIC_BASE_DEFAULT | LAPICT_APIC_BASE_EN |
+                   LAPICT_APIC_BASE_BSP;
+    reset(a);
+    return LAPICT_OK;
+}
+
+void lapict_apic_error(struct lapict_apic *a, uint32_t bits)
+{
+    a->esr_pending |= bits & 0xEFu;
+}
+
+bool lapict_apic_set_irq(struct lapict_apic *a, uint8_t vector)
 {
     if (vector < 16) {
-        k->esr_pending |= 0x40u; /* received illegal vector */
+        /* "Error Handling": the receiver flags an illegal vector. */
+        a->esr_pending |= LAPICT_APIC_ESR_RECV_ILLEGAL;
         return false;
     }
-    if (test_bit(k->irr, vector))
+    if (test_bit(a->irr, vector))
         return false;
-    set_bit(k->irr, vector);
+    set_bit(a->irr, vector);
     return true;
 }
 
-static void eoi(struct lapict_kvm *k)
+static void eoi(struct lapict_apic *a)
 {
-    int v = highest(k->isr);
-    k->st.eois++;
+    int v = highest(a->isr);
+    a->st.eois++;
     if (v >= 0)
-        clear_bit(k->isr, (unsigned)v);
-    lapict_kvm__window(k);
-}
-
-void lapict_kvm__window(struct lapict_kvm *k)
-{
-    struct kvm_run *r = k->run;
-    if (k->timer_refused && r->if_flag && r->ready_for_interrupt_injection) {
-        k->timer_refused = false;
-        lapict_irq_window_open(&k->timer);
-    }
+        clear_bit(a->isr, (unsigned)v);
+    if (a->ops->eoi)
+        a->ops->eoi(a->ctx);
 }
 
 static uint32_t x2apic_ldr(uint32_t id)
@@ -128,53 +144,53 @@ static uint32_t x2apic_ldr(uint32_t id)
 }
 
 /* Does an ICR destination (no shorthand) name this APIC? */
-static bool ipi_targets_self(const struct lapict_kvm *k, uint32_t lo,
+static bool ipi_targets_self(const struct lapict_apic *a, uint32_t lo,
                              uint32_t dest)
 {
-    bool x2 = lapict_kvm__x2apic(k), logical = lo & 0x800u;
+    bool x2 = lapict_apic_x2apic(a), logical = lo & 0x800u;
 
     if (x2) {
         if (dest == 0xFFFFFFFFu)
             return true; /* broadcast */
         if (!logical)
-            return dest == k->id;
+            return dest == a->id;
         /* Cluster in 31:16, one bit per member in 15:0. */
-        return (dest >> 16) == (x2apic_ldr(k->id) >> 16) &&
-               (dest & x2apic_ldr(k->id) & 0xFFFFu);
+        return (dest >> 16) == (x2apic_ldr(a->id) >> 16) &&
+               (dest & x2apic_ldr(a->id) & 0xFFFFu);
     }
     dest &= 0xFFu;
     if (dest == 0xFFu)
         return true; /* physical or logical broadcast */
     if (!logical)
-        return dest == k->id;
-    if ((k->dfr >> 28) == 0xFu) /* flat model: a bit mask of APICs */
-        return dest & (k->ldr >> 24);
+        return dest == a->id;
+    if ((a->dfr >> 28) == 0xFu) /* flat model: a bit mask of APICs */
+        return dest & (a->ldr >> 24);
     /* Cluster model: cluster in 7:4, members in 3:0. */
-    return (dest >> 4) == (k->ldr >> 28) && (dest & (k->ldr >> 24) & 0xFu);
+    return (dest >> 4) == (a->ldr >> 28) && (dest & (a->ldr >> 24) & 0xFu);
 }
 
-static void self_ipi(struct lapict_kvm *k, uint32_t lo, uint32_t dest)
+/* Return: LAPICT_OK or the nmi op's error. */
+static int self_ipi(struct lapict_apic *a, uint32_t lo, uint32_t dest)
 {
     uint32_t mode = (lo >> 8) & 7u, shorthand = (lo >> 18) & 3u;
     bool self = shorthand == 1 || shorthand == 2 ||
-                (shorthand == 0 && ipi_targets_self(k, lo, dest));
+                (shorthand == 0 && ipi_targets_self(a, lo, dest));
 
     /* One vCPU: only what reaches this APIC matters. */
     if (!self)
-        return;
+        return LAPICT_OK;
     switch (mode) {
     case 0: /* fixed */
     case 1: /* lowest priority: this APIC is the only candidate */
-        lapict_kvm_set_irq(k, (uint8_t)lo);
+        lapict_apic_set_irq(a, (uint8_t)lo);
         break;
-    case 4: /* NMI: KVM queues it (and collapses it while one is blocked) */
-        k->nmis++;
-        if (k->vcpu_fd >= 0)
-            ioctl(k->vcpu_fd, KVM_NMI);
-        break;
+    case 4: /* NMI: the host queues it (the nmi op) */
+        a->st.nmis++;
+        return a->ops->nmi ? a->ops->nmi(a->ctx) : LAPICT_OK;
     default:
         break; /* SMI, INIT, SIPI: no other CPU, not modelled */
     }
+    return LAPICT_OK;
 }
 
 static uint32_t lvt_bits(uint32_t reg)
@@ -190,146 +206,144 @@ static uint32_t lvt_bits(uint32_t reg)
     }
 }
 
-static uint32_t *lvt_reg(struct lapict_kvm *k, uint32_t reg)
+static uint32_t *lvt_reg(struct lapict_apic *a, uint32_t reg)
 {
     switch (reg) {
-    case R_CMCI: return &k->lvt_cmci;
-    case R_THERM: return &k->lvt_thermal;
-    case R_PERF: return &k->lvt_perf;
-    case R_LINT0: return &k->lvt_lint0;
-    case R_LINT1: return &k->lvt_lint1;
-    case R_LVTERR: return &k->lvt_err;
+    case R_CMCI: return &a->lvt_cmci;
+    case R_THERM: return &a->lvt_thermal;
+    case R_PERF: return &a->lvt_perf;
+    case R_LINT0: return &a->lvt_lint0;
+    case R_LINT1: return &a->lvt_lint1;
+    case R_LVTERR: return &a->lvt_err;
     default: return NULL;
     }
 }
 
 /* Register read by xAPIC offset (16-byte aligned); x2 selects x2APIC ids. */
-static uint32_t reg_read(struct lapict_kvm *k, uint32_t reg, bool x2)
+static uint32_t reg_read(struct lapict_apic *a, uint32_t reg, bool x2)
 {
     uint32_t v = 0, *lvt;
 
-    if (lapict_xapic_read(&k->timer, reg, &v) == LAPICT_OK)
+    if (lapict_xapic_read(a->timer, reg, &v) == LAPICT_OK)
         return v;
-    if ((lvt = lvt_reg(k, reg)))
+    if ((lvt = lvt_reg(a, reg)))
         return *lvt;
     if (reg >= R_ISR && reg < R_TMR)
-        return k->isr[(reg - R_ISR) >> 4];
+        return a->isr[(reg - R_ISR) >> 4];
     if (reg >= R_IRR && reg < R_ESR)
-        return k->irr[(reg - R_IRR) >> 4];
+        return a->irr[(reg - R_IRR) >> 4];
     switch (reg) {
-    case R_ID: return x2 ? k->id : k->id << 24;
-    case R_VER: return LAPICT_KVM_APIC_VERSION;
-    case R_TPR: return k->tpr;
-    case R_PPR: return ppr(k);
-    case R_LDR: return x2 ? x2apic_ldr(k->id) : k->ldr;
-    case R_DFR: return k->dfr;
-    case R_SVR: return k->svr;
-    case R_ESR: return k->esr;
-    case R_ICR: return k->icr_lo & ~0x1000u; /* never busy */
-    case R_ICR2: return k->icr_hi;
+    case R_ID: return x2 ? a->id : a->id << 24;
+    case R_VER: return LAPICT_APIC_VERSION;
+    case R_TPR: return a->tpr;
+    case R_PPR: return ppr(a);
+    case R_LDR: return x2 ? x2apic_ldr(a->id) : a->ldr;
+    case R_DFR: return a->dfr;
+    case R_SVR: return a->svr;
+    case R_ESR: return a->esr;
+    case R_ICR: return a->icr_lo & ~0x1000u; /* never busy */
+    case R_ICR2: return a->icr_hi;
     default: return 0; /* APR, RRD, TMR, reserved */
     }
 }
 
-static void svr_write(struct lapict_kvm *k, uint32_t val)
+static void svr_write(struct lapict_apic *a, uint32_t val)
 {
     bool en = val & SVR_ENABLE;
 
-    k->svr = val & 0x13FFu;
+    a->svr = val & 0x13FFu;
     if (!en) {
         /* Software disable masks every LVT ("Spurious-Interrupt Vector"). */
-        k->lvt_cmci |= LVT_MASK;
-        k->lvt_thermal |= LVT_MASK;
-        k->lvt_perf |= LVT_MASK;
-        k->lvt_lint0 |= LVT_MASK;
-        k->lvt_lint1 |= LVT_MASK;
-        k->lvt_err |= LVT_MASK;
+        a->lvt_cmci |= LVT_MASK;
+        a->lvt_thermal |= LVT_MASK;
+        a->lvt_perf |= LVT_MASK;
+        a->lvt_lint0 |= LVT_MASK;
+        a->lvt_lint1 |= LVT_MASK;
+        a->lvt_err |= LVT_MASK;
     }
-    lapict_svr_write(&k->timer, en);
+    lapict_svr_write(a->timer, en);
 }
 
-static void reg_write(struct lapict_kvm *k, uint32_t reg, uint32_t val)
+/* Return: LAPICT_OK or an ops error (the write is done either way). */
+static int reg_write(struct lapict_apic *a, uint32_t reg, uint32_t val)
 {
     uint32_t *lvt;
 
-    if (lapict_xapic_write(&k->timer, reg, val) != LAPICT_E_NOREG)
-        return;
-    if ((lvt = lvt_reg(k, reg))) {
+    if (lapict_xapic_write(a->timer, reg, val) != LAPICT_E_NOREG)
+        return LAPICT_OK;
+    if ((lvt = lvt_reg(a, reg))) {
         *lvt = val & lvt_bits(reg);
-        if (!(k->svr & SVR_ENABLE))
+        if (!(a->svr & SVR_ENABLE))
             *lvt |= LVT_MASK;
-        return;
+        return LAPICT_OK;
     }
     switch (reg) {
     case R_ID:
-        k->id = val >> 24;
+        a->id = val >> 24;
         break;
     case R_TPR:
-        k->tpr = val & 0xFFu;
-        if (k->run)
-            k->run->cr8 = k->tpr >> 4;
+        a->tpr = val & 0xFFu;
         break;
     case R_EOI:
-        eoi(k);
+        eoi(a);
         break;
     case R_LDR:
-        k->ldr = val & 0xFF000000u;
+        a->ldr = val & 0xFF000000u;
         break;
     case R_DFR:
-        k->dfr = val | 0x0FFFFFFFu;
+        a->dfr = val | 0x0FFFFFFFu;
         break;
     case R_SVR:
-        svr_write(k, val);
+        svr_write(a, val);
         break;
     case R_ESR:
-        k->esr = k->esr_pending;
-        k->esr_pending = 0;
+        a->esr = a->esr_pending;
+        a->esr_pending = 0;
         break;
     case R_ICR:
-        k->icr_lo = val & 0x000CCFFFu;
-        self_ipi(k, val, k->icr_hi >> 24);
-        break;
+        a->icr_lo = val & 0x000CCFFFu;
+        return self_ipi(a, val, a->icr_hi >> 24);
     case R_ICR2:
-        k->icr_hi = val & 0xFF000000u;
+        a->icr_hi = val & 0xFF000000u;
         break;
     default:
         break; /* read-only or reserved: ignored, as on hardware */
     }
+    return LAPICT_OK;
 }
 
-bool lapict_kvm_mmio(struct lapict_kvm *k, uint64_t gpa, uint8_t *data,
+int lapict_apic_mmio(struct lapict_apic *a, uint64_t gpa, uint8_t *data,
                      uint32_t len, bool write)
 {
-    uint64_t base = k->apic_base & ~0xFFFull;
+    uint64_t base = a->apic_base & ~0xFFFull;
     uint32_t off, v, sh;
 
     if (gpa < base || gpa - base >= 4096 || len == 0 || len > 8)
-        return false;
-    k->st.mmio++;
+        return LAPICT_E_NOREG;
+    a->st.mmio++;
     off = (uint32_t)(gpa - base);
     /* Disabled or x2APIC mode: the page reads all-ones, writes dropped. */
-    if (!hw_enabled(k) || lapict_kvm__x2apic(k)) {
+    if (!hw_enabled(a) || lapict_apic_x2apic(a)) {
         if (!write)
             memset(data, 0xFF, len);
-        return true;
+        return LAPICT_OK;
     }
     /* Registers are 32 bits at 16-byte strides; other bytes read 0. */
     sh = (off & 3u) * 8u;
     if (!write) {
         uint64_t out = 0;
         if ((off & 0xFu) < 4u)
-            out = reg_read(k, off & ~0xFu, false) >> sh;
+            out = reg_read(a, off & ~0xFu, false) >> sh;
         if (len < 8)
             out &= (1ull << (len * 8u)) - 1u;
         memcpy(data, &out, len);
-        return true;
+        return LAPICT_OK;
     }
     if ((off & 0xFu) != 0)
-        return true; /* unaligned or partial writes are dropped */
+        return LAPICT_OK; /* unaligned or partial writes are dropped */
     v = 0;
     memcpy(&v, data, len < 4 ? len : 4);
-    reg_write(k, off, v);
-    return true;
+    return reg_write(a, off, v);
 }
 
 static bool x2_readable(uint32_t reg)
@@ -348,126 +362,101 @@ static bool x2_readable(uint32_t reg)
     return false;
 }
 
-int lapict_kvm_rdmsr(struct lapict_kvm *k, uint32_t msr, uint64_t *val)
+int lapict_apic_rdmsr(struct lapict_apic *a, uint32_t msr, uint64_t *val)
 {
     uint32_t reg;
     int rc;
 
-    k->st.rdmsr++;
-    if (msr == LAPICT_KVM_MSR_APIC_BASE) {
-        *val = k->apic_base;
+    a->st.rdmsr++;
+    if (msr == LAPICT_APIC_MSR_BASE) {
+        *val = a->apic_base;
         return LAPICT_OK;
     }
-    if (msr == LAPICT_MSR_TSC_DEADLINE && !hw_enabled(k)) {
+    if (msr == LAPICT_MSR_TSC_DEADLINE && !hw_enabled(a)) {
         *val = 0; /* no timer while the APIC is off (as KVM) */
         return LAPICT_OK;
     }
     if (msr == LAPICT_MSR_TSC_DEADLINE)
-        return lapict_msr_read(&k->timer, msr, val);
+        return lapict_msr_read(a->timer, msr, val);
     if (msr < 0x800 || msr > 0x8FF)
         return LAPICT_E_NOREG;
-    if (!lapict_kvm__x2apic(k))
+    if (!lapict_apic_x2apic(a))
         return LAPICT_E_GP;
     reg = (msr - 0x800u) << 4;
     if (!x2_readable(reg))
         return LAPICT_E_GP;
-    rc = lapict_msr_read(&k->timer, msr, val);
+    rc = lapict_msr_read(a->timer, msr, val);
     if (rc != LAPICT_E_NOREG)
         return rc;
-    *val = reg_read(k, reg, true);
+    *val = reg_read(a, reg, true);
     if (reg == R_ICR)
-        *val |= (uint64_t)k->icr_hi << 32;
+        *val |= (uint64_t)a->icr_hi << 32;
     return LAPICT_OK;
 }
 
-/* Tell KVM, so that CPUID.1:EDX.APIC follows the enable bit. */
-static void apic_base_mirror(struct lapict_kvm *k)
+static int apic_base_write(struct lapict_apic *a, uint64_t val)
 {
-    union {
-        struct kvm_msrs h;
-        uint8_t raw[sizeof(struct kvm_msrs) + sizeof(struct kvm_msr_entry)];
-    } m;
-    struct kvm_msr_entry e = {.index = LAPICT_KVM_MSR_APIC_BASE,
-                              .data = k->apic_base};
-
-    if (k->vcpu_fd < 0)
-        return;
-    memset(&m, 0, sizeof(m));
-    m.h.nmsrs = 1;
-    memcpy(m.raw + sizeof(m.h), &e, sizeof(e));
-    ioctl(k->vcpu_fd, KVM_SET_MSRS, &m);
-}
-
-static int apic_base_write(struct lapict_kvm *k, uint64_t val)
-{
-    uint64_t old = k->apic_base;
-    bool en = val & LAPICT_KVM_APIC_BASE_EN;
-    bool x2 = val & LAPICT_KVM_APIC_BASE_EXTD;
-    unsigned bits = k->maxphyaddr ? k->maxphyaddr : 36;
+    uint64_t old = a->apic_base;
+    bool en = val & LAPICT_APIC_BASE_EN;
+    bool x2 = val & LAPICT_APIC_BASE_EXTD;
+    unsigned bits = a->maxphyaddr ? a->maxphyaddr : 36;
     uint64_t reserved = 0x2FFull | (bits < 64 ? ~0ull << bits : 0);
 
     /* Reserved: 7:0, 9, at and above MAXPHYADDR, and EXTD without x2APIC
      * in CPUID ("Local APIC Status and Location"). */
-    if (k->x2apic_absent)
-        reserved |= LAPICT_KVM_APIC_BASE_EXTD;
+    if (a->x2apic_absent)
+        reserved |= LAPICT_APIC_BASE_EXTD;
     if (val & reserved)
         return LAPICT_E_GP;
     if (x2 && !en)
         return LAPICT_E_GP; /* x2APIC without enable is invalid */
     /* "x2APIC State Transitions": x2APIC -> xAPIC must go through off. */
-    if ((old & LAPICT_KVM_APIC_BASE_EXTD) && (old & LAPICT_KVM_APIC_BASE_EN) &&
+    if ((old & LAPICT_APIC_BASE_EXTD) && (old & LAPICT_APIC_BASE_EN) &&
         en && !x2)
         return LAPICT_E_GP;
-    if (!(old & LAPICT_KVM_APIC_BASE_EN) && en && x2)
+    if (!(old & LAPICT_APIC_BASE_EN) && en && x2)
         return LAPICT_E_GP; /* off -> x2APIC must go through xAPIC */
-    k->apic_base = (val & ~(uint64_t)LAPICT_KVM_APIC_BASE_BSP) |
-                   (old & LAPICT_KVM_APIC_BASE_BSP);
-    if ((old & LAPICT_KVM_APIC_BASE_EN) && !en)
-        lapict_kvm__reset(k);
-    if (k->apic_base != old)
-        apic_base_mirror(k);
+    a->apic_base = (val & ~(uint64_t)LAPICT_APIC_BASE_BSP) |
+                   (old & LAPICT_APIC_BASE_BSP);
+    if ((old & LAPICT_APIC_BASE_EN) && !en)
+        reset(a);
+    /* The host mirrors it (KVM: so that CPUID.1:EDX.APIC follows EN). */
+    if (a->apic_base != old && a->ops->base_changed)
+        return a->ops->base_changed(a->ctx, a->apic_base);
     return LAPICT_OK;
 }
 
-void lapict_kvm_set_cpuid(struct lapict_kvm *k,
-                          const struct kvm_cpuid2 *cpuid)
+void lapict_apic_set_cpuid(struct lapict_apic *a, bool x2apic,
+                           uint8_t maxphyaddr)
 {
-    k->x2apic_absent = true;
-    for (uint32_t i = 0; i < cpuid->nent; i++) {
-        const struct kvm_cpuid_entry2 *e = &cpuid->entries[i];
-        if (e->function == 1)
-            k->x2apic_absent = !(e->ecx & (1u << 21));
-        if (e->function == 0x80000008u && (e->eax & 0xFFu) >= 32 &&
-            (e->eax & 0xFFu) <= 52)
-            k->maxphyaddr = (uint8_t)(e->eax & 0xFFu);
-    }
+    a->x2apic_absent = !x2apic;
+    a->maxphyaddr = maxphyaddr >= 32 && maxphyaddr <= 52 ? maxphyaddr : 0;
 }
 
-int lapict_kvm_wrmsr(struct lapict_kvm *k, uint32_t msr, uint64_t val)
+int lapict_apic_wrmsr(struct lapict_apic *a, uint32_t msr, uint64_t val)
 {
     uint32_t reg;
     int rc;
 
-    k->st.wrmsr++;
-    if (msr == LAPICT_KVM_MSR_APIC_BASE)
-        return apic_base_write(k, val);
-    if (msr == LAPICT_MSR_TSC_DEADLINE && !hw_enabled(k))
+    a->st.wrmsr++;
+    if (msr == LAPICT_APIC_MSR_BASE)
+        return apic_base_write(a, val);
+    if (msr == LAPICT_MSR_TSC_DEADLINE && !hw_enabled(a))
         return LAPICT_OK; /* dropped while the APIC is off */
     if (msr == LAPICT_MSR_TSC_DEADLINE)
-        return lapict_msr_write(&k->timer, msr, val);
+        return lapict_msr_write(a->timer, msr, val);
     if (msr < 0x800 || msr > 0x8FF)
         return LAPICT_E_NOREG;
-    if (!lapict_kvm__x2apic(k))
+    if (!lapict_apic_x2apic(a))
         return LAPICT_E_GP;
     reg = (msr - 0x800u) << 4;
-    rc = lapict_msr_write(&k->timer, msr, val);
+    rc = lapict_msr_write(a->timer, msr, val);
     if (rc != LAPICT_E_NOREG)
         return rc;
     if (reg == R_ICR) {
-        k->icr_hi = (uint32_t)(val >> 32);
-        k->icr_lo = (uint32_t)val & 0x000CCFFFu;
-        self_ipi(k, (uint32_t)val, k->icr_hi);
-        return LAPICT_OK;
+        a->icr_hi = (uint32_t)(val >> 32);
+        a->icr_lo = (uint32_t)val & 0x000CCFFFu;
+        return self_ipi(a, (uint32_t)val, a->icr_hi);
     }
     if (val >> 32)
         return LAPICT_E_GP;
@@ -480,94 +469,41 @@ int lapict_kvm_wrmsr(struct lapict_kvm *k, uint32_t msr, uint64_t val)
     case R_LINT0:
     case R_LINT1:
     case R_LVTERR:
-        reg_write(k, reg, (uint32_t)val);
-        return LAPICT_OK;
+        return reg_write(a, reg, (uint32_t)val);
     case R_EOI:
     case R_ESR:
         if (val)
             return LAPICT_E_GP;
-        reg_write(k, reg, 0);
-        return LAPICT_OK;
+        return reg_write(a, reg, 0);
     case R_SELF:
         if (val & ~0xFFull)
             return LAPICT_E_GP;
-        lapict_kvm_set_irq(k, (uint8_t)val);
+        lapict_apic_set_irq(a, (uint8_t)val);
         return LAPICT_OK;
     default:
         return LAPICT_E_GP; /* read-only or not an x2APIC register */
     }
 }
 
-bool lapict_kvm_handle_exit(struct lapict_kvm *k)
-{
-    struct kvm_run *r = k->run;
-    uint64_t v = 0;
-    int rc;
 
-    switch (r->exit_reason) {
-    case KVM_EXIT_MMIO:
-        return lapict_kvm_mmio(k, r->mmio.phys_addr, r->mmio.data,
-                               r->mmio.len, r->mmio.is_write);
-    case KVM_EXIT_X86_RDMSR:
-        rc = lapict_kvm_rdmsr(k, r->msr.index, &v);
-        r->msr.error = rc == LAPICT_OK ? 0 : 1;
-        r->msr.data = rc == LAPICT_OK ? v : 0;
-        if (rc != LAPICT_OK)
-            k->st.gp++;
-        return true;
-    case KVM_EXIT_X86_WRMSR:
-        rc = lapict_kvm_wrmsr(k, r->msr.index, r->msr.data);
-        r->msr.error = rc == LAPICT_OK ? 0 : 1;
-        if (rc != LAPICT_OK)
-            k->st.gp++;
-        return true;
-    case KVM_EXIT_IRQ_WINDOW_OPEN:
-        k->st.window_exits++;
-        return true;
-    case KVM_EXIT_INTR:
-        return true;
-    default:
-        return false;
-    }
+int lapict_apic_deliverable(const struct lapict_apic *a)
+{
+    int v = highest(a->irr);
+    return v >= 0 && ((uint32_t)v & 0xF0u) > (ppr(a) & 0xF0u) ? v : -1;
 }
 
-bool lapict_kvm__can_deliver(struct lapict_kvm *k)
+void lapict_apic_ack(struct lapict_apic *a, uint8_t vector)
 {
-    int v = highest(k->irr);
-    return v >= 0 && ((uint32_t)v & 0xF0u) > (ppr(k) & 0xF0u);
+    clear_bit(a->irr, vector);
+    set_bit(a->isr, vector);
 }
 
-int lapict_kvm_deliver(struct lapict_kvm *k)
+bool lapict_apic_irr_pending(const struct lapict_apic *a)
 {
-    struct kvm_run *r = k->run;
-    int v;
+    return highest(a->irr) >= 0;
+}
 
-    lapict_kvm__sync_tpr(k);
-    if (k->injected || !lapict_kvm__can_deliver(k)) {
-        /* An interrupt blocked by TPR/ISR waits for EOI or a TPR write. */
-        r->request_interrupt_window =
-            (k->injected && highest(k->irr) >= 0) || k->timer_refused;
-        return -1;
-    }
-    v = highest(k->irr);
-    if (!r->ready_for_interrupt_injection || !r->if_flag) {
-        r->request_interrupt_window = 1;
-        k->st.window_requests++;
-        return -1;
-    }
-    if (k->vcpu_fd >= 0) {
-        if (lapict_kvm__inject_irq(k, v) < 0) {
-            r->request_interrupt_window = 1;
-            return -1;
-        }
-    } else {
-        k->fake_last_vector = v;
-        k->fake_injections++;
-    }
-    clear_bit(k->irr, (unsigned)v);
-    set_bit(k->isr, (unsigned)v);
-    k->injected = true;
-    k->st.interrupts++;
-    r->request_interrupt_window = highest(k->irr) >= 0 || k->timer_refused;
-    return v;
+bool lapict_apic_irr_test(const struct lapict_apic *a, uint8_t vector)
+{
+    return test_bit(a->irr, vector);
 }

@@ -1,39 +1,112 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Host side of the KVM adapter: the lapict ops on Linux primitives, the
- * timer thread and the vCPU run loop.
+ * host timer and its kick (kick timer or timer thread, the kick signal),
+ * halt waiting, and the instance's life (init, destroy, errors).
  */
 #define _GNU_SOURCE
 #include "kvm_internal.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/ioctl.h>
 #include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 #include <x86intrin.h>
 
 #define NS_PER_S 1000000000ull
-#define MSR_IA32_TSC 0x10u
 
 /*
- * The kick signal handler needs the vCPU of the thread it interrupts; a
- * thread-local pointer is the only way to reach it from a handler. One
- * vCPU per thread.
+ * Process-wide state of the kick signal, which a process has only one
+ * handler for (libuv's uv_signal does the same). The signal carries its
+ * instance (sigev_value / sigqueue); the handler accepts only instances in
+ * live[], so a kick that arrives after destroy, on any thread, touches
+ * nothing. The handler that was there before is saved when the first
+ * instance takes a signal, called for signals that are not kicks, and put
+ * back when the last instance lets go.
  */
-static _Thread_local struct lapict_kvm *tl_k;
+#define LIVE_MAX 256
+#define SIG_SLOTS 8
+
+static _Atomic(struct lapict_kvm *) live[LIVE_MAX];
+
+static struct sig_slot {
+    atomic_int sig;   /* published (release) once old is stored; 0: free */
+    int users;        /* under slots_lock */
+    struct sigaction old;
+} slots[SIG_SLOTS];
+static pthread_mutex_t slots_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static bool live_add(struct lapict_kvm *k)
+{
+    for (int i = 0; i < LIVE_MAX; i++) {
+        struct lapict_kvm *none = NULL;
+        if (atomic_compare_exchange_strong(&live[i], &none, k))
+            return true;
+    }
+    return false;
+}
+
+static void live_del(struct lapict_kvm *k)
+{
+    for (int i = 0; i < LIVE_MAX; i++) {
+        struct lapict_kvm *self = k;
+        if (atomic_compare_exchange_strong(&live[i], &self, NULL))
+            return;
+    }
+}
+
+static struct lapict_kvm *live_find(const void *p)
+{
+    if (!p)
+        return NULL;
+    for (int i = 0; i < LIVE_MAX; i++) {
+        struct lapict_kvm *k = atomic_load_explicit(&live[i],
+                                                    memory_order_acquire);
+        if (k == p)
+            return k;
+    }
+    return NULL;
+}
 
 static struct lapict_kvm *K(void *ctx)
 {
     return ctx;
+}
+
+int lapict_kvm__sys_fail(struct lapict_kvm *k, const char *call)
+{
+    k->sys_errno = errno ? errno : EIO;
+    k->sys_call = call;
+    k->err = LAPICT_E_SYSTEM;
+    return LAPICT_E_SYSTEM;
+}
+
+/*
+ * The failure to report now, if any: one recorded on the vCPU thread since
+ * the last report, or the timer thread's end (persistent: without it no
+ * kick comes, so every later call reports it).
+ */
+int lapict_kvm__take_error(struct lapict_kvm *k)
+{
+    int te = atomic_load_explicit(&k->thread_errno, memory_order_acquire);
+
+    if (te) {
+        k->sys_errno = te;
+        k->sys_call = "ppoll";
+        k->err = 0;
+        return LAPICT_E_SYSTEM;
+    }
+    if (k->err) {
+        int rc = k->err;
+        k->err = 0;
+        return rc;
+    }
+    return LAPICT_OK;
 }
 
 static uint64_t mono_ns(void)
@@ -78,7 +151,7 @@ static uint64_t op_tsc_to_ns(void *ctx, uint64_t guest_tsc)
  * The timerfd only wakes the timer thread kick_lead_ns ahead: a timerfd
  * wakes ~15 us late here, so the thread spins the rest on the clock.
  */
-static void arm_fd(struct lapict_kvm *k, uint64_t host_ns)
+static int arm_fd(struct lapict_kvm *k, uint64_t host_ns)
 {
     struct itimerspec its = {0};
 
@@ -89,18 +162,25 @@ static void arm_fd(struct lapict_kvm *k, uint64_t host_ns)
         host_ns = 1;
     its.it_value.tv_sec = (time_t)(host_ns / NS_PER_S);
     its.it_value.tv_nsec = (long)(host_ns % NS_PER_S);
-    timerfd_settime(k->timer_fd, TFD_TIMER_ABSTIME, &its, NULL);
+    if (k->sys->timerfd_settime(k->timer_fd, TFD_TIMER_ABSTIME, &its) < 0) {
+        /* Armed again before the next entry (lapict_kvm_pre_run). */
+        k->rearm_fd = true;
+        return lapict_kvm__sys_fail(k, "timerfd_settime");
+    }
+    k->rearm_fd = false;
+    return LAPICT_OK;
 }
 
-/* Raw syscalls: the kernel timer id is a plain int (no timer_t, -lrt). */
-static void arm_kick_timer(struct lapict_kvm *k, uint64_t host_ns)
+static int arm_kick_timer(struct lapict_kvm *k, uint64_t host_ns)
 {
     struct itimerspec its = {0};
 
     its.it_value.tv_sec = (time_t)(host_ns / NS_PER_S);
     its.it_value.tv_nsec = (long)(host_ns % NS_PER_S);
-    syscall(SYS_timer_settime, k->kick_timer, host_ns ? TIMER_ABSTIME : 0,
-            &its, NULL);
+    if (k->sys->timer_settime(k->kick_timer, host_ns ? TIMER_ABSTIME : 0,
+                              &its) < 0)
+        return lapict_kvm__sys_fail(k, "timer_settime");
+    return LAPICT_OK;
 }
 
 static void op_sw_arm(void *ctx, uint64_t host_ns)
@@ -114,7 +194,7 @@ static void op_sw_arm(void *ctx, uint64_t host_ns)
     k->arms++;
     /* The kick timer is armed lazily, right before KVM_RUN (kick_sync). */
     if (!k->kick_timer_ok)
-        arm_fd(k, host_ns);
+        (void)arm_fd(k, host_ns); /* a failure is reported by pre_run */
 }
 
 static void op_sw_cancel(void *ctx)
@@ -124,8 +204,9 @@ static void op_sw_cancel(void *ctx)
 
     atomic_store_explicit(&k->target_ns, 0, memory_order_seq_cst);
     k->arms++;
-    if (!k->kick_timer_ok)
-        timerfd_settime(k->timer_fd, 0, &its, NULL);
+    /* A timerfd left armed only wakes the thread for a cleared target. */
+    if (!k->kick_timer_ok && k->sys->timerfd_settime(k->timer_fd, 0, &its) < 0)
+        lapict_kvm__sys_fail(k, "timerfd_settime");
 }
 
 /*
@@ -135,15 +216,20 @@ static void op_sw_cancel(void *ctx)
  * handles itself (halt polling; the advance spin right before an entry,
  * whose kick would then throw the vCPU out of the entry it prepared).
  */
-static bool kick_sync(struct lapict_kvm *k)
+int lapict_kvm__kick_sync(struct lapict_kvm *k)
 {
     uint64_t tgt = atomic_load_explicit(&k->target_ns, memory_order_relaxed);
 
-    if (!k->kick_timer_ok)
-        return true;
+    if (!k->kick_timer_ok) {
+        /* A timerfd arm that failed: again, or no entry. */
+        if (k->rearm_fd && tgt)
+            return arm_fd(k, tgt) < 0 ? LAPICT_E_SYSTEM : 1;
+        k->rearm_fd = false;
+        return 1;
+    }
     /* Already due: handle it now rather than enter and be kicked out. */
     if (k->kick_armed_ns && (int64_t)(mono_ns() - k->kick_armed_ns) >= 0)
-        return false;
+        return 0;
     /*
      * An interrupt waits for the guest to set IF. Interrupt-window exits
      * come late on some hosts (PVM: a millisecond, or not at all while the
@@ -154,7 +240,7 @@ static bool kick_sync(struct lapict_kvm *k)
     if (k->run->request_interrupt_window) {
         uint64_t w = mono_ns() + (10000ull << k->window_kicks);
         if (k->kick_armed_ns && k->kick_armed_ns <= w)
-            return true; /* an earlier kick is already armed */
+            return 1; /* an earlier kick is already armed */
         if (!tgt || w < tgt) {
             if (k->window_kicks < 7)
                 k->window_kicks++;
@@ -164,10 +250,13 @@ static bool kick_sync(struct lapict_kvm *k)
         k->window_kicks = 0;
     }
     if (tgt == k->kick_armed_ns)
-        return true;
-    arm_kick_timer(k, tgt);
+        return 1;
+    /* Not armed: no entry (a guest that does not exit would never be
+     * kicked); the caller reports it, the next call tries again. */
+    if (arm_kick_timer(k, tgt) < 0)
+        return LAPICT_E_SYSTEM;
     k->kick_armed_ns = tgt;
-    return true;
+    return 1;
 }
 
 static bool op_inject(void *ctx, uint8_t vector)
@@ -183,7 +272,7 @@ static bool op_inject(void *ctx, uint8_t vector)
      * waiting for a window would arrive late by a whole exit.
      */
     if (!r->if_flag || !r->ready_for_interrupt_injection ||
-        !lapict_kvm_set_irq(k, vector)) {
+        !lapict_apic_set_irq(&k->apic, vector)) {
         k->timer_refused = true;
         return false;
     }
@@ -200,8 +289,10 @@ static void op_spin(void *ctx, uint64_t host_ns)
 static void op_report(void *ctx, int status, uint32_t detail)
 {
     (void)detail;
+    /* "Error Handling": an LVT's illegal vector is one this APIC
+     * received (bit 6), not one it sent (bit 5). */
     if (status == LAPICT_E_VECTOR)
-        K(ctx)->esr_pending |= 0x40u; /* received illegal vector */
+        lapict_apic_error(&K(ctx)->apic, LAPICT_APIC_ESR_RECV_ILLEGAL);
 }
 
 const struct lapict_ops lapict_kvm_ops = {
@@ -216,27 +307,127 @@ const struct lapict_ops lapict_kvm_ops = {
     .tsc_to_host_ns = op_tsc_to_ns,
 };
 
-static void kick_handler(int sig, siginfo_t *si, void *uc)
+/* Async-signal-safe: flag, and make the next or current entry exit. */
+static void kick(struct lapict_kvm *k, bool timer)
 {
-    struct lapict_kvm *k = tl_k;
-
-    (void)sig;
-    (void)uc;
-    if (!k)
-        return;
     /* The kick timer itself: the host timer fired. */
-    if (si && si->si_code == SI_TIMER)
+    if (timer)
         atomic_store_explicit(&k->expired, 1, memory_order_seq_cst);
-    /* KVM_RUN returns -EINTR at once if entered after this; halt() needs
+    /* KVM_RUN returns -EINTR at once if entered after this; halt_wait() needs
      * no exit, it watches the flags. */
     if (!atomic_load_explicit(&k->in_halt, memory_order_seq_cst))
         __atomic_store_n(&k->run->immediate_exit, 1, __ATOMIC_RELAXED);
 }
 
+void lapict_kvm_kick(struct lapict_kvm *k)
+{
+    uint64_t one = 1;
+
+    kick(k, true);
+    if (write(k->wake_fd, &one, sizeof(one)) < 0)
+        return; /* the counter is full: a wake is pending anyway */
+}
+
+/* A signal that is not a kick: the handler the caller had before. */
+static void chain(int sig, siginfo_t *si, void *uc)
+{
+    for (int i = 0; i < SIG_SLOTS; i++) {
+        const struct sigaction *o = &slots[i].old;
+        if (atomic_load_explicit(&slots[i].sig, memory_order_acquire) != sig)
+            continue;
+        if (o->sa_flags & SA_SIGINFO) {
+            if (o->sa_sigaction)
+                o->sa_sigaction(sig, si, uc);
+        } else if (o->sa_handler != SIG_DFL && o->sa_handler != SIG_IGN) {
+            o->sa_handler(sig);
+        }
+        return;
+    }
+}
+
+static void kick_handler(int sig, siginfo_t *si, void *uc)
+{
+    struct lapict_kvm *k = NULL;
+    int saved = errno;
+
+    if (si && (si->si_code == SI_TIMER || si->si_code == SI_QUEUE))
+        k = live_find(si->si_value.sival_ptr);
+    if (k)
+        kick(k, si->si_code == SI_TIMER);
+    else
+        chain(sig, si, uc);
+    errno = saved;
+}
+
+/* Kick the vCPU thread with the kick signal, which carries @k. */
+static void kick_vcpu(struct lapict_kvm *k)
+{
+    union sigval v = {.sival_ptr = k};
+
+    if (k->kick_signal)
+        pthread_sigqueue(k->vcpu_thread, k->kick_signal, v);
+}
+
+/* Take the kick signal (saving the handler before); LAPICT_E_*. */
+static int take_signal(struct lapict_kvm *k)
+{
+    struct sigaction sa;
+    struct sig_slot *free_slot = NULL;
+    int rc = LAPICT_OK;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_sigaction = kick_handler;
+    /* KVM_RUN and ppoll return EINTR regardless; other calls restart. */
+    sa.sa_flags = SA_RESTART | SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    pthread_mutex_lock(&slots_lock);
+    for (int i = 0; i < SIG_SLOTS; i++) {
+        int sig = atomic_load_explicit(&slots[i].sig, memory_order_relaxed);
+        if (sig == k->kick_signal) {
+            slots[i].users++;
+            goto out;
+        }
+        if (!sig && !free_slot)
+            free_slot = &slots[i];
+    }
+    if (!free_slot) {
+        rc = LAPICT_E_INVAL; /* more distinct kick signals than slots */
+        goto out;
+    }
+    if (k->sys->sigaction(k->kick_signal, &sa, &free_slot->old) < 0) {
+        rc = lapict_kvm__sys_fail(k, "sigaction");
+        goto out;
+    }
+    free_slot->users = 1;
+    atomic_store_explicit(&free_slot->sig, k->kick_signal,
+                          memory_order_release);
+out:
+    pthread_mutex_unlock(&slots_lock);
+    return rc;
+}
+
+static void release_signal(struct lapict_kvm *k)
+{
+    pthread_mutex_lock(&slots_lock);
+    for (int i = 0; i < SIG_SLOTS; i++) {
+        if (atomic_load_explicit(&slots[i].sig, memory_order_relaxed) !=
+            k->kick_signal)
+            continue;
+        if (--slots[i].users == 0) {
+            /* Restored first: no kick handler runs on a freed slot. */
+            if (k->sys->sigaction(k->kick_signal, &slots[i].old, NULL) < 0)
+                lapict_kvm__sys_fail(k, "sigaction");
+            atomic_store_explicit(&slots[i].sig, 0, memory_order_release);
+        }
+        break;
+    }
+    pthread_mutex_unlock(&slots_lock);
+}
+
 /*
  * The timerfd fired kick_lead_ns ahead of target_ns: spin to the target,
  * then flag and kick. Give up when the vCPU re-arms or cancels (a new
- * timerfd wake follows) or halts (halt() watches the clock itself and
+ * timerfd wake follows) or halts (halt_wait() watches the clock itself and
  * re-arms the timerfd when it leaves with the target still ahead).
  * @fired: the last target kicked for, so that one target kicks once.
  */
@@ -256,7 +447,7 @@ static void timer_due(struct lapict_kvm *k, uint64_t *fired)
     *fired = tgt;
     atomic_store_explicit(&k->expired, 1, memory_order_seq_cst);
     if (!atomic_load_explicit(&k->in_halt, memory_order_seq_cst))
-        pthread_kill(k->vcpu_thread, k->kick_signal);
+        kick_vcpu(k);
     if (write(k->wake_fd, &one, sizeof(one)) < 0)
         return;
 }
@@ -266,11 +457,25 @@ static void *timer_thread(void *arg)
     struct lapict_kvm *k = arg;
     struct pollfd p[2] = {{.fd = k->timer_fd, .events = POLLIN},
                           {.fd = k->stop_fd, .events = POLLIN}};
-    uint64_t n, fired = 0;
+    uint64_t n, fired = 0, one = 1;
 
     for (;;) {
-        if (poll(p, 2, -1) < 0)
-            continue;
+        if (k->sys->ppoll(p, 2, NULL) < 0) {
+            int e = errno ? errno : EIO;
+            if (e == EINTR)
+                continue;
+            /*
+             * A persistent error: retrying would spin. End, and tell the
+             * vCPU thread, whose loop reports it (lapict_kvm__take_error);
+             * the kick makes a running guest exit to see it.
+             */
+            atomic_store_explicit(&k->thread_errno, e, memory_order_release);
+            if (!atomic_load_explicit(&k->in_halt, memory_order_seq_cst))
+                kick_vcpu(k);
+            if (write(k->wake_fd, &one, sizeof(one)) < 0)
+                break;
+            break;
+        }
         if (p[1].revents)
             break;
         /* Re-armed or cancelled meanwhile: the count was reset. */
@@ -281,135 +486,43 @@ static void *timer_thread(void *arg)
     return NULL;
 }
 
-static int read_tsc_offset(struct lapict_kvm *k)
-{
-    /* struct kvm_msrs ends in a flexible array: room for one entry. */
-    union {
-        struct kvm_msrs h;
-        uint8_t raw[sizeof(struct kvm_msrs) + sizeof(struct kvm_msr_entry)];
-    } m;
-    struct kvm_msr_entry *e = (struct kvm_msr_entry *)(m.raw + sizeof(m.h));
-    uint64_t off = 0, best = UINT64_MAX;
-    struct kvm_device_attr a = {.group = KVM_VCPU_TSC_CTRL,
-                                .attr = KVM_VCPU_TSC_OFFSET,
-                                .addr = (uint64_t)(uintptr_t)&off};
-
-    /* Exact where KVM exposes it (guest TSC = host TSC + offset). */
-    if (ioctl(k->vcpu_fd, KVM_GET_DEVICE_ATTR, &a) == 0) {
-        k->tsc_offset = (int64_t)off;
-        return 0;
-    }
-    /*
-     * Else one IA32_TSC read bracketed by host TSC reads; an ioctl costs
-     * microseconds here, so keep the tightest of a few brackets.
-     */
-    for (int i = 0; i < 8; i++) {
-        uint64_t before, after;
-        memset(&m, 0, sizeof(m));
-        m.h.nmsrs = 1;
-        e->index = MSR_IA32_TSC;
-        before = __rdtsc();
-        if (ioctl(k->vcpu_fd, KVM_GET_MSRS, &m) != 1)
-            return -errno;
-        after = __rdtsc();
-        if (after - before >= best)
-            continue;
-        best = after - before;
-        /* Within the read's own window of the host TSC: no offset. */
-        if (e->data >= before && e->data <= after)
-            k->tsc_offset = 0;
-        else
-            k->tsc_offset =
-                (int64_t)(e->data - (before + (after - before) / 2));
-    }
-    return 0;
-}
-
-/*
- * KVM_CAP_SYNC_REGS: KVM stores RFLAGS and the event state in kvm_run on
- * every return from KVM_RUN (also -EINTR), and applies an event state
- * marked dirty on the next KVM_RUN. Injecting that way costs no ioctl: on
- * these hosts KVM_INTERRUPT costs 6-20 us, and KVM_GET_REGS after a kick
- * 5-13 us, each a vcpu_load/vcpu_put round of their own.
- */
-static void setup_sync_regs(struct lapict_kvm *k)
-{
-    int fd = open("/dev/kvm", O_RDWR | O_CLOEXEC), caps;
-    const int want = KVM_SYNC_X86_REGS | KVM_SYNC_X86_EVENTS;
-
-    if (fd < 0)
-        return;
-    caps = ioctl(fd, KVM_CHECK_EXTENSION, KVM_CAP_SYNC_REGS);
-    close(fd);
-    if (caps < 0 || (caps & want) != want)
-        return;
-    /* Valid before the first exit too. */
-    if (ioctl(k->vcpu_fd, KVM_GET_VCPU_EVENTS, &k->run->s.regs.events) < 0)
-        return;
-    k->run->kvm_valid_regs |= (uint64_t)want;
-    k->sync_events = true;
-}
-
-int lapict_kvm__inject_irq(struct lapict_kvm *k, int vector)
-{
-    struct kvm_run *r = k->run;
-    struct kvm_interrupt irq = {.irq = (uint32_t)vector};
-
-    if (k->sync_events) {
-        struct kvm_vcpu_events *ev = &r->s.regs.events;
-        /* One not yet taken by KVM_RUN would be overwritten. */
-        if (r->kvm_dirty_regs & KVM_SYNC_X86_EVENTS)
-            return -1;
-        ev->interrupt.injected = 1;
-        ev->interrupt.nr = (uint8_t)vector;
-        ev->interrupt.soft = 0;
-        /*
-         * The rest is the state KVM stored at the last return. Leave NMI
-         * pending (a KVM_NMI since then), the interrupt shadow and SMM to
-         * KVM: only the payload flag describes fields written back.
-         */
-        ev->flags &= KVM_VCPUEVENT_VALID_PAYLOAD;
-        r->kvm_dirty_regs |= KVM_SYNC_X86_EVENTS;
-        return 0;
-    }
-    return ioctl(k->vcpu_fd, KVM_INTERRUPT, &irq) < 0 ? -1 : 0;
-}
-
 int lapict_kvm_init(struct lapict_kvm *k, int vcpu_fd, struct kvm_run *run,
                     const struct lapict_kvm_config *cfg)
 {
-    struct lapict_kvm_config def = {.timer_thread = true};
+    struct lapict_kvm_config def = {.timer_thread = false};
     struct lapict_config tc;
-    struct sigaction sa;
     int rc;
 
     if (!k || !run)
-        return -EINVAL;
+        return LAPICT_E_INVAL;
     if (!cfg)
         cfg = &def;
+    /* Kicks from the timer need a signal to reach KVM_RUN. */
+    if (cfg->kick_signal < 0 || cfg->kick_signal > SIGRTMAX ||
+        (cfg->timer_thread && !cfg->kick_signal))
+        return LAPICT_E_INVAL;
     memset(k, 0, sizeof(*k));
+    k->sys = cfg->sys ? cfg->sys : &lapict_kvm_sys_linux;
     k->vcpu_fd = vcpu_fd;
     k->run = run;
     k->timer_fd = k->stop_fd = k->wake_fd = -1;
-    k->kick_signal = cfg->kick_signal ? cfg->kick_signal : SIGUSR1;
+    k->kick_signal = cfg->kick_signal;
     k->vcpu_thread = pthread_self();
-    k->fake_last_vector = -1;
     atomic_init(&k->expired, 0);
     atomic_init(&k->stop, 0);
     atomic_init(&k->in_halt, 0);
-    k->apic_base = LAPICT_KVM_APIC_BASE_DEFAULT | LAPICT_KVM_APIC_BASE_EN |
-                   LAPICT_KVM_APIC_BASE_BSP;
+    atomic_init(&k->thread_errno, 0);
 
     k->tsc_khz = cfg->tsc_khz;
-    if (!k->tsc_khz && vcpu_fd >= 0) {
-        rc = ioctl(vcpu_fd, KVM_GET_TSC_KHZ, 0);
-        if (rc <= 0)
-            return rc < 0 ? -errno : -ENODEV;
+    if (!k->tsc_khz) {
+        rc = k->sys->ioctl(vcpu_fd, KVM_GET_TSC_KHZ, NULL);
+        if (rc < 0)
+            return lapict_kvm__sys_fail(k, "KVM_GET_TSC_KHZ");
         k->tsc_khz = (uint32_t)rc;
     }
     if (!k->tsc_khz)
-        return -EINVAL;
-    if (vcpu_fd >= 0 && (rc = read_tsc_offset(k)) < 0)
+        return LAPICT_E_TSC_KHZ;
+    if ((rc = lapict_kvm__vcpu_setup(k)) < 0)
         return rc;
 
     lapict_config_default(&tc);
@@ -433,46 +546,50 @@ int lapict_kvm_init(struct lapict_kvm *k, int vcpu_fd, struct kvm_run *run,
                       : !cfg->kick_lead_ns                ? LAPICT_KVM_KICK_LEAD_NS
                       : cfg->kick_lead_ns == LAPICT_KVM_NONE ? 0
                                                           : cfg->kick_lead_ns;
-    if (vcpu_fd >= 0)
-        setup_sync_regs(k);
 
-    /* The default 50 us slack would dominate every timer latency. */
-    prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+    /* The thread is the caller's: its slack only if asked for. */
+    if (cfg->timer_slack_ns &&
+        prctl(PR_SET_TIMERSLACK, (unsigned long)cfg->timer_slack_ns, 0, 0,
+              0) < 0)
+        return lapict_kvm__sys_fail(k, "prctl(PR_SET_TIMERSLACK)");
     k->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
     k->stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     k->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (k->timer_fd < 0 || k->stop_fd < 0 || k->wake_fd < 0) {
-        rc = -errno;
+        rc = lapict_kvm__sys_fail(k, k->timer_fd < 0 ? "timerfd_create"
+                                                      : "eventfd");
         goto fail;
     }
 
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_sigaction = kick_handler;
-    /* KVM_RUN and ppoll return EINTR regardless; other calls restart. */
-    sa.sa_flags = SA_RESTART | SA_SIGINFO;
-    sigemptyset(&sa.sa_mask);
-    if (sigaction(k->kick_signal, &sa, NULL) < 0) {
-        rc = -errno;
+    if (!live_add(k)) {
+        rc = LAPICT_E_INVAL; /* more than LIVE_MAX instances */
         goto fail;
     }
-    tl_k = k;
+    k->live = true;
+    if (k->kick_signal) {
+        if ((rc = take_signal(k)) < 0)
+            goto fail;
+        k->signal_taken = true;
+    }
 
     if (cfg->timer_thread && !cfg->kick_thread) {
         struct sigevent sev;
         memset(&sev, 0, sizeof(sev));
         sev.sigev_notify = SIGEV_THREAD_ID;
         sev.sigev_signo = k->kick_signal;
+        sev.sigev_value.sival_ptr = k; /* the handler's instance */
         sev._sigev_un._tid = gettid();
-        if (syscall(SYS_timer_create, CLOCK_MONOTONIC, &sev,
-                    &k->kick_timer) < 0) {
-            rc = -errno;
+        if (k->sys->timer_create(CLOCK_MONOTONIC, &sev, &k->kick_timer) < 0) {
+            rc = lapict_kvm__sys_fail(k, "timer_create");
             goto fail;
         }
         k->kick_timer_ok = true;
     }
 
     /* APIC state: enabled at the default base, SVR software-disabled. */
-    lapict_kvm__reset(k);
+    if ((rc = lapict_apic_init(&k->apic, &k->timer, &lapict_kvm__apic_ops,
+                               k)) < 0)
+        goto fail;
 
     if (cfg->timer_thread && cfg->kick_thread) {
         sigset_t all, old;
@@ -482,7 +599,8 @@ int lapict_kvm_init(struct lapict_kvm *k, int vcpu_fd, struct kvm_run *run,
         rc = pthread_create(&k->thread, NULL, timer_thread, k);
         pthread_sigmask(SIG_SETMASK, &old, NULL);
         if (rc) {
-            rc = -rc;
+            errno = rc;
+            rc = lapict_kvm__sys_fail(k, "pthread_create");
             goto fail;
         }
         k->thread_started = true;
@@ -506,10 +624,16 @@ void lapict_kvm_destroy(struct lapict_kvm *k)
         k->thread_started = false;
     }
     if (k->kick_timer_ok)
-        syscall(SYS_timer_delete, k->kick_timer);
+        k->sys->timer_delete(k->kick_timer);
     k->kick_timer_ok = false;
-    if (tl_k == k)
-        tl_k = NULL;
+    /* After the kick timer: a late kick finds no instance, and the
+     * caller's handler is back once no instance uses the signal. */
+    if (k->live)
+        live_del(k);
+    k->live = false;
+    if (k->signal_taken)
+        release_signal(k);
+    k->signal_taken = false;
     if (k->timer_fd >= 0)
         close(k->timer_fd);
     if (k->stop_fd >= 0)
@@ -526,14 +650,17 @@ void lapict_kvm_stop(struct lapict_kvm *k)
     atomic_store_explicit(&k->stop, 1, memory_order_seq_cst);
     if (write(k->wake_fd, &one, sizeof(one)) < 0)
         return;
-    pthread_kill(k->vcpu_thread, k->kick_signal);
+    if (k->kick_signal)
+        kick_vcpu(k);
+    else
+        __atomic_store_n(&k->run->immediate_exit, 1, __ATOMIC_SEQ_CST);
 }
 
-static bool poll_expiry(struct lapict_kvm *k, bool read_fd)
+bool lapict_kvm__poll_expiry(struct lapict_kvm *k, bool read_fd)
 {
     bool fired = atomic_exchange_explicit(&k->expired, 0,
                                           memory_order_seq_cst);
-    uint64_t n;
+    uint64_t n, tgt;
 
     if (read_fd && read(k->timer_fd, &n, sizeof(n)) == (ssize_t)sizeof(n))
         fired = true;
@@ -543,6 +670,14 @@ static bool poll_expiry(struct lapict_kvm *k, bool read_fd)
      * and a guest that does not exit would then never be kicked again).
      */
     if (k->kick_armed_ns && (int64_t)(mono_ns() - k->kick_armed_ns) >= 0)
+        fired = true;
+    /*
+     * The host timer's own instant, whatever became of its kick (a timer
+     * that could not be armed, a lost wake-up): every pass of the loop
+     * finds a due expiry, so none waits for a kick that never comes.
+     */
+    tgt = atomic_load_explicit(&k->target_ns, memory_order_relaxed);
+    if (tgt && (int64_t)(mono_ns() - tgt) >= 0)
         fired = true;
     if (fired) {
         /* One-shot: spent (a stale signal costs one re-arm at most). */
@@ -555,7 +690,7 @@ static bool poll_expiry(struct lapict_kvm *k, bool read_fd)
 
 bool lapict_kvm_poll(struct lapict_kvm *k)
 {
-    return poll_expiry(k, true);
+    return lapict_kvm__poll_expiry(k, true);
 }
 
 static bool wake_flagged(struct lapict_kvm *k)
@@ -572,23 +707,31 @@ static bool wake_flagged(struct lapict_kvm *k)
  * The timer thread stands aside while in_halt is set; the wake eventfd
  * and the flags end the wait early (lapict_kvm_stop(), a racing expiry).
  */
-static void halt(struct lapict_kvm *k)
+uint64_t lapict_kvm_next_deadline(const struct lapict_kvm *k)
+{
+    return atomic_load_explicit(&k->target_ns, memory_order_relaxed);
+}
+
+int lapict_kvm_halt_wait(struct lapict_kvm *k)
 {
     struct pollfd p = {.fd = k->wake_fd, .events = POLLIN};
     uint64_t n, tgt, now, arms;
+    int rc = LAPICT_OK, w;
 
     k->st.halt_sleeps++;
-    /* No kick while halted: the loop below watches the target. */
+    /* No kick while halted: the loop below watches the target. A disarm
+     * that fails costs one spurious exit; it is reported all the same. */
     if (k->kick_armed_ns) {
-        arm_kick_timer(k, 0);
+        (void)arm_kick_timer(k, 0);
         k->kick_armed_ns = 0;
     }
     lapict_vcpu_blocking(&k->timer);
     atomic_store_explicit(&k->in_halt, 1, memory_order_seq_cst);
     for (;;) {
-        poll_expiry(k, false);
-        if (lapict_kvm__can_deliver(k) ||
-            atomic_load_explicit(&k->stop, memory_order_seq_cst))
+        lapict_kvm__poll_expiry(k, false);
+        if (lapict_apic_deliverable(&k->apic) >= 0 ||
+            atomic_load_explicit(&k->stop, memory_order_seq_cst) ||
+            atomic_load_explicit(&k->thread_errno, memory_order_relaxed))
             break;
         tgt = atomic_load_explicit(&k->target_ns, memory_order_relaxed);
         now = mono_ns();
@@ -607,146 +750,36 @@ static void halt(struct lapict_kvm *k)
             uint64_t d = tgt - now - k->halt_poll_ns;
             ts.tv_sec = (time_t)(d / NS_PER_S);
             ts.tv_nsec = (long)(d % NS_PER_S);
-            ppoll(&p, 1, &ts, NULL);
+            w = k->sys->ppoll(&p, 1, &ts);
         } else {
-            poll(&p, 1, -1);
+            w = k->sys->ppoll(&p, 1, NULL);
+        }
+        /* A persistent error would spin here: the VMM hears of it. */
+        if (w < 0 && errno != EINTR) {
+            rc = lapict_kvm__sys_fail(k, "ppoll");
+            break;
         }
         if (read(k->wake_fd, &n, sizeof(n)) < 0)
             continue;
     }
     atomic_store_explicit(&k->in_halt, 0, memory_order_seq_cst);
     /* A timer thread that saw in_halt set did not kick: look again. */
-    poll_expiry(k, false);
+    lapict_kvm__poll_expiry(k, false);
     arms = k->arms;
     lapict_vcpu_unblocked(&k->timer);
     /* It gave up on a target still ahead: wake it again for that one. */
     tgt = atomic_load_explicit(&k->target_ns, memory_order_relaxed);
     if (k->arms == arms && tgt && k->thread_started)
-        arm_fd(k, tgt);
+        (void)arm_fd(k, tgt); /* a failure: re-armed before the entry */
+    return rc;
 }
 
-/*
- * After a kick (KVM_RUN -EINTR) run->if_flag and
- * ready_for_interrupt_injection were seen to describe the previous exit;
- * the guest may have set IF since without exiting, and a refused timer
- * interrupt would then wait for an interrupt-window exit that comes late.
- * With sync regs KVM has just stored RFLAGS and the events in kvm_run (no
- * ioctl); otherwise read RFLAGS (one ioctl, only on kicks). Not ready while
- * an event (ours included, an -EINTR keeps it queued) waits in KVM.
- */
-static void refresh_if(struct lapict_kvm *k)
+int lapict_kvm_errno(const struct lapict_kvm *k)
 {
-    struct kvm_run *r = k->run;
-    struct kvm_regs regs;
-
-    if (k->sync_events) {
-        const struct kvm_vcpu_events *ev = &r->s.regs.events;
-        r->if_flag = (r->s.regs.regs.rflags >> 9) & 1u;
-        r->ready_for_interrupt_injection =
-            r->if_flag && !ev->interrupt.injected && !ev->interrupt.shadow &&
-            !ev->nmi.injected && !ev->exception.injected &&
-            !(r->kvm_dirty_regs & KVM_SYNC_X86_EVENTS);
-        return;
-    }
-    if (k->vcpu_fd < 0 || ioctl(k->vcpu_fd, KVM_GET_REGS, &regs) < 0)
-        return;
-    r->if_flag = (regs.rflags >> 9) & 1u;
-    r->ready_for_interrupt_injection = r->if_flag;
+    return k->sys_errno;
 }
 
-static int vcpu_run(struct lapict_kvm *k)
+const char *lapict_kvm_errcall(const struct lapict_kvm *k)
 {
-    if (k->vcpu_fd < 0)
-        return k->fake_run ? k->fake_run(k) : (errno = EBADF, -1);
-    return ioctl(k->vcpu_fd, KVM_RUN, 0);
-}
-
-int lapict_kvm_run(struct lapict_kvm *k)
-{
-    struct kvm_run *r = k->run;
-
-    for (;;) {
-        if (atomic_load_explicit(&k->stop, memory_order_seq_cst)) {
-            r->exit_reason = KVM_EXIT_INTR;
-            return 0;
-        }
-        /* A kick that came outside KVM_RUN is served by this pass: clear
-         * it first, so that a later one is either seen below or exits. */
-        __atomic_store_n(&r->immediate_exit, 0, __ATOMIC_SEQ_CST);
-        poll_expiry(k, !k->thread_started && !k->kick_timer_ok);
-        lapict_kvm__window(k);
-        lapict_kvm_deliver(k);
-        lapict_before_guest_entry(&k->timer);
-        if (!k->injected)
-            lapict_kvm_deliver(k);
-        r->cr8 = k->tpr >> 4;
-        if (!kick_sync(k))
-            continue;
-        k->st.runs++;
-        if (vcpu_run(k) < 0) {
-            k->injected = false;
-            if (errno == EINTR || errno == EAGAIN) {
-                __atomic_store_n(&r->immediate_exit, 0, __ATOMIC_RELAXED);
-                refresh_if(k);
-                continue;
-            }
-            return -errno;
-        }
-        k->injected = false;
-        lapict_kvm__sync_tpr(k);
-        if (r->exit_reason == KVM_EXIT_HLT) {
-            k->st.hlt++;
-            lapict_kvm__window(k);
-            if (lapict_kvm__can_deliver(k) && r->if_flag)
-                continue;
-            if (!r->if_flag)
-                return 0; /* nothing can wake it: the VMM decides */
-            halt(k);
-            continue;
-        }
-        if (lapict_kvm_handle_exit(k))
-            continue;
-        return 0;
-    }
-}
-
-int lapict_kvm_vm_setup(int vm_fd)
-{
-    static const uint8_t deny = 0; /* bit clear: exit to userspace */
-    struct kvm_enable_cap cap = {
-        .cap = KVM_CAP_X86_USER_SPACE_MSR,
-        .args = {KVM_MSR_EXIT_REASON_INVAL | KVM_MSR_EXIT_REASON_UNKNOWN |
-                 KVM_MSR_EXIT_REASON_FILTER},
-    };
-    struct kvm_msr_filter f;
-
-    if (ioctl(vm_fd, KVM_ENABLE_CAP, &cap) < 0)
-        return -errno;
-    memset(&f, 0, sizeof(f));
-    f.flags = KVM_MSR_FILTER_DEFAULT_ALLOW;
-    f.ranges[0].flags = KVM_MSR_FILTER_READ | KVM_MSR_FILTER_WRITE;
-    f.ranges[0].nmsrs = 1;
-    f.ranges[0].base = LAPICT_MSR_TSC_DEADLINE;
-    f.ranges[0].bitmap = (uint8_t *)&deny;
-    f.ranges[1] = f.ranges[0];
-    f.ranges[1].base = LAPICT_KVM_MSR_APIC_BASE;
-    if (ioctl(vm_fd, KVM_X86_SET_MSR_FILTER, &f) < 0)
-        return -errno;
-    return 0;
-}
-
-void lapict_kvm_cpuid_fixup(struct kvm_cpuid2 *cpuid, bool x2apic)
-{
-    for (uint32_t i = 0; i < cpuid->nent; i++) {
-        struct kvm_cpuid_entry2 *e = &cpuid->entries[i];
-        if (e->function != 1)
-            continue;
-        e->edx |= 1u << 9;
-        e->ecx |= 1u << 24;
-        if (x2apic)
-            e->ecx |= 1u << 21;
-        else
-            e->ecx &= ~(1u << 21);
-        e->ebx &= 0x00FFFFFFu;
-    }
+    return k->sys_call ? k->sys_call : "";
 }

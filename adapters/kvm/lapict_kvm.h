@@ -1,17 +1,29 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * lapict on Linux KVM with no in-kernel irqchip: a minimal userspace local
- * APIC around the lapict timer, the host ops (CLOCK_MONOTONIC, host TSC,
- * timerfd, a timer thread that kicks the vCPU with a signal) and the vCPU
- * run loop pieces (MMIO/MSR exit decoding, KVM_INTERRUPT, interrupt
- * windows, HLT). See README.md beside this file.
+ * lapict on Linux KVM with no in-kernel irqchip, for a VMM's own vCPU loop:
+ * the portable LAPIC model (lapict_apic.h) around the lapict timer, the
+ * host ops on Linux (CLOCK_MONOTONIC, host TSC, a kick timer or a timer
+ * thread that kicks the vCPU), and hooks the VMM calls around its KVM_RUN:
+ *
+ *     for (;;) {
+ *         if ((rc = lapict_kvm_pre_run(k)) < 0) fail(rc);
+ *         e = ioctl(vcpu_fd, KVM_RUN, 0) < 0 ? -errno : 0;
+ *         rc = lapict_kvm_handle_exit(k, e);
+ *         if (rc == LAPICT_KVM_MINE) continue;
+ *         if (rc == LAPICT_KVM_HALTED) { rc = lapict_kvm_halt_wait(k); ... }
+ *         if (rc < 0) fail(rc);
+ *         ... the VMM's own exits (LAPICT_KVM_NOT_MINE)
+ *     }
+ *
+ * lapict_kvm_run() is that loop. See README.md beside this file.
  *
  * Threading (TIMER.md "Concurrency"): every function here runs on the vCPU
- * thread, except lapict_kvm_stop(). The host timer's expiry reaches the
- * vCPU thread as an atomic flag (seq_cst) set by the kick timer's signal
- * handler (default) or by the timer thread (kick_thread), plus the kick
- * signal; the vCPU thread consumes the flag and calls lapict_expire(). A
- * halted vCPU watches the clock itself (halt polling). See README.md.
+ * thread, except lapict_kvm_stop(), lapict_kvm_kick(),
+ * lapict_kvm_next_deadline() and lapict_kvm_destroy(). The host timer's expiry reaches the vCPU thread as
+ * an atomic flag (seq_cst) set by the kick timer's signal handler or by
+ * the timer thread (kick_thread), plus the kick signal; the vCPU thread
+ * consumes the flag and calls lapict_expire(). A halted vCPU watches the
+ * clock itself (halt polling).
  */
 #ifndef LAPICT_KVM_H
 #define LAPICT_KVM_H
@@ -25,23 +37,55 @@
 
 #include <lapict/lapict.h>
 
+#include "lapict_apic.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define LAPICT_KVM_APIC_BASE_DEFAULT 0xFEE00000u
-#define LAPICT_KVM_MSR_APIC_BASE 0x1Bu
-/* IA32_APIC_BASE bits. */
-#define LAPICT_KVM_APIC_BASE_BSP 0x100u
-#define LAPICT_KVM_APIC_BASE_EXTD 0x400u
-#define LAPICT_KVM_APIC_BASE_EN 0x800u
-/* Version register: 0x14 (integrated APIC), max LVT index 5. */
-#define LAPICT_KVM_APIC_VERSION 0x00050014u
+/*
+ * The adapter's system calls (SQLite's aSyscall[] idea): each entry has the
+ * contract of the libc call it names (-1 with errno on failure). Tests put
+ * their own table in lapict_kvm_config.sys to fake a vCPU (KVM_RUN and the
+ * other ioctls) or make a call fail; production uses lapict_kvm_sys_linux.
+ */
+struct itimerspec;
+struct pollfd;
+struct sigaction;
+struct sigevent;
+struct timespec;
+
+struct lapict_kvm_sys {
+    int (*ioctl)(int fd, unsigned long req, void *arg);
+    int (*timerfd_settime)(int fd, int flags, const struct itimerspec *v);
+    /* POSIX timer: the kernel's int timer id (raw syscall, no -lrt). */
+    int (*timer_create)(int clk, struct sigevent *sev, int *id);
+    int (*timer_settime)(int id, int flags, const struct itimerspec *v);
+    int (*timer_delete)(int id);
+    /* @ts NULL: no timeout. */
+    int (*ppoll)(struct pollfd *fds, unsigned long n,
+                 const struct timespec *ts);
+    int (*sigaction)(int sig, const struct sigaction *sa,
+                     struct sigaction *old);
+};
+
+/** lapict_kvm_sys_linux - the real system calls. */
+extern const struct lapict_kvm_sys lapict_kvm_sys_linux;
 
 struct lapict_kvm_config {
     /* Guest TSC rate; 0: ask KVM_GET_TSC_KHZ (and fail without it). */
     uint32_t tsc_khz;
-    /* Kick signal for the vCPU thread; 0: SIGUSR1. */
+    /*
+     * The signal that kicks the vCPU thread out of KVM_RUN when the host
+     * timer is due (the kick timer's, the timer thread's and
+     * lapict_kvm_stop()'s). The adapter installs its handler on it and
+     * puts back the one before at the last destroy; signals that are not
+     * its kicks go to that previous handler (if it was a function). Pick
+     * one the process has no other use for (SIGUSR1 is QEMU's SIG_IPI).
+     * 0: the adapter takes no signal; the caller kicks (lapict_kvm_kick()
+     * from its own handler or thread, at lapict_kvm_next_deadline()), and
+     * timer_thread must be false.
+     */
     int kick_signal;
     /* lapict advance: LAPICT_ADVANCE_*, starting/fixed value, bound. */
     uint32_t advance_mode;
@@ -49,7 +93,14 @@ struct lapict_kvm_config {
     uint32_t advance_max_ns;
     /* APIC timer input clock, Hz; 0: 1 GHz (KVM's in-kernel default). */
     uint64_t bus_hz;
-    /* Start the timer thread (false: the owner calls lapict_kvm_poll()). */
+    /*
+     * Kick the running vCPU when the host timer is due: a kick timer (a
+     * POSIX timer signalling kick_signal to the vCPU thread), or with
+     * kick_thread a timer thread. false: no kicks from the adapter; the
+     * host timer is served at each lapict_kvm_pre_run() and in
+     * lapict_kvm_halt_wait(), and a caller that needs the guest out of
+     * KVM_RUN at lapict_kvm_next_deadline() kicks it itself.
+     */
     bool timer_thread;
     /*
      * Halt polling: a halted vCPU whose host timer is due within this many
@@ -65,40 +116,55 @@ struct lapict_kvm_config {
     uint32_t kick_lead_ns;
     /*
      * With timer_thread: kick from the timer thread (timerfd, then
-     * pthread_kill) instead of the default, a POSIX timer whose expiry the
-     * kernel signals to the vCPU thread itself (no thread to schedule: a
-     * wake-up on a busy host costs tens of us to ms).
+     * pthread_sigqueue) instead of the default, a POSIX timer whose
+     * expiry the kernel signals to the vCPU thread itself (no thread to
+     * schedule: a wake-up on a busy host costs tens of us to ms).
      */
     bool kick_thread;
+    /*
+     * PR_SET_TIMERSLACK for the calling (vCPU) thread, ns; 0: leave the
+     * thread's slack alone (Linux's default 50 us then adds to every wake).
+     */
+    uint32_t timer_slack_ns;
+    /* System calls; NULL: lapict_kvm_sys_linux (tests swap them). */
+    const struct lapict_kvm_sys *sys;
 };
 
 #define LAPICT_KVM_NONE 0xFFFFFFFFu
 #define LAPICT_KVM_HALT_POLL_NS 200000u
 #define LAPICT_KVM_KICK_LEAD_NS 40000u
 
+/* lapict_kvm_handle_exit(): whose exit it was (errors are negative). */
+#define LAPICT_KVM_NOT_MINE 0 /* the VMM's: handle it, then pre_run */
+#define LAPICT_KVM_MINE 1     /* handled: pre_run and enter again */
+#define LAPICT_KVM_HALTED 2   /* HLT with IF set: wait (halt_wait) */
+
 /* Counters for tests and benchmarks; owner thread only. */
 struct lapict_kvm_stats {
-    uint64_t runs, mmio, rdmsr, wrmsr, gp, hlt, halt_sleeps, kicks_seen;
-    uint64_t window_exits, window_requests, interrupts, eois;
+    uint64_t runs, gp, hlt, halt_sleeps, kicks_seen;
+    uint64_t window_exits, window_requests, interrupts;
 };
 
 /*
- * One vCPU's userspace LAPIC. Caller-allocated; fields are private to the
- * adapter except where a test says otherwise.
+ * One vCPU's LAPIC on KVM. Caller-allocated; fields are private to the
+ * adapter (read-only for tests and statistics: timer, apic, st).
  */
 struct lapict_kvm {
     struct lapict_timer timer;
-    int vcpu_fd;          /* -1: a fake vCPU (tests): no ioctls */
+    struct lapict_apic apic;  /* the LAPIC model around the timer */
+    const struct lapict_kvm_sys *sys;
+    int vcpu_fd;
     struct kvm_run *run;  /* the vCPU's mmap'ed run structure */
     int timer_fd;         /* timerfd, CLOCK_MONOTONIC */
     int stop_fd;          /* eventfd that stops the timer thread */
     int wake_fd;          /* eventfd that wakes a halted vCPU */
     int kick_signal;
     bool thread_started;
+    bool live, signal_taken; /* registered for the kick handler */
     pthread_t thread, vcpu_thread;
     atomic_int expired;   /* timer thread -> vCPU thread */
     atomic_int stop;      /* lapict_kvm_stop() -> vCPU thread */
-    atomic_int in_halt;   /* the vCPU sleeps in halt(): no signal */
+    atomic_int in_halt;   /* the vCPU sleeps in halt_wait(): no signal */
     /* Host timer instant (CLOCK_MONOTONIC ns, 0: none): vCPU -> timer
      * thread, which spins to it after the early timerfd wake. */
     _Atomic uint64_t target_ns;
@@ -109,26 +175,17 @@ struct lapict_kvm {
     int kick_timer;       /* kernel POSIX timer id */
     uint64_t kick_armed_ns; /* its arming: target_ns as of the last entry */
     uint8_t window_kicks; /* consecutive kicks to find an open window */
-    /* Tests: with vcpu_fd -1, called instead of KVM_RUN (same contract). */
-    int (*fake_run)(struct lapict_kvm *k);
-    void *fake_arg;
     uint32_t tsc_khz;
     int64_t tsc_offset;   /* guest TSC - host TSC */
-    /* LAPIC state beyond the timer. */
-    uint64_t apic_base;   /* IA32_APIC_BASE */
-    uint32_t id, tpr, ldr, dfr, svr, esr, esr_pending, icr_lo, icr_hi;
-    uint32_t lvt_cmci, lvt_thermal, lvt_perf, lvt_lint0, lvt_lint1, lvt_err;
-    uint32_t irr[8], isr[8];
     bool timer_refused;   /* the core holds an interrupt for the window */
-    bool injected;        /* KVM_INTERRUPT done for the coming entry */
-    /* Fake vCPU: the last vector "injected" and how many. */
-    int fake_last_vector;
-    uint64_t fake_injections;
+    bool injected;        /* an injection is queued for the coming entry */
     struct lapict_kvm_stats st;
-    /* CPU model (lapict_kvm_set_cpuid()); zero: x2APIC offered, 36 bits. */
-    bool x2apic_absent;    /* CPUID lacks x2APIC: IA32_APIC_BASE.EXTD reserved */
-    uint8_t maxphyaddr;    /* physical-address bits of IA32_APIC_BASE */
-    uint64_t nmis;         /* NMIs sent to self (KVM_NMI, or counted) */
+    /* The last failed system call (lapict_kvm_errno/errcall). */
+    int sys_errno;
+    const char *sys_call;
+    int err;                 /* a failure not yet reported (vCPU thread) */
+    atomic_int thread_errno; /* the timer thread ended on this error */
+    bool rearm_fd;           /* the timerfd arm failed: again before entry */
 };
 
 /**
@@ -136,9 +193,13 @@ struct lapict_kvm {
  * @vm_fd: the VM, without an in-kernel irqchip.
  *
  * Enables KVM_CAP_X86_USER_SPACE_MSR (FILTER, UNKNOWN, INVAL exits) and
- * filters IA32_TSC_DEADLINE and IA32_APIC_BASE to userspace.
+ * filters IA32_TSC_DEADLINE and IA32_APIC_BASE to userspace. From then on
+ * every MSR KVM does not know exits to userspace (the x2APIC range among
+ * them): lapict_kvm_handle_exit() takes the LAPIC's and says
+ * LAPICT_KVM_NOT_MINE for the others, which the VMM completes
+ * (run->msr.error = 1 raises #GP).
  *
- * Return: 0 or -errno.
+ * Return: 0, or LAPICT_E_SYSTEM with errno as the failed ioctl left it.
  */
 int lapict_kvm_vm_setup(int vm_fd);
 
@@ -167,112 +228,137 @@ void lapict_kvm_set_cpuid(struct lapict_kvm *k,
 /**
  * lapict_kvm_init() - set up the LAPIC of one vCPU.
  * @k: caller-allocated.
- * @vcpu_fd: the vCPU, or -1 for a fake vCPU (tests: no ioctls, injections
- * recorded in @k).
- * @run: its kvm_run (for a fake vCPU, any zeroed struct kvm_run).
- * @cfg: configuration; NULL for defaults (timer thread on, advance off).
+ * @vcpu_fd: the vCPU (passed to @cfg->sys->ioctl, so a test's table may
+ * give any number a meaning).
+ * @run: its kvm_run.
+ * @cfg: configuration; NULL for defaults (no timer thread, no signal,
+ * advance off).
  *
  * Must be called on the vCPU thread (the kick targets the caller).
+ * lapict_kvm_destroy() may run on any thread.
  *
- * Return: 0, -errno, or a LAPICT_E_* code from lapict_init().
+ * Return: 0 or a LAPICT_E_* code: LAPICT_E_INVAL (NULL arguments, a timer
+ * thread without kick_signal, too many instances or kick signals),
+ * LAPICT_E_TSC_KHZ (no TSC rate), LAPICT_E_SYSTEM (a system call failed:
+ * lapict_kvm_errno()), or lapict_init()'s code. Never -errno. On failure
+ * nothing is left to destroy.
  */
 int lapict_kvm_init(struct lapict_kvm *k, int vcpu_fd, struct kvm_run *run,
                     const struct lapict_kvm_config *cfg);
 
 /**
- * lapict_kvm_destroy() - stop the timer thread, close the descriptors.
+ * lapict_kvm_destroy() - stop the timer thread, close the descriptors,
+ * give back the kick signal.
  * @k: the LAPIC.
+ *
+ * Context: any thread, once the vCPU thread no longer calls into @k.
  */
 void lapict_kvm_destroy(struct lapict_kvm *k);
 
 /**
- * lapict_kvm_run() - run the vCPU until an exit the LAPIC does not handle.
+ * lapict_kvm_pre_run() - hook: right before every KVM_RUN.
  * @k: the LAPIC.
  *
- * Handles timer kicks, APIC MMIO, APIC/timer MSRs, interrupt windows and
- * HLT (sleeping on the timerfd). Returns with run->exit_reason set for the
- * VMM (I/O, other MMIO, shutdown, ...); KVM_EXIT_HLT is returned only when
- * the guest halts with interrupts disabled and nothing can wake it, and
- * KVM_EXIT_INTR after lapict_kvm_stop().
+ * Serves a due host timer, hands a held timer interrupt back when the
+ * window opened, injects the highest deliverable vector (or requests an
+ * interrupt window), runs lapict_before_guest_entry(), writes CR8, and
+ * arms the kick for the current host timer. Clears run->immediate_exit
+ * first: a kick from then on makes the entry return at once.
  *
- * Return: 0, or -errno of KVM_RUN.
+ * Return: LAPICT_OK (enter now), or LAPICT_E_SYSTEM (a system call failed
+ * since the last report, lapict_kvm_errno(); e.g. the host timer could not
+ * be armed: the guest's timer is kept and armed again at the next call).
+ */
+int lapict_kvm_pre_run(struct lapict_kvm *k);
+
+/**
+ * lapict_kvm_handle_exit() - hook: right after every KVM_RUN.
+ * @k: the LAPIC.
+ * @run_rc: what KVM_RUN gave: 0, or -errno (-EINTR/-EAGAIN: a kick).
+ *
+ * Takes APIC MMIO, the LAPIC's MSRs (IA32_APIC_BASE, IA32_TSC_DEADLINE,
+ * x2APIC; #GP as run->msr.error), interrupt-window exits, kicks, and HLT.
+ * MSR exits for other MSRs are the VMM's (see lapict_kvm_vm_setup()).
+ *
+ * Return: LAPICT_KVM_MINE (pre_run and enter again), LAPICT_KVM_NOT_MINE
+ * (the VMM's exit; a HLT with IF clear is one: nothing can wake it),
+ * LAPICT_KVM_HALTED (HLT with IF set and nothing deliverable: call
+ * lapict_kvm_halt_wait(), or wait in the VMM's own loop until
+ * lapict_kvm_next_deadline() or a platform interrupt), or LAPICT_E_SYSTEM
+ * (KVM_RUN failed, or a system call the exit needed: KVM_SET_MSRS, KVM_NMI,
+ * arming the host timer; the guest's access itself is complete).
+ */
+int lapict_kvm_handle_exit(struct lapict_kvm *k, int run_rc);
+
+/**
+ * lapict_kvm_next_deadline() - hook: when the host timer is due.
+ * @k: the LAPIC.
+ *
+ * For a VMM that waits in its own loop (epoll timeout, its own timer that
+ * calls lapict_kvm_kick()): the LAPIC needs the vCPU thread back in
+ * lapict_kvm_pre_run() or lapict_kvm_halt_wait() by then.
+ *
+ * Context: any thread (a VMM's timer thread may watch it).
+ * Return: CLOCK_MONOTONIC ns, 0 if no host timer is armed.
+ */
+uint64_t lapict_kvm_next_deadline(const struct lapict_kvm *k);
+
+/**
+ * lapict_kvm_halt_wait() - hook: the guest halted (LAPICT_KVM_HALTED).
+ * @k: the LAPIC.
+ *
+ * Waits until an interrupt can be delivered, lapict_kvm_stop() or
+ * lapict_kvm_kick() (a platform interrupt the VMM raised with
+ * lapict_apic_set_irq() from another thread must kick): sleeps until
+ * halt_poll_ns before the host timer, then spins to it, and serves it.
+ *
+ * Return: LAPICT_OK, or LAPICT_E_SYSTEM if the wait failed.
+ */
+int lapict_kvm_halt_wait(struct lapict_kvm *k);
+
+/**
+ * lapict_kvm_run() - a convenience vCPU loop built on the hooks.
+ * @k: the LAPIC.
+ *
+ * pre_run, KVM_RUN, handle_exit, halt_wait, until an exit that is not the
+ * LAPIC's: returns with run->exit_reason set for the VMM (I/O, other
+ * MMIO and MSRs, shutdown, ...; KVM_EXIT_HLT when the guest halts with
+ * interrupts disabled, KVM_EXIT_INTR after lapict_kvm_stop()).
+ *
+ * Return: 0, or a LAPICT_E_* code: LAPICT_E_SYSTEM when KVM_RUN or a
+ * system call the loop needs failed (lapict_kvm_errno() has the errno); the
+ * guest's timer is kept and the loop can be called again.
  */
 int lapict_kvm_run(struct lapict_kvm *k);
 
 /**
- * lapict_kvm_stop() - make lapict_kvm_run() return (any thread).
+ * lapict_kvm_stop() - make lapict_kvm_run() / halt_wait() return.
  * @k: the LAPIC.
+ *
+ * Context: any thread. With kick_signal 0 a KVM_RUN in progress is not
+ * interrupted: the caller sends its own signal to the vCPU thread after.
  */
 void lapict_kvm_stop(struct lapict_kvm *k);
 
 /**
- * lapict_kvm_handle_exit() - handle the exit in run, if it is the LAPIC's.
+ * lapict_kvm_kick() - the host timer may be due: make the vCPU look.
  * @k: the LAPIC.
  *
- * Return: true if handled (the vCPU can re-enter), false if not ours.
- * HLT is not handled here (lapict_kvm_run() sleeps for it).
+ * For callers that deliver kicks themselves (kick_signal 0): call it from
+ * the signal handler (async-signal-safe) or thread that fires at
+ * lapict_kvm_next_deadline(); the next entry exits at once
+ * (immediate_exit) and lapict_kvm_halt_wait() wakes.
+ *
+ * Context: any thread, signal handlers included.
  */
-bool lapict_kvm_handle_exit(struct lapict_kvm *k);
+void lapict_kvm_kick(struct lapict_kvm *k);
 
 /**
- * lapict_kvm_mmio() - an xAPIC MMIO access at @gpa.
- * @k: the LAPIC.
- * @gpa: guest physical address.
- * @data: bytes read or written (little-endian).
- * @len: 1, 2, 4 or 8.
- * @write: direction.
- *
- * Return: true if @gpa is in the APIC page (handled), false otherwise.
- */
-bool lapict_kvm_mmio(struct lapict_kvm *k, uint64_t gpa, uint8_t *data,
-                     uint32_t len, bool write);
-
-/**
- * lapict_kvm_rdmsr() - RDMSR of an APIC MSR.
- * @k: the LAPIC.
- * @msr: the index.
- * @val: receives the value.
- *
- * Return: 0, LAPICT_E_GP (inject #GP), LAPICT_E_NOREG (not an APIC MSR).
- */
-int lapict_kvm_rdmsr(struct lapict_kvm *k, uint32_t msr, uint64_t *val);
-
-/**
- * lapict_kvm_wrmsr() - WRMSR of an APIC MSR.
- * @k: the LAPIC.
- * @msr: the index.
- * @val: the value.
- *
- * Return: 0, LAPICT_E_GP, LAPICT_E_NOREG.
- */
-int lapict_kvm_wrmsr(struct lapict_kvm *k, uint32_t msr, uint64_t val);
-
-/**
- * lapict_kvm_set_irq() - raise a fixed interrupt (IRR) from the platform.
- * @k: the LAPIC.
- * @vector: 16-255.
- *
- * Return: true if set, false if already pending or illegal.
- */
-bool lapict_kvm_set_irq(struct lapict_kvm *k, uint8_t vector);
-
-/**
- * lapict_kvm_deliver() - inject the highest deliverable IRR vector.
+ * lapict_kvm_poll() - serve the host timer if it is due.
  * @k: the LAPIC.
  *
- * KVM_INTERRUPT when the guest accepts interrupts
- * (ready_for_interrupt_injection and IF), else requests an interrupt window.
- *
- * Return: the vector injected, or -1.
- */
-int lapict_kvm_deliver(struct lapict_kvm *k);
-
-/**
- * lapict_kvm_poll() - consume the expiry flag and a readable timerfd.
- * @k: the LAPIC.
- *
- * Calls lapict_expire() if the host timer fired. Used by lapict_kvm_run()
- * and by hosts without the timer thread.
+ * Calls lapict_expire() if the host timer fired (flag, timerfd, instant
+ * passed). lapict_kvm_pre_run() does this itself.
  *
  * Return: true if an expiry was processed.
  */
@@ -283,6 +369,26 @@ bool lapict_kvm_poll(struct lapict_kvm *k);
  * @k: the LAPIC.
  */
 uint64_t lapict_kvm_guest_tsc(const struct lapict_kvm *k);
+
+/**
+ * lapict_kvm_errno() - errno of the adapter's last failed system call.
+ * @k: the LAPIC.
+ *
+ * Every function of this adapter returns LAPICT_OK or a LAPICT_E_* code
+ * (one error domain, lapict_strerror()); LAPICT_E_SYSTEM means a system
+ * call failed, and this says which errno it gave.
+ *
+ * Return: the errno, 0 if none failed.
+ */
+int lapict_kvm_errno(const struct lapict_kvm *k);
+
+/**
+ * lapict_kvm_errcall() - name of the adapter's last failed system call.
+ * @k: the LAPIC.
+ *
+ * Return: e.g. "KVM_SET_MSRS", "timer_settime"; "" if none failed.
+ */
+const char *lapict_kvm_errcall(const struct lapict_kvm *k);
 
 /** lapict_kvm_ops - the host ops; ctx is a struct lapict_kvm *. */
 extern const struct lapict_ops lapict_kvm_ops;

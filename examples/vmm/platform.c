@@ -14,17 +14,13 @@
 #include "platform.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "lapict_kvm.h"
+#include "vm.h"
 
 #define COM1 0x3F8u
 #define DEBUG_EXIT 0xF4u
@@ -195,127 +191,14 @@ void lapict_vmm_platform_mmio(struct lapict_vmm_platform *p,
 
 /* --- booting a multiboot kernel ------------------------------------------ */
 
-struct boot_vm {
-    int kvm, vm, vcpu;
-    uint8_t *mem;
-    uint64_t ram;
-    struct kvm_run *run;
-    size_t run_size;
-};
-
 static int boot_err(const char *what, int err)
 {
     fprintf(stderr, "lapict-vmm: %s: %s\n", what, strerror(err));
     return 2;
 }
 
-static uint8_t *read_file(const char *path, size_t *len)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    struct stat st;
-    uint8_t *buf = NULL;
-    size_t got = 0;
-
-    if (fd < 0)
-        return NULL;
-    if (fstat(fd, &st) < 0 || st.st_size < 0 || st.st_size > (1 << 30))
-        goto out;
-    buf = malloc((size_t)st.st_size + 1);
-    if (!buf)
-        goto out;
-    while (got < (size_t)st.st_size) {
-        ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
-        if (n <= 0) {
-            free(buf);
-            buf = NULL;
-            goto out;
-        }
-        got += (size_t)n;
-    }
-    *len = got;
-out:
-    close(fd);
-    return buf;
-}
-
-static int setup_cpuid(struct boot_vm *v, bool x2apic,
-                       struct kvm_cpuid2 **out)
-{
-    int n = 256;
-    struct kvm_cpuid2 *c = calloc(1, sizeof(*c) + n * sizeof(c->entries[0]));
-
-    if (!c)
-        return -ENOMEM;
-    c->nent = (uint32_t)n;
-    if (ioctl(v->kvm, KVM_GET_SUPPORTED_CPUID, c) < 0 ||
-        (lapict_kvm_cpuid_fixup(c, x2apic),
-         ioctl(v->vcpu, KVM_SET_CPUID2, c) < 0)) {
-        int e = errno;
-        free(c);
-        return -e;
-    }
-    *out = c;
-    return 0;
-}
-
-static int create_vm(struct boot_vm *v, const struct lapict_vmm_boot_opts *o)
-{
-    struct kvm_userspace_memory_region reg;
-    int sz, rc;
-
-    v->kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
-    if (v->kvm < 0)
-        return boot_err("open /dev/kvm", errno);
-    v->vm = ioctl(v->kvm, KVM_CREATE_VM, 0);
-    if (v->vm < 0)
-        return boot_err("KVM_CREATE_VM", errno);
-    v->ram = o->ram_bytes;
-    v->mem = mmap(NULL, v->ram, PROT_READ | PROT_WRITE,
-                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (v->mem == MAP_FAILED)
-        return boot_err("mmap guest memory", errno);
-    /* RAM from 0; nothing at the APIC pages 0xFEE00000 / 0xFED40000. */
-    reg = (struct kvm_userspace_memory_region){
-        .slot = 0, .guest_phys_addr = 0, .memory_size = v->ram,
-        .userspace_addr = (uint64_t)(uintptr_t)v->mem};
-    if (ioctl(v->vm, KVM_SET_USER_MEMORY_REGION, &reg) < 0)
-        return boot_err("KVM_SET_USER_MEMORY_REGION", errno);
-    if (o->lapic_kernel) {
-        if (ioctl(v->vm, KVM_CREATE_IRQCHIP, 0) < 0)
-            return boot_err("KVM_CREATE_IRQCHIP", errno);
-    } else if ((rc = lapict_kvm_vm_setup(v->vm)) < 0) {
-        return boot_err("lapict_kvm_vm_setup", -rc);
-    }
-    v->vcpu = ioctl(v->vm, KVM_CREATE_VCPU, 0);
-    if (v->vcpu < 0)
-        return boot_err("KVM_CREATE_VCPU", errno);
-    sz = ioctl(v->kvm, KVM_GET_VCPU_MMAP_SIZE, 0);
-    if (sz <= 0)
-        return boot_err("KVM_GET_VCPU_MMAP_SIZE", errno);
-    v->run_size = (size_t)sz;
-    v->run = mmap(NULL, v->run_size, PROT_READ | PROT_WRITE, MAP_SHARED,
-                  v->vcpu, 0);
-    if (v->run == MAP_FAILED)
-        return boot_err("mmap kvm_run", errno);
-    return 0;
-}
-
-static void destroy_vm(struct boot_vm *v)
-{
-    if (v->run && v->run != MAP_FAILED)
-        munmap(v->run, v->run_size);
-    if (v->mem && v->mem != MAP_FAILED)
-        munmap(v->mem, v->ram);
-    if (v->vcpu > 0)
-        close(v->vcpu);
-    if (v->vm > 0)
-        close(v->vm);
-    if (v->kvm > 0)
-        close(v->kvm);
-}
-
 /* Load the kernel, its command line and module; set the entry state. */
-static int load(struct boot_vm *v, const struct lapict_vmm_boot_opts *o)
+static int load(struct lapict_vmm_vm *v, const struct lapict_vmm_boot_opts *o)
 {
     struct lapict_vmm_mb_boot b;
     uint8_t *img, *mod = NULL;
@@ -324,12 +207,13 @@ static int load(struct boot_vm *v, const struct lapict_vmm_boot_opts *o)
     char *cmdline = NULL, err[160];
     int rc = 2;
 
-    img = read_file(o->kernel, &img_len);
+    img = lapict_vmm_read_file(o->kernel, &img_len, 1u << 30);
     if (!img) {
         fprintf(stderr, "lapict-vmm: cannot read kernel %s\n", o->kernel);
         return 2;
     }
-    if (o->initrd && !(mod = read_file(o->initrd, &mod_len))) {
+    if (o->initrd && !(mod = lapict_vmm_read_file(o->initrd, &mod_len,
+                                                   1u << 30))) {
         fprintf(stderr, "lapict-vmm: cannot read initrd %s\n", o->initrd);
         goto out;
     }
@@ -340,7 +224,7 @@ static int load(struct boot_vm *v, const struct lapict_vmm_boot_opts *o)
         cmdline = NULL;
         goto out;
     }
-    if (lapict_vmm_mb_load(v->mem, v->ram, img, img_len, cmdline, mod,
+    if (lapict_vmm_mb_load(v->mem, v->ram_bytes, img, img_len, cmdline, mod,
                            mod_len, &b, err, sizeof(err)) < 0) {
         fprintf(stderr, "lapict-vmm: %s: %s\n", o->kernel, err);
         goto out;
@@ -364,9 +248,11 @@ static int stopped(const struct kvm_run *r, const char *why)
     return 4;
 }
 
-/* One exit the LAPIC did not take; returns -1 to go on, else a status. */
-static int platform_exit(struct lapict_vmm_platform *p, struct kvm_run *r)
+/* lapict_vmm_vm_run()'s exits: -1 to go on, else the status. */
+static int platform_exit(void *arg, struct kvm_run *r)
 {
+    struct lapict_vmm_platform *p = arg;
+
     switch (r->exit_reason) {
     case KVM_EXIT_IO:
         lapict_vmm_platform_io(p, r);
@@ -393,76 +279,46 @@ static int platform_exit(struct lapict_vmm_platform *p, struct kvm_run *r)
     }
 }
 
-/* Odd statuses belong to the guest (isa-debug-exit): a timeout is even. */
-static void on_timeout(int sig)
-{
-    static const char msg[] = "lapict-vmm: timeout, the guest did not exit\n";
-    (void)sig;
-    if (write(2, msg, sizeof(msg) - 1) < 0)
-        _exit(LAPICT_VMM_STATUS_TIMEOUT);
-    _exit(LAPICT_VMM_STATUS_TIMEOUT);
-}
-
 int lapict_vmm_boot(const struct lapict_vmm_boot_opts *o)
 {
-    struct boot_vm v = {.kvm = -1, .vm = -1, .vcpu = -1};
+    struct lapict_vmm_vm v;
     struct lapict_vmm_platform p;
-    struct kvm_cpuid2 *cpuid = NULL;
-    struct lapict_kvm *k = NULL;
-    int rc, status = -1;
+    char err[256];
+    int rc;
 
-    if ((rc = create_vm(&v, o)) != 0)
-        goto out;
-    if ((rc = setup_cpuid(&v, o->x2apic, &cpuid)) < 0) {
-        rc = boot_err("CPUID", -rc);
+    if (lapict_vmm_vm_create(&v, o->ram_bytes, o->lapic_kernel, o->x2apic,
+                             err, sizeof(err)) < 0) {
+        fprintf(stderr, "lapict-vmm: %s\n", err);
+        rc = 2;
         goto out;
     }
     if ((rc = load(&v, o)) != 0)
         goto out;
-    lapict_vmm_platform_init(&p, stdout, v.ram);
+    lapict_vmm_platform_init(&p, stdout, v.ram_bytes);
     if (!o->lapic_kernel) {
         struct lapict_kvm_config kc = {
             .timer_thread = true,
+            .kick_signal = SIGUSR1,
+            .timer_slack_ns = 1,
             .advance_mode = o->advance_mode,
             .advance_ns = o->advance_ns,
             .advance_max_ns = o->advance_max_ns,
         };
-        k = calloc(1, sizeof(*k));
-        if (!k) {
-            rc = boot_err("calloc", ENOMEM);
-            goto out;
-        }
-        if ((rc = lapict_kvm_init(k, v.vcpu, v.run, &kc)) != 0) {
-            fprintf(stderr, "lapict-vmm: lapict_kvm_init: %d\n", rc);
-            free(k);
-            k = NULL;
+        if (lapict_vmm_vm_lapic(&v, &kc, err, sizeof(err)) < 0) {
+            fprintf(stderr, "lapict-vmm: %s\n", err);
             rc = 2;
             goto out;
         }
-        lapict_kvm_set_cpuid(k, cpuid);
     }
-    if (o->timeout_s) {
-        signal(SIGALRM, on_timeout);
-        alarm(o->timeout_s);
-    }
-    while (status < 0) {
-        if (k) {
-            rc = lapict_kvm_run(k);
-            if (rc < 0) {
-                status = boot_err("KVM_RUN", -rc);
-                break;
-            }
-        } else if (ioctl(v.vcpu, KVM_RUN, 0) < 0) {
-            if (errno == EINTR || errno == EAGAIN)
-                continue;
-            status = boot_err("KVM_RUN", errno);
-            break;
-        }
-        status = platform_exit(&p, v.run);
-    }
-    alarm(0);
+    if (o->timeout_s)
+        lapict_vmm_timeout(o->timeout_s, "the guest did not exit");
+    rc = lapict_vmm_vm_run(&v, platform_exit, &p);
+    if (rc < 0)
+        rc = 2;
+    lapict_vmm_timeout(0, NULL);
     fflush(stdout);
-    if (k && !o->quiet) {
+    if (v.k && !o->quiet) {
+        struct lapict_kvm *k = v.k;
         struct lapict_stats ts;
         lapict_stats_get(&k->timer, &ts);
         fprintf(stderr,
@@ -470,17 +326,12 @@ int lapict_vmm_boot(const struct lapict_vmm_boot_opts *o)
                 " msr=%" PRIu64 " gp=%" PRIu64 " hlt_sleeps=%" PRIu64
                 " kicks=%" PRIu64 " interrupts=%" PRIu64 " windows=%" PRIu64
                 " advance_ns=%u\n",
-                k->st.runs, k->st.mmio, k->st.rdmsr + k->st.wrmsr, k->st.gp,
+                k->st.runs, k->apic.st.mmio,
+                k->apic.st.rdmsr + k->apic.st.wrmsr, k->st.gp,
                 k->st.halt_sleeps, k->st.kicks_seen, k->st.interrupts,
                 k->st.window_exits, ts.advance_ns);
     }
-    rc = status;
 out:
-    if (k) {
-        lapict_kvm_destroy(k);
-        free(k);
-    }
-    free(cpuid);
-    destroy_vm(&v);
+    lapict_vmm_vm_destroy(&v);
     return rc;
 }

@@ -118,9 +118,6 @@ void lapict_vmm_platform_io(struct lapict_vmm_platform *p,
 void lapict_vmm_platform_mmio(struct lapict_vmm_platform *p,
                               struct kvm_run *run);
 
-/* Exit status of a run that timed out (even: never an isa-debug-exit one). */
-#define LAPICT_VMM_STATUS_TIMEOUT 124
-
 /* What lapict_vmm_boot() needs from the command line. */
 struct lapict_vmm_boot_opts {
     bool lapic_kernel;   /* KVM_CREATE_IRQCHIP instead of adapters/kvm */
@@ -143,7 +140,7 @@ struct lapict_vmm_boot_opts {
  * isa-debug-exit write, as QEMU's device; 2 for a VMM error, 4 when the
  * guest stopped otherwise (shutdown, halt with interrupts off, an
  * unexpected exit). After @o->timeout_s seconds the process exits with
- * LAPICT_VMM_STATUS_TIMEOUT.
+ * LAPICT_VMM_STATUS_TIMEOUT (vm.h).
  */
 int lapict_vmm_boot(const struct lapict_vmm_boot_opts *o);
 

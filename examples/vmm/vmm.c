@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * lapict-vmm: a minimal KVM VMM (one vCPU, long mode prepared here, no
- * firmware) that runs the project's own guest and measures the APIC timer,
- * either emulated in userspace by lapict (adapters/kvm) or by KVM's
+ * lapict-vmm: a minimal KVM VMM (one vCPU, long mode prepared by the VM
+ * layer, vm.c, no firmware) that runs the project's own guest and
+ * measures the APIC timer, either emulated in userspace by lapict
+ * (adapters/kvm, driven through its hooks by vm.c's loop) or by KVM's
  * in-kernel LAPIC (KVM_CREATE_IRQCHIP), with the very same guest binary.
  */
 #define _GNU_SOURCE
@@ -25,6 +26,7 @@
 #include "guest/mailbox.h"
 #include "lapict_kvm.h"
 #include "platform.h"
+#include "vm.h"
 
 #ifndef LAPICT_VMM_GUEST
 #define LAPICT_VMM_GUEST "guest.bin"
@@ -72,168 +74,27 @@ static void die(const char *what)
     exit(2);
 }
 
-static void on_alarm(int sig)
+/* The built-in guest's image at GUEST_LOAD, its long-mode entry. */
+static void load_guest(struct lapict_vmm_vm *v, const char *path)
 {
-    static const char msg[] = "lapict-vmm: timeout, guest did not finish\n";
-    (void)sig;
-    if (write(2, msg, sizeof(msg) - 1) < 0)
-        _exit(3);
-    _exit(3);
-}
+    size_t len = 0;
+    uint8_t *img = lapict_vmm_read_file(path, &len, SAMPLES_ADDR - GUEST_LOAD);
+    int rc;
 
-struct vm {
-    int kvm, vm, vcpu;
-    uint8_t *mem;
-    struct kvm_run *run;
-    size_t run_size;
-};
-
-static void load_guest(struct vm *v, const char *path)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    struct stat st;
-
-    if (fd < 0 || fstat(fd, &st) < 0) {
-        fprintf(stderr, "lapict-vmm: cannot open guest image %s\n", path);
+    if (!img || !len) {
+        fprintf(stderr, "lapict-vmm: cannot load guest image %s: %s\n", path,
+                img ? "empty" : strerror(errno));
         exit(2);
     }
-    if (st.st_size <= 0 || st.st_size > (off_t)(SAMPLES_ADDR - GUEST_LOAD)) {
-        fprintf(stderr, "lapict-vmm: bad guest image size\n");
-        exit(2);
+    memcpy(v->mem + GUEST_LOAD, img, len);
+    free(img);
+    if ((rc = lapict_vmm_vm_long_mode(v, GUEST_LOAD, GUEST_STACK_TOP)) < 0) {
+        errno = -rc;
+        die("long-mode entry state");
     }
-    if (read(fd, v->mem + GUEST_LOAD, (size_t)st.st_size) != st.st_size)
-        die("read guest");
-    close(fd);
 }
 
-/* Identity-map 0-4 GiB with 2 MiB pages; GDT with a 64-bit code segment. */
-static void setup_long_mode(struct vm *v)
-{
-    uint64_t *pml4 = (uint64_t *)(v->mem + 0x2000);
-    uint64_t *pdpt = (uint64_t *)(v->mem + 0x3000);
-    uint64_t *gdt = (uint64_t *)(v->mem + 0x1000);
-    struct kvm_sregs s;
-    struct kvm_regs r;
-
-    pml4[0] = 0x3000 | 3;
-    for (uint64_t i = 0; i < 4; i++) {
-        uint64_t *pd = (uint64_t *)(v->mem + 0x4000 + i * 0x1000);
-        pdpt[i] = (0x4000 + i * 0x1000) | 3;
-        for (uint64_t j = 0; j < 512; j++) {
-            uint64_t a = (i * 512 + j) << 21;
-            pd[j] = a | 0x83; /* present, writable, 2 MiB */
-            if (a >= 0xFEC00000ull)
-                pd[j] |= 0x18; /* APIC/IOAPIC region uncached */
-        }
-    }
-    gdt[0] = 0;
-    gdt[1] = 0x00AF9B000000FFFFull; /* 64-bit code */
-    gdt[2] = 0x00CF93000000FFFFull; /* data */
-    gdt[3] = 0x00008B0000000067ull; /* busy TSS, base 0 */
-
-    if (ioctl(v->vcpu, KVM_GET_SREGS, &s) < 0)
-        die("KVM_GET_SREGS");
-    struct kvm_segment cs = {.base = 0, .limit = 0xFFFFFFFF, .selector = 8,
-                             .type = 11, .present = 1, .dpl = 0, .db = 0,
-                             .s = 1, .l = 1, .g = 1};
-    struct kvm_segment ds = {.base = 0, .limit = 0xFFFFFFFF, .selector = 16,
-                             .type = 3, .present = 1, .dpl = 0, .db = 1,
-                             .s = 1, .l = 0, .g = 1};
-    struct kvm_segment tr = {.base = 0, .limit = 0x67, .selector = 24,
-                             .type = 11, .present = 1, .s = 0};
-    s.cs = cs;
-    s.ds = s.es = s.fs = s.gs = s.ss = ds;
-    s.tr = tr;
-    s.gdt.base = 0x1000;
-    s.gdt.limit = 4 * 8 - 1;
-    s.idt.base = 0;
-    s.idt.limit = 0;
-    s.cr3 = 0x2000;
-    s.cr4 = 0x20;                /* PAE */
-    s.cr0 = 0x80050033;          /* PG WP NE ET MP PE */
-    s.efer = 0x500;              /* LMA LME */
-    if (ioctl(v->vcpu, KVM_SET_SREGS, &s) < 0)
-        die("KVM_SET_SREGS");
-    memset(&r, 0, sizeof(r));
-    r.rip = GUEST_LOAD;
-    r.rsp = GUEST_STACK_TOP;
-    r.rflags = 2;
-    if (ioctl(v->vcpu, KVM_SET_REGS, &r) < 0)
-        die("KVM_SET_REGS");
-}
-
-static void setup_cpuid(struct vm *v)
-{
-    int n = 128;
-    struct kvm_cpuid2 *c = calloc(1, sizeof(*c) + n * sizeof(c->entries[0]));
-
-    if (!c)
-        die("calloc");
-    c->nent = (uint32_t)n;
-    if (ioctl(v->kvm, KVM_GET_SUPPORTED_CPUID, c) < 0)
-        die("KVM_GET_SUPPORTED_CPUID");
-    lapict_kvm_cpuid_fixup(c, false);
-    if (ioctl(v->vcpu, KVM_SET_CPUID2, c) < 0)
-        die("KVM_SET_CPUID2");
-    free(c);
-}
-
-static void vm_create(struct vm *v, int lapic)
-{
-    struct kvm_userspace_memory_region reg;
-    int sz;
-
-    memset(v, 0, sizeof(*v));
-    v->kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
-    if (v->kvm < 0)
-        die("open /dev/kvm");
-    v->vm = ioctl(v->kvm, KVM_CREATE_VM, 0);
-    if (v->vm < 0)
-        die("KVM_CREATE_VM");
-    v->mem = mmap(NULL, GUEST_RAM, PROT_READ | PROT_WRITE,
-                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (v->mem == MAP_FAILED)
-        die("mmap guest memory");
-    reg = (struct kvm_userspace_memory_region){
-        .slot = 0, .guest_phys_addr = 0, .memory_size = GUEST_RAM,
-        .userspace_addr = (uint64_t)(uintptr_t)v->mem};
-    if (ioctl(v->vm, KVM_SET_USER_MEMORY_REGION, &reg) < 0)
-        die("KVM_SET_USER_MEMORY_REGION");
-    if (lapic == LAPIC_KERNEL) {
-        if (ioctl(v->vm, KVM_CREATE_IRQCHIP, 0) < 0)
-            die("KVM_CREATE_IRQCHIP");
-    } else {
-        int rc = lapict_kvm_vm_setup(v->vm);
-        if (rc < 0) {
-            errno = -rc;
-            die("lapict_kvm_vm_setup");
-        }
-    }
-    v->vcpu = ioctl(v->vm, KVM_CREATE_VCPU, 0);
-    if (v->vcpu < 0)
-        die("KVM_CREATE_VCPU");
-    sz = ioctl(v->kvm, KVM_GET_VCPU_MMAP_SIZE, 0);
-    if (sz <= 0)
-        die("KVM_GET_VCPU_MMAP_SIZE");
-    v->run_size = (size_t)sz;
-    v->run = mmap(NULL, v->run_size, PROT_READ | PROT_WRITE, MAP_SHARED,
-                  v->vcpu, 0);
-    if (v->run == MAP_FAILED)
-        die("mmap kvm_run");
-    setup_cpuid(v);
-    setup_long_mode(v);
-}
-
-static void vm_destroy(struct vm *v)
-{
-    munmap(v->run, v->run_size);
-    munmap(v->mem, GUEST_RAM);
-    close(v->vcpu);
-    close(v->vm);
-    close(v->kvm);
-}
-
-static const char *guest_str(struct vm *v, uint32_t addr)
+static const char *guest_str(struct lapict_vmm_vm *v, uint32_t addr)
 {
     if (addr >= GUEST_RAM || !memchr(v->mem + addr, 0, GUEST_RAM - addr))
         return "(bad string)";
@@ -241,7 +102,8 @@ static const char *guest_str(struct vm *v, uint32_t addr)
 }
 
 /* An I/O exit: returns 1 to continue, 0 when the guest is done. */
-static int handle_io(struct vm *v, const struct opts *o, struct result *res)
+static int handle_io(struct lapict_vmm_vm *v, const struct opts *o,
+                     struct result *res)
 {
     struct kvm_run *r = v->run;
     uint32_t val = 0;
@@ -289,7 +151,7 @@ static void write_csv(const char *path, const int64_t *v, uint64_t n)
     fclose(f);
 }
 
-static void summarise(struct vm *v, const struct opts *o,
+static void summarise(struct lapict_vmm_vm *v, const struct opts *o,
                       const struct mailbox *mb, const char *csv,
                       struct result *res)
 {
@@ -369,19 +231,48 @@ static void print_result(const struct opts *o, int lapic,
     fflush(stdout);
 }
 
+struct run_ctx {
+    struct lapict_vmm_vm *v;
+    const struct opts *o;
+    struct result *res;
+};
+
+/* lapict_vmm_vm_run()'s exits: the guest's ports; anything else ends it. */
+static int guest_exit(void *arg, struct kvm_run *r)
+{
+    struct run_ctx *c = arg;
+
+    if (r->exit_reason == KVM_EXIT_IO)
+        return handle_io(c->v, c->o, c->res) ? -1 : 0;
+    fprintf(stderr, "lapict-vmm: unexpected exit %u", r->exit_reason);
+    if (r->exit_reason == KVM_EXIT_MMIO)
+        fprintf(stderr, " (MMIO at 0x%llx)",
+                (unsigned long long)r->mmio.phys_addr);
+    if (r->exit_reason == KVM_EXIT_INTERNAL_ERROR)
+        fprintf(stderr, " (suberror %u)", r->internal.suberror);
+    fprintf(stderr, "\n");
+    c->res->status = 4;
+    return 0;
+}
+
 static int run_one(const struct opts *o, int lapic, const char *csv,
                    struct result *res)
 {
-    struct vm v;
+    struct lapict_vmm_vm v;
     struct mailbox *mb;
-    struct lapict_kvm *k = NULL;
-    int rc, tsc_khz;
+    struct run_ctx ctx = {.v = &v, .o = o, .res = res};
+    char err[256];
+    int tsc_khz;
 
     memset(res, 0, sizeof(*res));
     res->oneway = calloc(ONEWAY_MAX, sizeof(int64_t));
     if (!res->oneway)
         die("calloc");
-    vm_create(&v, lapic);
+    if (lapict_vmm_vm_create(&v, GUEST_RAM, lapic == LAPIC_KERNEL, false, err,
+                             sizeof(err)) < 0) {
+        fprintf(stderr, "lapict-vmm: %s\n", err);
+        exit(2);
+    }
     load_guest(&v, o->guest);
     tsc_khz = ioctl(v.vcpu, KVM_GET_TSC_KHZ, 0);
     if (tsc_khz <= 0)
@@ -401,6 +292,10 @@ static int run_one(const struct opts *o, int lapic, const char *csv,
     if (lapic == LAPIC_LIB) {
         struct lapict_kvm_config kc = {
             .timer_thread = !o->no_thread,
+            /* This process has no other use for SIGUSR1. */
+            .kick_signal = SIGUSR1,
+            /* The default 50 us slack would dominate every timer latency. */
+            .timer_slack_ns = 1,
             .kick_thread = o->kick_thread,
             .advance_mode = (uint32_t)o->advance_mode,
             .advance_ns = o->advance_ns,
@@ -408,44 +303,15 @@ static int run_one(const struct opts *o, int lapic, const char *csv,
                                   ? o->advance_max_ns
                                   : 0,
         };
-        k = calloc(1, sizeof(*k));
-        if (!k)
-            die("calloc");
-        rc = lapict_kvm_init(k, v.vcpu, v.run, &kc);
-        if (rc) {
-            fprintf(stderr, "lapict-vmm: lapict_kvm_init: %d\n", rc);
+        if (lapict_vmm_vm_lapic(&v, &kc, err, sizeof(err)) < 0) {
+            fprintf(stderr, "lapict-vmm: %s\n", err);
             exit(2);
         }
     }
-    alarm(o->timeout_s);
-    for (;;) {
-        if (k) {
-            rc = lapict_kvm_run(k);
-            if (rc < 0) {
-                errno = -rc;
-                die("KVM_RUN");
-            }
-        } else if (ioctl(v.vcpu, KVM_RUN, 0) < 0) {
-            if (errno == EINTR || errno == EAGAIN)
-                continue;
-            die("KVM_RUN");
-        }
-        if (v.run->exit_reason == KVM_EXIT_IO) {
-            if (!handle_io(&v, o, res))
-                break;
-            continue;
-        }
-        fprintf(stderr, "lapict-vmm: unexpected exit %u", v.run->exit_reason);
-        if (v.run->exit_reason == KVM_EXIT_MMIO)
-            fprintf(stderr, " (MMIO at 0x%llx)",
-                    (unsigned long long)v.run->mmio.phys_addr);
-        if (v.run->exit_reason == KVM_EXIT_INTERNAL_ERROR)
-            fprintf(stderr, " (suberror %u)", v.run->internal.suberror);
-        fprintf(stderr, "\n");
-        res->status = 4;
-        break;
-    }
-    alarm(0);
+    lapict_vmm_timeout(o->timeout_s, "the guest did not finish");
+    if (lapict_vmm_vm_run(&v, guest_exit, &ctx) < 0)
+        exit(2);
+    lapict_vmm_timeout(0, NULL);
     summarise(&v, o, mb, csv, res);
     if (res->n_oneway) {
         qsort(res->oneway, res->n_oneway, sizeof(int64_t), cmp_i64);
@@ -456,22 +322,20 @@ static int run_one(const struct opts *o, int lapic, const char *csv,
     }
     free(res->oneway);
     res->oneway = NULL;
-    if (k) {
-        if (!o->quiet) {
-            struct lapict_stats ts;
-            lapict_stats_get(&k->timer, &ts);
-            printf("lib: runs=%" PRIu64 " mmio=%" PRIu64 " msr=%" PRIu64
-                   " hlt_sleeps=%" PRIu64 " kicks=%" PRIu64
-                   " interrupts=%" PRIu64 " windows=%" PRIu64
-                   " advance_ns=%u spins=%" PRIu64 " refused=%" PRIu64 "\n",
-                   k->st.runs, k->st.mmio, k->st.rdmsr + k->st.wrmsr,
-                   k->st.halt_sleeps, k->st.kicks_seen, k->st.interrupts,
-                   k->st.window_exits, ts.advance_ns, ts.spins, ts.refused);
-        }
-        lapict_kvm_destroy(k);
-        free(k);
+    if (v.k && !o->quiet) {
+        struct lapict_kvm *k = v.k;
+        struct lapict_stats ts;
+        lapict_stats_get(&k->timer, &ts);
+        printf("lib: runs=%" PRIu64 " mmio=%" PRIu64 " msr=%" PRIu64
+               " hlt_sleeps=%" PRIu64 " kicks=%" PRIu64
+               " interrupts=%" PRIu64 " windows=%" PRIu64
+               " advance_ns=%u spins=%" PRIu64 " refused=%" PRIu64 "\n",
+               k->st.runs, k->apic.st.mmio,
+               k->apic.st.rdmsr + k->apic.st.wrmsr, k->st.halt_sleeps,
+               k->st.kicks_seen, k->st.interrupts, k->st.window_exits,
+               ts.advance_ns, ts.spins, ts.refused);
     }
-    vm_destroy(&v);
+    lapict_vmm_vm_destroy(&v);
     return res->status;
 }
 
@@ -602,7 +466,6 @@ int main(int argc, char **argv)
         fprintf(stderr, "lapict-vmm: samples, delta or period out of range\n");
         return 2;
     }
-    signal(SIGALRM, on_alarm);
 
     if (mb.kernel) {
         /* A multiboot kernel (kvm-unit-tests .flat): platform.c. */

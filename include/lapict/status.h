@@ -40,10 +40,17 @@ enum lapict_status {
     LAPICT_E_STATE_CHECKSUM = -15,
     LAPICT_E_STATE_FIELD = -16,
     LAPICT_E_STATE_CONFIG = -17,
+    /*
+     * A host system call made by an adapter failed (never returned by the
+     * core). Adapters return this code, not -errno, so that one function
+     * never mixes two error domains; the adapter keeps the errno and the
+     * name of the call (adapters/kvm: lapict_kvm_errno()).
+     */
+    LAPICT_E_SYSTEM = -18,
 };
 
 /* Lowest (most negative) status value, for table-driven tests. */
-#define LAPICT_STATUS_MIN LAPICT_E_STATE_CONFIG
+#define LAPICT_STATUS_MIN LAPICT_E_SYSTEM
 
 /**
  * lapict_strerror() - human-readable text for a status code.

@@ -5,10 +5,11 @@
  *
  * "loader" cases (no /dev/kvm needed): the ELF32 multiboot v1 loader on
  * synthetic images, good and hostile, and the platform ports (COM1, fw_cfg,
- * isa-debug-exit, PIC, unassigned MMIO) against a fake kvm_run.
+ * isa-debug-exit, PIC, unassigned MMIO) against a fake kvm_run. The LAPIC
+ * rules these guests need are tested in tests/adapters/test_kvm_apic.c.
  *
- * "kvm" cases (skipped with a message when /dev/kvm is missing or
- * unusable): lapict-vmm boots lapict-mbtest, which checks the loader path,
+ * "kvm" cases (ctest check_multiboot_kvm; skipped, exit LT_SKIP_RC, with
+ * a message when /dev/kvm is missing or unusable): lapict-vmm boots lapict-mbtest, which checks the loader path,
  * ports, fw_cfg, the IA32_APIC_BASE rules, the interrupt path and the APIC
  * timer from inside the guest, under --lapic=lib and --lapic=kernel with
  * --x2apic=on and off. Under lib every check must pass; under kernel
@@ -29,7 +30,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "lapict_kvm.h"
 #include "platform.h"
 
 #define RAM (8u << 20)
@@ -266,104 +266,6 @@ START_TEST(platform_ports)
 }
 END_TEST
 
-/* --- the adapter's LAPIC features these guests need (fake vCPU) ------- */
-
-static struct lapict_kvm *fake_apic(struct kvm_run **run)
-{
-    struct lapict_kvm_config c = {.tsc_khz = 1000000, .timer_thread = false};
-    struct lapict_kvm *k = calloc(1, sizeof(*k));
-    *run = calloc(1, sizeof(**run));
-    ck_assert_ptr_nonnull(k);
-    ck_assert_ptr_nonnull(*run);
-    ck_assert_int_eq(lapict_kvm_init(k, -1, *run, &c), 0);
-    return k;
-}
-
-static void mmio_wr(struct lapict_kvm *k, uint64_t gpa, uint32_t v)
-{
-    ck_assert(lapict_kvm_mmio(k, gpa, (uint8_t *)&v, 4, true));
-}
-
-static bool irr_has(const struct lapict_kvm *k, unsigned v)
-{
-    return k->irr[v / 32] & (1u << (v % 32));
-}
-
-/* Rule ("Local APIC Status and Location"): EXTD is reserved without x2APIC
- * in CPUID, base bits from MAXPHYADDR up are reserved. */
-START_TEST(apic_base_follows_cpuid)
-{
-    struct kvm_run *run;
-    struct lapict_kvm *k = fake_apic(&run);
-    /* struct kvm_cpuid2 ends in a flexible array: room for two entries. */
-    struct kvm_cpuid2 *c =
-        calloc(1, sizeof(*c) + 2 * sizeof(struct kvm_cpuid_entry2));
-    uint64_t base = 0xFEE00000ull | 0x900;
-
-    ck_assert_ptr_nonnull(c);
-    c->nent = 2;
-    c->entries[0].function = 1;
-    c->entries[1].function = 0x80000008u;
-    c->entries[1].eax = 39;
-
-    /* Defaults: 36 bits, x2APIC allowed. */
-    ck_assert_int_eq(lapict_kvm_wrmsr(k, 0x1B, base | (1ull << 36)),
-                     LAPICT_E_GP);
-    lapict_kvm_set_cpuid(k, c);
-    ck_assert_int_eq(lapict_kvm_wrmsr(k, 0x1B, base | (1ull << 38)), 0);
-    ck_assert_int_eq(lapict_kvm_wrmsr(k, 0x1B, base), 0);
-    ck_assert_int_eq(lapict_kvm_wrmsr(k, 0x1B, base | (1ull << 39)),
-                     LAPICT_E_GP);
-    ck_assert_int_eq(lapict_kvm_wrmsr(k, 0x1B, base | 0x400), LAPICT_E_GP);
-    c->entries[0].ecx = 1u << 21;
-    lapict_kvm_set_cpuid(k, c);
-    ck_assert_int_eq(lapict_kvm_wrmsr(k, 0x1B, base | 0x400), 0);
-    free(c);
-    lapict_kvm_destroy(k);
-    free(k);
-    free(run);
-}
-END_TEST
-
-/* Rule ("Interrupt Command Register"): fixed IPIs reach this APIC by the
- * broadcast ID and by logical destination; NMI mode goes to KVM_NMI;
- * all-excluding-self, INIT and SIPI reach no one. While the APIC is off,
- * IA32_TSC_DEADLINE reads 0. */
-START_TEST(ipi_destinations)
-{
-    struct kvm_run *run;
-    struct lapict_kvm *k = fake_apic(&run);
-    const uint64_t b = 0xFEE00000ull;
-    uint64_t v = 1;
-
-    mmio_wr(k, b + 0xF0, 0x1FF);
-    mmio_wr(k, b + 0x310, 0xFFu << 24);
-    mmio_wr(k, b + 0x300, 0x40); /* physical broadcast */
-    ck_assert(irr_has(k, 0x40));
-    mmio_wr(k, b + 0xD0, 0x02u << 24); /* LDR: flat bit 1 */
-    mmio_wr(k, b + 0x310, 0x02u << 24);
-    mmio_wr(k, b + 0x300, 0x800 | 0x41); /* logical, matches */
-    ck_assert(irr_has(k, 0x41));
-    mmio_wr(k, b + 0x310, 0x04u << 24);
-    mmio_wr(k, b + 0x300, 0x800 | 0x42); /* logical, other APIC */
-    ck_assert(!irr_has(k, 0x42));
-    mmio_wr(k, b + 0x300, 0xC0000 | 0x43); /* all excluding self */
-    mmio_wr(k, b + 0x300, 0x40500);        /* INIT to self */
-    mmio_wr(k, b + 0x300, 0x40610);        /* SIPI to self */
-    ck_assert(!irr_has(k, 0x43) && !irr_has(k, 0x10));
-    mmio_wr(k, b + 0x310, 0);
-    mmio_wr(k, b + 0x300, 0x400); /* NMI to own ID */
-    ck_assert_uint_eq(k->nmis, 1);
-    ck_assert_int_eq(lapict_kvm_wrmsr(k, 0x6E0, 12345), 0);
-    ck_assert_int_eq(lapict_kvm_wrmsr(k, 0x1B, b | 0x100), 0); /* off */
-    ck_assert_int_eq(lapict_kvm_rdmsr(k, 0x6E0, &v), 0);
-    ck_assert_uint_eq(v, 0);
-    lapict_kvm_destroy(k);
-    free(k);
-    free(run);
-}
-END_TEST
-
 /* --- lapict-vmm boots lapict-mbtest on /dev/kvm ----------------------- */
 
 /* Runs lapict-vmm with @args; returns its output, *status the exit code. */
@@ -451,51 +353,58 @@ START_TEST(vmm_refuses_non_multiboot)
 }
 END_TEST
 
-static Suite *suite(void)
+static Suite *loader_suite(void)
 {
     Suite *s = suite_create("multiboot");
     TCase *l = tcase_create("loader");
-    const char *why;
 
     tcase_add_checked_fixture(l, mem_setup, mem_teardown);
     tcase_add_test(l, loader_good_image);
     tcase_add_test(l, loader_rejects);
     tcase_add_test(l, platform_ports);
-    tcase_add_test(l, apic_base_follows_cpuid);
-    tcase_add_test(l, ipi_destinations);
     suite_add_tcase(s, l);
-    why = lt_kvm_unusable();
-    if (why) {
-        printf("check_multiboot: SKIP the lapict-vmm cases: %s\n", why);
-    } else {
-        TCase *v = tcase_create("kvm");
-        tcase_add_test(v, mbtest_lib_x2apic);
-        tcase_add_test(v, mbtest_lib_xapic);
-        tcase_add_test(v, mbtest_kernel_x2apic);
-        tcase_add_test(v, mbtest_kernel_xapic);
-        tcase_add_test(v, vmm_refuses_non_multiboot);
-        tcase_set_timeout(v, 90);
-        suite_add_tcase(s, v);
-    }
     return s;
 }
-#else
-static Suite *suite(void)
-{
-    Suite *s = suite_create("multiboot");
-    printf("check_multiboot: SKIP: lapict-vmm and its multiboot path are "
-           "not built on this platform\n");
-    return s;
-}
-#endif
 
-int main(void)
+static Suite *kvm_suite(void)
 {
-    SRunner *r = srunner_create(suite());
+    Suite *s = suite_create("multiboot-kvm");
+    TCase *v = tcase_create("kvm");
+
+    tcase_add_test(v, mbtest_lib_x2apic);
+    tcase_add_test(v, mbtest_lib_xapic);
+    tcase_add_test(v, mbtest_kernel_x2apic);
+    tcase_add_test(v, mbtest_kernel_xapic);
+    tcase_add_test(v, vmm_refuses_non_multiboot);
+    tcase_set_timeout(v, 90);
+    suite_add_tcase(s, v);
+    return s;
+}
+
+/* "check_multiboot": the loader cases; "check_multiboot kvm": the cases
+ * that boot under KVM, exit LT_SKIP_RC where KVM is unusable. */
+int main(int argc, char **argv)
+{
+    bool kvm = argc > 1 && !strcmp(argv[1], "kvm");
+    const char *why = kvm ? lt_kvm_unusable() : NULL;
+    SRunner *r;
     int failed;
 
+    if (why) {
+        printf("check_multiboot: SKIP the lapict-vmm cases: %s\n", why);
+        return LT_SKIP_RC;
+    }
+    r = srunner_create(kvm ? kvm_suite() : loader_suite());
     srunner_run_all(r, CK_NORMAL);
     failed = srunner_ntests_failed(r);
     srunner_free(r);
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
+#else
+int main(void)
+{
+    printf("check_multiboot: SKIP: lapict-vmm and its multiboot path are "
+           "not built on this platform\n");
+    return LT_SKIP_RC;
+}
+#endif

@@ -4,8 +4,9 @@
 # item 3, TIMER.md "Concurrency"). Two parts:
 #  1. everywhere: tests/tsan/stress.c drives the adapter's real run loop
 #     against a fake vCPU (no KVM), for each kick path (kick-timer signal,
-#     timer thread, none) and advance off/adaptive: many short deadlines,
-#     random halts and spins; no race, none lost, doubled or early;
+#     timer thread, none, the caller's own kick) and advance off/adaptive:
+#     many short deadlines, random halts and spins; no race, none lost,
+#     doubled or early;
 #  2. where /dev/kvm works: lapict-vmm built with -fsanitize=thread runs
 #     short-delta tscdeadline tests under --lapic=lib (hlt and spin, both
 #     kick paths, advance off and adaptive): no race, early=0, exactly one
@@ -28,11 +29,11 @@ fail=0
 echo "== tsan: fake vCPU stress ($CC)"
 "$CC" -std=c11 -O1 -g -fsanitize=thread -fno-omit-frame-pointer \
     -Wall -Wextra -Werror -DLAPICT_BUILDING \
-    -Iinclude -Ilib -Iadapters/kvm \
-    lib/*.c adapters/kvm/apic.c adapters/kvm/host.c tests/tsan/stress.c \
+    -Iinclude -Ilib -Iadapters/kvm -Itests/adapters \
+    lib/*.c adapters/kvm/*.c tests/adapters/kvm_fake.c tests/tsan/stress.c \
     -o "$dir/tsan_stress" -lpthread
 seed=1
-for kick in signal thread none; do
+for kick in signal thread none caller; do
     for adv in off adaptive; do
         if ! "$dir/tsan_stress" --kick=$kick --advance=$adv --deadlines="$n" \
                 --seed=$seed; then

@@ -4,8 +4,9 @@
  * timer (the kick timer's signal, or the timer thread) and the vCPU thread
  * (TIMER.md "Concurrency"), without KVM: the adapter's real run loop
  * (lapict_kvm_run: halt polling and sleeping, kicks, immediate_exit,
- * interrupt windows, lapict_before_guest_entry) drives a fake vCPU whose
- * "KVM_RUN" is fake_run() below. The fake guest arms many short TSC
+ * interrupt windows, lapict_before_guest_entry) drives a fake vCPU
+ * (tests/adapters/kvm_fake.c on the adapter's syscall seam) whose
+ * KVM_RUN is fake_run() below. The fake guest arms many short TSC
  * deadlines (some already past), takes each interrupt in an ISR that
  * exits for EOI and the next deadline with IF clear, and in between either
  * halts or runs with IF set until kicked. A watchdog thread stops the vCPU
@@ -16,13 +17,19 @@
  * lost, none doubled), never before the deadline in guest TSC ("TSC-
  * Deadline Mode"); TSan reports no data race (run with halt_on_error).
  *
- * usage: tsan_stress [--kick=signal|thread|none] [--advance=off|adaptive]
+ * --kick=caller: the adapter takes no signal (kick_signal 0); a thread of
+ * this program plays the VMM that kicks by itself: it watches
+ * lapict_kvm_next_deadline() and calls lapict_kvm_kick() once it passed.
+ *
+ * usage: tsan_stress [--kick=signal|thread|none|caller]
+ *                    [--advance=off|adaptive]
  *                    [--deadlines=N] [--seed=S]
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +37,7 @@
 #include <unistd.h>
 #include <x86intrin.h>
 
+#include "kvm_fake.h"
 #include "lapict_kvm.h"
 
 #define VEC 0x40u
@@ -43,11 +51,12 @@ struct fake {
     uint64_t deadline;        /* outstanding deadline, guest TSC */
     bool outstanding;
     enum phase phase;
-    uint64_t seen_injections; /* k->fake_injections already taken */
+    uint64_t seen_injections; /* lt_fake.injections already taken */
     uint64_t written, got, early, doubled, halts, spins, kicked;
     int setup_step;
     atomic_uint_fast64_t progress; /* interrupts taken: read by watchdog */
     atomic_int done;
+    struct lapict_kvm *k;
 };
 
 static uint64_t rnd(struct fake *f)
@@ -91,13 +100,14 @@ static void guest_if(struct kvm_run *r, bool on)
 {
     r->if_flag = on;
     r->ready_for_interrupt_injection = on;
+    lt_fake.if_flag = on; /* RFLAGS.IF as KVM_GET_REGS reads it */
 }
 
 /* KVM_RUN for the fake vCPU: same return contract (0, or -1 with errno). */
-static int fake_run(struct lapict_kvm *k)
+static int fake_run(void *arg)
 {
-    struct fake *f = k->fake_arg;
-    struct kvm_run *r = k->run;
+    struct fake *f = arg;
+    struct kvm_run *r = f->k->run;
     uint64_t until;
 
     if (__atomic_load_n(&r->immediate_exit, __ATOMIC_SEQ_CST)) {
@@ -105,10 +115,10 @@ static int fake_run(struct lapict_kvm *k)
         return -1;
     }
     /* An injection queued for this entry is taken before any instruction. */
-    if (k->fake_injections != f->seen_injections) {
-        uint64_t n = k->fake_injections - f->seen_injections;
-        f->seen_injections = k->fake_injections;
-        if (n > 1 || !f->outstanding || (int)k->fake_last_vector != VEC)
+    if (lt_fake.injections != f->seen_injections) {
+        uint64_t n = lt_fake.injections - f->seen_injections;
+        f->seen_injections = lt_fake.injections;
+        if (n > 1 || !f->outstanding || lt_fake.last_vector != (int)VEC)
             f->doubled += n > 1 ? n - 1 : 1;
         if (f->outstanding && __rdtsc() < f->deadline)
             f->early++;
@@ -197,7 +207,26 @@ struct watch {
     struct lapict_kvm *k;
     struct fake *f;
     bool stalled;
+    atomic_int quit; /* the kicker ends */
 };
+
+/* --kick=caller: the VMM's own kick, once per deadline that passed. */
+static void *kicker(void *arg)
+{
+    struct watch *w = arg;
+    struct timespec d = {0, 20000};
+    uint64_t kicked = 0;
+
+    while (!atomic_load(&w->quit)) {
+        uint64_t t = lapict_kvm_next_deadline(w->k);
+        if (t && t != kicked && mono_ns() >= t) {
+            lapict_kvm_kick(w->k);
+            kicked = t;
+        }
+        nanosleep(&d, NULL);
+    }
+    return NULL;
+}
 
 /* Stop the vCPU from another thread: at the end, or after a stall. */
 static void *watchdog(void *arg)
@@ -226,12 +255,15 @@ static void *watchdog(void *arg)
 int main(int argc, char **argv)
 {
     struct lapict_kvm_config cfg = {.timer_thread = true,
-                                    .advance_max_ns = 60000};
+                                    .kick_signal = SIGUSR1,
+                                    .advance_max_ns = 60000,
+                                    .sys = &lt_fake_sys};
     static struct kvm_run run;
     struct lapict_kvm k;
     struct fake f;
     struct watch w;
-    pthread_t wt;
+    pthread_t wt, kt;
+    bool caller = false;
     const char *kick = "signal";
     int rc;
 
@@ -258,6 +290,11 @@ int main(int argc, char **argv)
         cfg.kick_thread = true;
     else if (!strcmp(kick, "none"))
         cfg.timer_thread = false; /* the owner polls: no kicks at all */
+    else if (!strcmp(kick, "caller")) {
+        cfg.timer_thread = false;
+        cfg.kick_signal = 0; /* nothing process-wide is the adapter's */
+        caller = true;
+    }
     else if (strcmp(kick, "signal"))
         return 2;
     f.tsc_khz = calibrate_khz();
@@ -265,27 +302,37 @@ int main(int argc, char **argv)
     atomic_init(&f.progress, 0);
     atomic_init(&f.done, 0);
 
-    rc = lapict_kvm_init(&k, -1, &run, &cfg);
+    lt_fake_reset();
+    f.k = &k;
+    lt_fake.run = fake_run;
+    lt_fake.run_arg = &f;
+    rc = lapict_kvm_init(&k, LT_FAKE_VCPU_FD, &run, &cfg);
     if (rc) {
         fprintf(stderr, "tsan_stress: lapict_kvm_init: %d\n", rc);
         return 2;
     }
-    k.fake_run = fake_run;
-    k.fake_arg = &f;
     w = (struct watch){.k = &k, .f = &f};
+    atomic_init(&w.quit, 0);
     if (pthread_create(&wt, NULL, watchdog, &w))
+        return 2;
+    if (caller && pthread_create(&kt, NULL, kicker, &w))
         return 2;
 
     for (;;) {
         rc = lapict_kvm_run(&k);
         if (rc < 0) {
-            fprintf(stderr, "tsan_stress: run: %s\n", strerror(-rc));
+            fprintf(stderr, "tsan_stress: run: %s (%s: %s)\n",
+                    lapict_strerror(rc), lapict_kvm_errcall(&k),
+                    strerror(lapict_kvm_errno(&k)));
             break;
         }
         if (run.exit_reason == KVM_EXIT_INTR)
             break; /* lapict_kvm_stop() */
     }
     pthread_join(wt, NULL);
+    atomic_store(&w.quit, 1);
+    if (caller)
+        pthread_join(kt, NULL);
     lapict_kvm_destroy(&k);
 
     printf("tsan_stress kick=%s advance=%s deadlines=%llu interrupts=%llu "

@@ -1,0 +1,621 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * adapters/kvm's host side: system-call failures are reported in lapict's
+ * one error domain and never lose the guest's timer; the process-global
+ * state (signal handler, timer slack) stays the caller's. On the fake vCPU
+ * of kvm_fake.c (no /dev/kvm).
+ */
+#define _GNU_SOURCE
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kvm_fake.h"
+#include "lapict_kvm.h"
+
+#define APIC 0xFEE00000ull
+
+struct fx {
+    struct lapict_kvm k;
+    struct kvm_run run;
+    uint64_t entries; /* KVM_RUN calls */
+};
+
+/* The whole @ns, even when a kick signal interrupts the sleep. */
+static void sleep_ns(long ns)
+{
+    struct timespec ts = {ns / 1000000000L, ns % 1000000000L};
+    while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+        ;
+}
+
+/* KVM_RUN of a guest that takes interrupts and exits to the VMM at once. */
+static int run_io_exit(void *arg)
+{
+    struct fx *f = arg;
+    f->entries++;
+    f->run.exit_reason = KVM_EXIT_IO;
+    f->run.io.port = 0x80;
+    f->run.if_flag = 1;
+    f->run.ready_for_interrupt_injection = 1;
+    return 0;
+}
+
+/* KVM_RUN of a guest that halts with IF set. */
+static int run_hlt(void *arg)
+{
+    struct fx *f = arg;
+    f->entries++;
+    f->run.exit_reason = KVM_EXIT_HLT;
+    f->run.if_flag = 1;
+    f->run.ready_for_interrupt_injection = 1;
+    return 0;
+}
+
+static struct fx *fx_new(struct lapict_kvm_config *c, int *rc)
+{
+    struct fx *f = calloc(1, sizeof(*f));
+
+    assert_non_null(f);
+    c->tsc_khz = c->tsc_khz ? c->tsc_khz : 1000000;
+    c->sys = &lt_fake_sys;
+    lt_fake.run = run_io_exit;
+    lt_fake.run_arg = f;
+    lt_fake.if_flag = true; /* the guest runs with IF set */
+    *rc = lapict_kvm_init(&f->k, LT_FAKE_VCPU_FD, &f->run, c);
+    return f;
+}
+
+static void fx_free(struct fx *f)
+{
+    lapict_kvm_destroy(&f->k);
+    free(f);
+}
+
+static void mmio_wr(struct fx *f, uint32_t off, uint32_t v)
+{
+    f->run.exit_reason = KVM_EXIT_MMIO;
+    f->run.mmio.phys_addr = APIC + off;
+    f->run.mmio.len = 4;
+    f->run.mmio.is_write = 1;
+    memcpy(f->run.mmio.data, &v, 4);
+}
+
+/* Software-enable the APIC and make LVTT a one-shot, vector 0x40, /1. */
+static void oneshot_ready(struct fx *f)
+{
+    mmio_wr(f, 0xF0, 0x1FF);
+    assert_int_equal(lapict_kvm_handle_exit(&f->k, 0), LAPICT_KVM_MINE);
+    mmio_wr(f, 0x3E0, 0xB);
+    assert_int_equal(lapict_kvm_handle_exit(&f->k, 0), LAPICT_KVM_MINE);
+    mmio_wr(f, 0x320, 0x40);
+    assert_int_equal(lapict_kvm_handle_exit(&f->k, 0), LAPICT_KVM_MINE);
+}
+
+/*
+ * Rule (one error domain): an adapter call that fails in a system call
+ * returns LAPICT_E_SYSTEM, never -errno (LAPICT_E_INVAL is -1 = -EPERM),
+ * and keeps the errno and the call's name.
+ */
+static void init_failure_is_one_domain(void **state)
+{
+    static const struct {
+        unsigned call;
+        int err;
+    } cases[] = {
+        {LT_FAIL_TIMER_CREATE, EPERM},  {LT_FAIL_TIMER_CREATE, EAGAIN},
+        {LT_FAIL_TIMER_CREATE, ENOMEM}, {LT_FAIL_SIGACTION, EINVAL},
+        {LT_FAIL_SIGACTION, EPERM},
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct lapict_kvm_config c = {.timer_thread = true,
+                                      .kick_signal = SIGUSR2};
+        struct fx *f;
+        int rc;
+
+        lt_fake_reset();
+        lt_fake.fail = cases[i].call;
+        lt_fake.fail_errno = cases[i].err;
+        f = fx_new(&c, &rc);
+        assert_int_equal(rc, LAPICT_E_SYSTEM);
+        assert_int_not_equal(rc, -cases[i].err);
+        assert_true(rc >= LAPICT_STATUS_MIN && rc < 0);
+        assert_int_equal(lapict_kvm_errno(&f->k), cases[i].err);
+        assert_true(strlen(lapict_kvm_errcall(&f->k)) > 0);
+        assert_string_not_equal(lapict_strerror(rc), "unknown status");
+        free(f); /* a failed init leaves nothing to destroy */
+    }
+}
+
+/*
+ * Rule: a host timer that cannot be armed is reported before the guest
+ * runs again (the run loop returns LAPICT_E_SYSTEM without entering), and
+ * the interrupt is not lost: once the call works again it is delivered.
+ */
+static void arm_failure(unsigned call, bool kick_thread)
+{
+    struct lapict_kvm_config c = {.timer_thread = true,
+                                  .kick_thread = kick_thread,
+                                  .kick_signal = SIGUSR2};
+    struct fx *f;
+    int rc;
+
+    lt_fake_reset();
+    f = fx_new(&c, &rc);
+    assert_int_equal(rc, 0);
+    f->run.if_flag = 1;
+    f->run.ready_for_interrupt_injection = 1;
+    oneshot_ready(f);
+    lt_fake.fail = call;
+    lt_fake.fail_errno = ENOMEM;
+    mmio_wr(f, 0x380, 2000000); /* TMICT: 2 ms at 1 GHz */
+    rc = lapict_kvm_handle_exit(&f->k, 0);
+    assert_true(rc == 1 || rc == LAPICT_E_SYSTEM);
+    if (rc == 1)
+        rc = lapict_kvm_run(&f->k);
+    assert_int_equal(rc, LAPICT_E_SYSTEM);
+    assert_int_equal(lapict_kvm_errno(&f->k), ENOMEM);
+    assert_int_equal(f->entries, 0);
+    lt_fake.fail = 0;
+    sleep_ns(4000000);
+    assert_int_equal(lapict_kvm_run(&f->k), 0);
+    assert_int_equal(f->run.exit_reason, KVM_EXIT_IO);
+    assert_int_equal(lt_fake.injections, 1);
+    assert_int_equal(lt_fake.last_vector, 0x40);
+    fx_free(f);
+}
+
+static void kick_timer_arm_failure(void **state)
+{
+    (void)state;
+    arm_failure(LT_FAIL_TIMER_SETTIME, false);
+}
+
+static void timerfd_arm_failure(void **state)
+{
+    (void)state;
+    arm_failure(LT_FAIL_TIMERFD_SETTIME, true);
+}
+
+/* Rule: KVM_SET_MSRS (the IA32_APIC_BASE mirror) and KVM_NMI failures are
+ * reported by the exit that made them, not discarded. */
+static void set_msrs_and_nmi_failures(void **state)
+{
+    struct lapict_kvm_config c = {0};
+    struct fx *f;
+    int rc;
+
+    (void)state;
+    lt_fake_reset();
+    f = fx_new(&c, &rc);
+    assert_int_equal(rc, 0);
+    lt_fake.fail = LT_FAIL_SET_MSRS;
+    lt_fake.fail_errno = EINVAL;
+    f->run.exit_reason = KVM_EXIT_X86_WRMSR;
+    f->run.msr.index = 0x1B;
+    f->run.msr.data = APIC | 0xD00; /* enable x2APIC */
+    assert_int_equal(lapict_kvm_handle_exit(&f->k, 0), LAPICT_E_SYSTEM);
+    assert_int_equal(lapict_kvm_errno(&f->k), EINVAL);
+    assert_string_equal(lapict_kvm_errcall(&f->k), "KVM_SET_MSRS");
+    lt_fake.fail = LT_FAIL_NMI;
+    lt_fake.fail_errno = EBUSY;
+    f->run.exit_reason = KVM_EXIT_X86_WRMSR;
+    f->run.msr.index = 0x830; /* ICR: NMI to self */
+    f->run.msr.data = 0x40400;
+    assert_int_equal(lapict_kvm_handle_exit(&f->k, 0), LAPICT_E_SYSTEM);
+    assert_int_equal(lapict_kvm_errno(&f->k), EBUSY);
+    assert_string_equal(lapict_kvm_errcall(&f->k), "KVM_NMI");
+    lt_fake.fail = 0;
+    assert_int_equal(lapict_kvm_handle_exit(&f->k, 0), LAPICT_KVM_MINE);
+    assert_int_equal(lt_fake.nmis, 1);
+    fx_free(f);
+}
+
+/* Rule: a persistent poll error of the timer thread is reported, not
+ * retried in a busy loop. */
+static void thread_poll_error_no_spin(void **state)
+{
+    struct lapict_kvm_config c = {.timer_thread = true, .kick_thread = true,
+                                  .kick_signal = SIGUSR2};
+    struct fx *f;
+    int rc;
+
+    (void)state;
+    lt_fake_reset();
+    lt_fake.fail = LT_FAIL_PPOLL;
+    lt_fake.fail_errno = EBADF;
+    f = fx_new(&c, &rc);
+    assert_int_equal(rc, 0);
+    sleep_ns(50000000);
+    assert_true(__atomic_load_n(&lt_fake.ppolls, __ATOMIC_RELAXED) < 10);
+    assert_int_equal(lapict_kvm_run(&f->k), LAPICT_E_SYSTEM);
+    assert_int_equal(lapict_kvm_errno(&f->k), EBADF);
+    assert_string_equal(lapict_kvm_errcall(&f->k), "ppoll");
+    lt_fake.fail = 0;
+    fx_free(f);
+}
+
+/* Rule: a halted vCPU whose wait fails returns the error to the VMM rather
+ * than spinning on it. */
+static void halt_poll_error_reported(void **state)
+{
+    struct lapict_kvm_config c = {.timer_thread = false};
+    struct fx *f;
+    int rc;
+
+    (void)state;
+    lt_fake_reset();
+    f = fx_new(&c, &rc);
+    assert_int_equal(rc, 0);
+    oneshot_ready(f);
+    mmio_wr(f, 0x380, 1000000000); /* 1 s: the halt sleeps */
+    assert_int_equal(lapict_kvm_handle_exit(&f->k, 0), LAPICT_KVM_MINE);
+    lt_fake.run = run_hlt;
+    lt_fake.fail = LT_FAIL_PPOLL;
+    lt_fake.fail_errno = EFAULT;
+    alarm(10); /* a spinning halt would never return */
+    assert_int_equal(lapict_kvm_run(&f->k), LAPICT_E_SYSTEM);
+    alarm(0);
+    assert_int_equal(lapict_kvm_errno(&f->k), EFAULT);
+    assert_true(lt_fake.ppolls < 10);
+    lt_fake.fail = 0;
+    fx_free(f);
+}
+
+
+/* --- process-global state stays the caller's ---------------------------- */
+
+static volatile sig_atomic_t caller_hits;
+
+static void caller_handler(int sig)
+{
+    (void)sig;
+    caller_hits++;
+}
+
+static void set_caller_handler(int sig)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = caller_handler;
+    sigemptyset(&sa.sa_mask);
+    assert_int_equal(sigaction(sig, &sa, NULL), 0);
+}
+
+static bool handler_is_callers(int sig)
+{
+    struct sigaction sa;
+    assert_int_equal(sigaction(sig, NULL, &sa), 0);
+    return !(sa.sa_flags & SA_SIGINFO) && sa.sa_handler == caller_handler;
+}
+
+/*
+ * Rule: the adapter takes the kick signal the caller chose, and gives the
+ * previous handler back at destroy (SIGUSR1 is QEMU's SIG_IPI); a signal
+ * that is not one of its kicks reaches that handler meanwhile.
+ */
+static void previous_handler_restored(void **state)
+{
+    struct lapict_kvm_config c = {.timer_thread = true,
+                                  .kick_signal = SIGUSR1};
+    struct fx *f;
+    int rc;
+
+    (void)state;
+    lt_fake_reset();
+    set_caller_handler(SIGUSR1);
+    caller_hits = 0;
+    f = fx_new(&c, &rc);
+    assert_int_equal(rc, 0);
+    assert_false(handler_is_callers(SIGUSR1));
+    raise(SIGUSR1); /* not a kick: the caller's */
+    assert_int_equal(caller_hits, 1);
+    fx_free(f);
+    assert_true(handler_is_callers(SIGUSR1));
+    raise(SIGUSR1);
+    assert_int_equal(caller_hits, 2);
+    signal(SIGUSR1, SIG_DFL);
+}
+
+/* Rule: with kick_signal 0 the adapter installs no handler at all (the
+ * caller kicks); a chosen signal is the only one it takes. */
+static void caller_chosen_signal(void **state)
+{
+    struct lapict_kvm_config c0 = {.timer_thread = false};
+    struct lapict_kvm_config c1 = {.timer_thread = true, .kick_thread = true};
+    int sig = SIGRTMIN + 2, rc;
+    struct fx *f;
+
+    (void)state;
+    lt_fake_reset();
+    set_caller_handler(SIGUSR1);
+    set_caller_handler(sig);
+    f = fx_new(&c0, &rc);
+    assert_int_equal(rc, 0);
+    assert_true(handler_is_callers(SIGUSR1));
+    assert_true(handler_is_callers(sig));
+    fx_free(f);
+    /* Kicks need a signal: a timer thread without one is refused. */
+    f = fx_new(&c1, &rc);
+    assert_int_equal(rc, LAPICT_E_INVAL);
+    free(f);
+    c1.kick_signal = -1;
+    f = fx_new(&c1, &rc);
+    assert_int_equal(rc, LAPICT_E_INVAL);
+    free(f);
+    c1.kick_signal = sig;
+    f = fx_new(&c1, &rc);
+    assert_int_equal(rc, 0);
+    assert_true(handler_is_callers(SIGUSR1));
+    assert_false(handler_is_callers(sig));
+    fx_free(f);
+    assert_true(handler_is_callers(sig));
+    signal(SIGUSR1, SIG_DFL);
+    signal(sig, SIG_DFL);
+}
+
+
+/* Rule: instances that share a kick signal share one handler; the
+ * caller's comes back when the last of them is destroyed, in any order. */
+static void shared_signal_restored_by_last(void **state)
+{
+    struct lapict_kvm_config c = {.timer_thread = true,
+                                  .kick_signal = SIGUSR1};
+    struct fx *a, *b;
+    int rc;
+
+    (void)state;
+    lt_fake_reset();
+    set_caller_handler(SIGUSR1);
+    a = fx_new(&c, &rc);
+    assert_int_equal(rc, 0);
+    b = fx_new(&c, &rc);
+    assert_int_equal(rc, 0);
+    assert_false(handler_is_callers(SIGUSR1));
+    fx_free(a);
+    assert_false(handler_is_callers(SIGUSR1)); /* b still kicks with it */
+    fx_free(b);
+    assert_true(handler_is_callers(SIGUSR1));
+    signal(SIGUSR1, SIG_DFL);
+}
+
+static void *destroy_elsewhere(void *arg)
+{
+    struct fx *f = arg;
+    lapict_kvm_destroy(&f->k);
+    return NULL;
+}
+
+/*
+ * Rule: the handler finds its vCPU from the signal itself (sigev_value),
+ * not from a thread-local pointer: after a destroy on another thread, a
+ * late kick for the old instance touches nothing of it.
+ */
+static void destroy_on_other_thread(void **state)
+{
+    struct lapict_kvm_config c = {.timer_thread = true,
+                                  .kick_signal = SIGUSR1};
+    static struct kvm_run sentinel;
+    union sigval v;
+    pthread_t t;
+    struct fx *f;
+    int rc;
+
+    (void)state;
+    lt_fake_reset();
+    set_caller_handler(SIGUSR1);
+    caller_hits = 0;
+    f = fx_new(&c, &rc);
+    assert_int_equal(rc, 0);
+    assert_int_equal(pthread_create(&t, NULL, destroy_elsewhere, f), 0);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    /* The memory lives on (reused by the caller): anything the stale
+     * handler wrote would land in the sentinel. */
+    memset(&sentinel, 0, sizeof(sentinel));
+    f->k.run = &sentinel;
+    v.sival_ptr = &f->k;
+    assert_int_equal(pthread_sigqueue(pthread_self(), SIGUSR1, v), 0);
+    assert_int_equal(sentinel.immediate_exit, 0);
+    assert_int_equal(caller_hits, 1);
+    free(f);
+    signal(SIGUSR1, SIG_DFL);
+}
+
+/* Rule: the timer slack of the caller's thread changes only if asked. */
+static void timer_slack_only_if_asked(void **state)
+{
+    struct lapict_kvm_config c = {.timer_thread = false};
+    unsigned long before;
+    struct fx *f;
+    int rc;
+
+    (void)state;
+    lt_fake_reset();
+    assert_int_equal(prctl(PR_SET_TIMERSLACK, 50000UL, 0, 0, 0), 0);
+    before = (unsigned long)prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+    f = fx_new(&c, &rc);
+    assert_int_equal(rc, 0);
+    assert_int_equal(prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0), before);
+    fx_free(f);
+    c.timer_slack_ns = 1;
+    f = fx_new(&c, &rc);
+    assert_int_equal(rc, 0);
+    assert_int_equal(prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0), 1);
+    fx_free(f);
+    prctl(PR_SET_TIMERSLACK, before, 0, 0, 0);
+}
+
+
+static void apic_wr(struct fx *f, uint32_t off, uint32_t v)
+{
+    assert_int_equal(lapict_apic_mmio(&f->k.apic, APIC + off, (uint8_t *)&v,
+                                      4, true),
+                     LAPICT_OK);
+}
+
+/* Rule (TIMER.md "Concurrency"): the timer thread only sets the flag and
+ * kicks; the owner thread consumes it and calls lapict_expire(). The kick
+ * sets immediate_exit for the next KVM_RUN. Meant to run under TSan too. */
+static void timer_thread_kick(void **state)
+{
+    struct lapict_kvm_config c = {.timer_thread = true, .kick_thread = true,
+                                  .kick_signal = SIGUSR1};
+    struct fx *f;
+    int i, rounds, rc;
+
+    (void)state;
+    lt_fake_reset();
+    f = fx_new(&c, &rc);
+    assert_int_equal(rc, 0);
+    f->run.if_flag = 1;
+    f->run.ready_for_interrupt_injection = 1;
+    apic_wr(f, 0xF0, 0x1FF);
+    apic_wr(f, 0x3E0, 0xB);
+    apic_wr(f, 0x320, 0x40);
+    for (rounds = 0; rounds < 20; rounds++) {
+        apic_wr(f, 0x380, 200000); /* 200 us */
+        for (i = 0; i < 1000 && !__atomic_load_n(&f->run.immediate_exit,
+                                                 __ATOMIC_RELAXED);
+             i++)
+            sleep_ns(100000);
+        assert_int_equal(f->run.immediate_exit, 1);
+        f->run.immediate_exit = 0;
+        assert_true(lapict_kvm_poll(&f->k));
+        assert_int_equal(lapict_kvm_pre_run(&f->k), 0);
+        assert_int_equal(lt_fake.last_vector, 0x40);
+        assert_int_equal(lt_fake.injections, (uint64_t)rounds + 1);
+        /* The guest entry took it and its handler EOIs. */
+        assert_int_equal(lapict_kvm_handle_exit(&f->k, -EINTR),
+                         LAPICT_KVM_MINE);
+        apic_wr(f, 0xB0, 0);
+    }
+    fx_free(f);
+}
+
+/* Rule: with kick_signal 0 the caller kicks: lapict_kvm_next_deadline()
+ * says when, lapict_kvm_kick() (any thread) makes the entry exit. */
+static void *caller_kicker(void *arg)
+{
+    struct fx *f = arg;
+    uint64_t d;
+    struct timespec now;
+
+    do {
+        d = lapict_kvm_next_deadline(&f->k);
+    } while (!d);
+    do {
+        clock_gettime(CLOCK_MONOTONIC, &now);
+    } while ((uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec <
+             d);
+    lapict_kvm_kick(&f->k);
+    return NULL;
+}
+
+static int run_until_kicked(void *arg)
+{
+    struct fx *f = arg;
+    f->entries++;
+    f->run.if_flag = 1;
+    f->run.ready_for_interrupt_injection = 1;
+    /* The interrupt came with this entry: the guest is done. (A kick that
+     * landed before the entry was served by pre_run.) */
+    if (lt_fake.injections) {
+        f->run.exit_reason = KVM_EXIT_IO;
+        return 0;
+    }
+    while (!__atomic_load_n(&f->run.immediate_exit, __ATOMIC_SEQ_CST))
+        sleep_ns(10000);
+    errno = EINTR;
+    return -1;
+}
+
+static void caller_kicks(void **state)
+{
+    struct lapict_kvm_config c = {.timer_thread = false};
+    pthread_t t;
+    struct fx *f;
+    int rc;
+
+    (void)state;
+    lt_fake_reset();
+    f = fx_new(&c, &rc);
+    assert_int_equal(rc, 0);
+    lt_fake.run = run_until_kicked;
+    f->run.if_flag = 1;
+    f->run.ready_for_interrupt_injection = 1;
+    apic_wr(f, 0xF0, 0x1FF);
+    apic_wr(f, 0x3E0, 0xB);
+    apic_wr(f, 0x320, 0x40);
+    assert_int_equal(lapict_kvm_next_deadline(&f->k), 0);
+    apic_wr(f, 0x380, 1000000); /* 1 ms */
+    assert_int_not_equal(lapict_kvm_next_deadline(&f->k), 0);
+    assert_int_equal(pthread_create(&t, NULL, caller_kicker, f), 0);
+    assert_int_equal(lapict_kvm_run(&f->k), 0);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    assert_true(f->entries == 1 || f->entries == 2);
+    assert_int_equal(lt_fake.injections, 1);
+    assert_int_equal(lt_fake.last_vector, 0x40);
+    fx_free(f);
+}
+
+/* Rule ("Error Handling"): the core's report of an illegal LVT timer
+ * vector sets ESR bit 6, "Receive Illegal Vector". */
+static void illegal_lvt_vector_esr(void **state)
+{
+    struct lapict_kvm_config c = {0};
+    struct fx *f;
+    uint32_t esr = 0;
+    int rc;
+
+    (void)state;
+    lt_fake_reset();
+    f = fx_new(&c, &rc);
+    assert_int_equal(rc, 0);
+    apic_wr(f, 0xF0, 0x1FF);
+    apic_wr(f, 0x3E0, 0xB);
+    apic_wr(f, 0x320, 0x05); /* vector 5: illegal */
+    apic_wr(f, 0x380, 1000);
+    sleep_ns(100000);
+    lapict_expire(&f->k.timer);
+    apic_wr(f, 0x280, 0);
+    assert_int_equal(lapict_apic_mmio(&f->k.apic, APIC + 0x280,
+                                      (uint8_t *)&esr, 4, false),
+                     LAPICT_OK);
+    assert_int_equal(esr, LAPICT_APIC_ESR_RECV_ILLEGAL);
+    assert_int_equal(lt_fake.injections, 0);
+    fx_free(f);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(init_failure_is_one_domain),
+        cmocka_unit_test(kick_timer_arm_failure),
+        cmocka_unit_test(timerfd_arm_failure),
+        cmocka_unit_test(set_msrs_and_nmi_failures),
+        cmocka_unit_test(thread_poll_error_no_spin),
+        cmocka_unit_test(halt_poll_error_reported),
+        cmocka_unit_test(previous_handler_restored),
+        cmocka_unit_test(caller_chosen_signal),
+        cmocka_unit_test(shared_signal_restored_by_last),
+        cmocka_unit_test(destroy_on_other_thread),
+        cmocka_unit_test(timer_slack_only_if_asked),
+        cmocka_unit_test(timer_thread_kick),
+        cmocka_unit_test(caller_kicks),
+        cmocka_unit_test(illegal_lvt_vector_esr),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,259 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * adapters/kvm's vCPU glue: which exits are the LAPIC's, and what the hooks
+ * report to the VMM's loop. On the fake vCPU of kvm_fake.c (no /dev/kvm).
+ */
+#define _GNU_SOURCE
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <errno.h>
+#include <string.h>
+
+#include <time.h>
+
+#include "kvm_fake.h"
+#include "lapict_kvm.h"
+
+/* Glue internals driven directly (kvm_internal.h). */
+int lapict_kvm__deliver(struct lapict_kvm *k);
+void lapict_kvm__window(struct lapict_kvm *k);
+
+#define BASE 0xFEE00000ull
+
+struct fx {
+    struct lapict_kvm k;
+    struct kvm_run run;
+};
+
+static int setup(void **state)
+{
+    struct lapict_kvm_config c = {.tsc_khz = 1000000, .sys = &lt_fake_sys};
+
+    struct fx *f = calloc(1, sizeof(*f));
+
+    assert_non_null(f);
+    lt_fake_reset();
+    assert_int_equal(lapict_kvm_init(&f->k, LT_FAKE_VCPU_FD, &f->run, &c), 0);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fx *f = *state;
+    lapict_kvm_destroy(&f->k);
+    free(f);
+    return 0;
+}
+
+static void msr_exit(struct kvm_run *r, uint32_t reason, uint32_t msr,
+                     uint64_t data)
+{
+    r->exit_reason = reason;
+    r->msr.index = msr;
+    r->msr.data = data;
+    r->msr.error = 0;
+}
+
+/*
+ * Rule: an MSR exit for an MSR that is not the LAPIC's (the VM gets UNKNOWN
+ * and INVAL MSR exits for the LAPIC's x2APIC range) belongs to the VMM: it
+ * is reported "not mine" and left untouched, never turned into a #GP.
+ */
+static void other_msr_is_not_mine(void **state)
+{
+    struct fx *f = *state;
+    static const uint32_t others[] = {0x3A, 0xC0000080u, 0x4B564D00u, 0x10,
+                                      0x7FF, 0x900};
+
+    for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++) {
+        msr_exit(&f->run, KVM_EXIT_X86_RDMSR, others[i], 0x1234);
+        assert_int_equal(lapict_kvm_handle_exit(&f->k, 0), LAPICT_KVM_NOT_MINE);
+        assert_int_equal(f->run.msr.error, 0);
+        assert_int_equal(f->run.msr.data, 0x1234);
+        msr_exit(&f->run, KVM_EXIT_X86_WRMSR, others[i], 0x5678);
+        assert_int_equal(lapict_kvm_handle_exit(&f->k, 0), LAPICT_KVM_NOT_MINE);
+        assert_int_equal(f->run.msr.error, 0);
+    }
+    assert_int_equal(f->k.st.gp, 0);
+    /* The LAPIC's own MSRs stay its own, #GP included. */
+    msr_exit(&f->run, KVM_EXIT_X86_RDMSR, 0x1B, 0);
+    assert_int_equal(lapict_kvm_handle_exit(&f->k, 0), LAPICT_KVM_MINE);
+    assert_int_equal(f->run.msr.error, 0);
+    assert_int_equal(f->run.msr.data, 0xFEE00900u);
+    msr_exit(&f->run, KVM_EXIT_X86_WRMSR, 0x839, 0); /* x2APIC off: #GP */
+    assert_int_equal(lapict_kvm_handle_exit(&f->k, 0), LAPICT_KVM_MINE);
+    assert_int_equal(f->run.msr.error, 1);
+}
+
+
+static uint32_t mmio_rd(struct fx *f, uint32_t off)
+{
+    uint32_t v = 0;
+    assert_int_equal(lapict_apic_mmio(&f->k.apic, BASE + off, (uint8_t *)&v,
+                                      4, false),
+                     LAPICT_OK);
+    return v;
+}
+
+static void mmio_wr(struct fx *f, uint32_t off, uint32_t v)
+{
+    assert_int_equal(lapict_apic_mmio(&f->k.apic, BASE + off, (uint8_t *)&v,
+                                      4, true),
+                     LAPICT_OK);
+}
+
+/* The whole @ns, even when a kick signal interrupts the sleep. */
+static void sleep_ns(long ns)
+{
+    struct timespec ts = {ns / 1000000000L, ns % 1000000000L};
+    while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+        ;
+}
+
+/* Rule: an expiry sets IRR; the interrupt is injected (KVM_INTERRUPT) only
+ * with IF set, else an interrupt window is requested; EOI clears ISR. */
+static void delivery_and_window(void **state)
+{
+    struct fx *f = *state;
+
+    mmio_wr(f, 0xF0, 0x1FF);
+    mmio_wr(f, 0x3E0, 0xB);
+    mmio_wr(f, 0x320, 0x40);
+    f->run.if_flag = 1;
+    f->run.ready_for_interrupt_injection = 1;
+    mmio_wr(f, 0x380, 1000); /* 1 us at 1 GHz */
+    sleep_ns(2000000);
+    lapict_expire(&f->k.timer);
+    assert_int_equal(mmio_rd(f, 0x220) & 1, 1); /* IRR bit 0x40 */
+    f->run.if_flag = 0;
+    assert_int_equal(lapict_kvm__deliver(&f->k), -1);
+    assert_int_equal(f->run.request_interrupt_window, 1);
+    f->run.if_flag = 1;
+    assert_int_equal(lapict_kvm__deliver(&f->k), 0x40);
+    assert_int_equal(lt_fake.last_vector, 0x40);
+    assert_int_equal(mmio_rd(f, 0x220) & 1, 0);
+    assert_int_equal(mmio_rd(f, 0x120) & 1, 1); /* ISR */
+    assert_int_equal(mmio_rd(f, 0xA0), 0x40);   /* PPR from ISR */
+    mmio_wr(f, 0xB0, 0);
+    assert_int_equal(mmio_rd(f, 0x120) & 1, 0);
+}
+
+/* Rule: a timer interrupt refused while IF is clear is held by the core and
+ * delivered once the window opens (no pre-injection into a closed window). */
+static void refused_then_window(void **state)
+{
+    struct fx *f = *state;
+
+    mmio_wr(f, 0xF0, 0x1FF);
+    mmio_wr(f, 0x3E0, 0xB);
+    mmio_wr(f, 0x320, 0x41);
+    f->run.if_flag = 0;
+    mmio_wr(f, 0x380, 1000);
+    sleep_ns(2000000);
+    lapict_expire(&f->k.timer);
+    assert_int_equal(mmio_rd(f, 0x220) & 2, 0);
+    assert_true(f->k.timer_refused);
+    lapict_kvm__deliver(&f->k);
+    assert_int_equal(f->run.request_interrupt_window, 1);
+    f->run.if_flag = 1;
+    f->run.ready_for_interrupt_injection = 1;
+    lapict_kvm__window(&f->k);
+    assert_int_equal(lapict_kvm__deliver(&f->k), 0x41);
+}
+
+/* Rule: RDMSR/WRMSR/MMIO exits of the LAPIC are taken (#GP becomes
+ * run->msr.error = 1); other MMIO and I/O are the VMM's; CR8 written by
+ * the guest is TPR after the exit. */
+static void lapic_exits(void **state)
+{
+    struct fx *f = *state;
+    uint32_t v;
+
+    msr_exit(&f->run, KVM_EXIT_X86_WRMSR, 0x839, 0);
+    assert_int_equal(lapict_kvm_handle_exit(&f->k, 0), LAPICT_KVM_MINE);
+    assert_int_equal(f->run.msr.error, 1); /* x2APIC off: #GP */
+    msr_exit(&f->run, KVM_EXIT_X86_RDMSR, 0x1B, 0);
+    assert_int_equal(lapict_kvm_handle_exit(&f->k, 0), LAPICT_KVM_MINE);
+    assert_int_equal(f->run.msr.error, 0);
+    assert_int_equal(f->run.msr.data, BASE | 0x900);
+    f->run.exit_reason = KVM_EXIT_MMIO;
+    f->run.mmio.phys_addr = BASE + 0x30;
+    f->run.mmio.len = 4;
+    f->run.mmio.is_write = 0;
+    assert_int_equal(lapict_kvm_handle_exit(&f->k, 0), LAPICT_KVM_MINE);
+    memcpy(&v, f->run.mmio.data, 4);
+    assert_int_equal(v, LAPICT_APIC_VERSION);
+    f->run.mmio.phys_addr = 0xFEC00000;
+    assert_int_equal(lapict_kvm_handle_exit(&f->k, 0), LAPICT_KVM_NOT_MINE);
+    f->run.exit_reason = KVM_EXIT_IO;
+    assert_int_equal(lapict_kvm_handle_exit(&f->k, 0), LAPICT_KVM_NOT_MINE);
+    f->run.cr8 = 7;
+    assert_int_equal(lapict_kvm_handle_exit(&f->k, 0), LAPICT_KVM_NOT_MINE);
+    assert_int_equal(mmio_rd(f, 0x80), 0x70);
+}
+
+/* Rule: a kick (KVM_RUN -EINTR) is the LAPIC's, whatever stale exit_reason
+ * the run structure still holds (an MMIO write is not done twice). */
+static void kick_is_mine_and_not_replayed(void **state)
+{
+    struct fx *f = *state;
+    uint32_t tpr = 0x30;
+
+    f->run.exit_reason = KVM_EXIT_MMIO;
+    f->run.mmio.phys_addr = BASE + 0x80;
+    f->run.mmio.len = 4;
+    f->run.mmio.is_write = 1;
+    memcpy(f->run.mmio.data, &tpr, 4);
+    f->run.cr8 = 0;
+    assert_int_equal(lapict_kvm_handle_exit(&f->k, 0), LAPICT_KVM_MINE);
+    assert_int_equal(mmio_rd(f, 0x80), 0x30);
+    mmio_wr(f, 0x80, 0x10);
+    f->run.cr8 = 1;
+    f->run.immediate_exit = 1;
+    assert_int_equal(lapict_kvm_handle_exit(&f->k, -EINTR), LAPICT_KVM_MINE);
+    assert_int_equal(mmio_rd(f, 0x80), 0x10); /* not replayed */
+    assert_int_equal(f->run.immediate_exit, 0);
+    /* Any other KVM_RUN failure is an error with its errno. */
+    assert_int_equal(lapict_kvm_handle_exit(&f->k, -EFAULT), LAPICT_E_SYSTEM);
+    assert_int_equal(lapict_kvm_errno(&f->k), EFAULT);
+    assert_string_equal(lapict_kvm_errcall(&f->k), "KVM_RUN");
+}
+
+/* Rule: HLT with IF set and nothing deliverable is a halt for the VMM to
+ * wait in; with an interrupt deliverable it re-enters; with IF clear it is
+ * the VMM's (nothing can wake it). */
+static void hlt_outcomes(void **state)
+{
+    struct fx *f = *state;
+
+    f->run.exit_reason = KVM_EXIT_HLT;
+    f->run.if_flag = 1;
+    assert_int_equal(lapict_kvm_handle_exit(&f->k, 0), LAPICT_KVM_HALTED);
+    mmio_wr(f, 0xF0, 0x1FF);
+    assert_true(lapict_apic_set_irq(&f->k.apic, 0x50));
+    assert_int_equal(lapict_kvm_handle_exit(&f->k, 0), LAPICT_KVM_MINE);
+    f->run.if_flag = 0;
+    assert_int_equal(lapict_kvm_handle_exit(&f->k, 0), LAPICT_KVM_NOT_MINE);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(other_msr_is_not_mine, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(delivery_and_window, setup, teardown),
+        cmocka_unit_test_setup_teardown(refused_then_window, setup, teardown),
+        cmocka_unit_test_setup_teardown(lapic_exits, setup, teardown),
+        cmocka_unit_test_setup_teardown(kick_is_mine_and_not_replayed, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(hlt_outcomes, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
