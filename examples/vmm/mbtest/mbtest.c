@@ -823,12 +823,15 @@ static void check_timer(void)
  * (step 2), switch to periodic by a read-modify-write of LVTT and read it
  * back (step 3), read TMCCT (step 4: must be non-zero) and again (step 5:
  * must be below half). The guest TSC is read before and after every access
- * of an iteration (the polls in between only feed the longest gap), so that
- * a failure can be told apart: the count seen at step 2 can only run out
- * (one-shot: TMCCT 0; periodic: a reload above half) if that many ticks
- * passed between the two reads, i.e. if the host stalled the vCPU. Every
- * count read is also checked against the TSC brackets, so that a count
- * running early or late is caught even where both steps pass.
+ * of an iteration (of the polls, the last two are kept, the others only
+ * feed the longest gap), so that a failure can be told apart: the count
+ * seen at step 2 can only run out (one-shot: TMCCT 0; periodic: a reload
+ * above half) if that many ticks passed between the two reads, i.e. if the
+ * host stalled the vCPU, either there (half a count or more) or between
+ * the last two polls, which then left step 2 a count well below half.
+ * Every count read is also checked against the TSC brackets of the one
+ * before it, so that a count running early or late is a defect even where
+ * both steps pass.
  *
  * Lines on COM1 (all key=value, TSC values relative to the iteration's
  * first TSC reading): "CM-BEGIN", one "CM-REC" per failed iteration (up to
@@ -844,11 +847,12 @@ static void check_timer(void)
 #define CM_BUS_KHZ 1000000u
 
 enum cm_access {
-    CM_TMICT_W, CM_POLL, CM_LVTT_R, CM_LVTT_W, CM_LVTT_RB, CM_TMCCT4,
-    CM_TMCCT5, CM_N
+    CM_TMICT_W, CM_PREV, CM_POLL, CM_LVTT_R, CM_LVTT_W, CM_LVTT_RB,
+    CM_TMCCT4, CM_TMCCT5, CM_N
 };
 static const char *const cm_name[CM_N] = {
-    "tmict", "poll", "lvtt_r", "lvtt_w", "lvtt_rb", "tmcct4", "tmcct5",
+    "tmict", "prev", "poll", "lvtt_r", "lvtt_w", "lvtt_rb", "tmcct4",
+    "tmcct5",
 };
 
 enum cm_kind { CM_PASS, CM_STALL, CM_DEFECT };
@@ -857,15 +861,18 @@ static const char *const cm_kind_name[] = {"pass", "stall", "defect"};
 struct cm_rec {
     uint64_t t[CM_N][2]; /* guest TSC right before and after the access */
     uint64_t gap;        /* longest interval between two TSC readings */
+    uint32_t c_prev;     /* the poll before step 2 (TMICT if none) */
     uint32_t c2, c4, c5, lvtt, lvtt_rb, polls;
     uint32_t prelude; /* cm_prelude_steps() anomalies */
     uint8_t kind;
+    uint8_t gap_at; /* the access that ended the longest gap */
     const char *why;
 };
 static struct cm_rec cm_recs[CM_ITERS_MAX];
 static uint64_t cm_sorted[CM_ITERS_MAX];
 static uint64_t cm_khz;              /* guest TSC rate */
 static uint64_t cm_prev, cm_gap_max; /* longest-gap tracking */
+static uint8_t cm_at, cm_gap_at;     /* current access, where the gap was */
 
 /* Value of the command-line word "@key=N" (decimal); false if absent. */
 static bool word_value(const char *cmdline, const char *key, uint64_t *out)
@@ -898,8 +905,10 @@ static bool word_value(const char *cmdline, const char *key, uint64_t *out)
 static inline uint64_t cm_tsc(void)
 {
     uint64_t t = rdtsc();
-    if (t - cm_prev > cm_gap_max)
+    if (t - cm_prev > cm_gap_max) {
         cm_gap_max = t - cm_prev;
+        cm_gap_at = cm_at;
+    }
     cm_prev = t;
     return t;
 }
@@ -981,7 +990,7 @@ static uint32_t cm_prelude_steps(void)
 
 static void cm_iter(struct cm_rec *r, bool prelude)
 {
-    uint32_t v, lvtt;
+    uint32_t v = CM_TMICT, lvtt;
     uint64_t b, a;
 
     if (prelude)
@@ -991,12 +1000,17 @@ static void cm_iter(struct cm_rec *r, bool prelude)
     cm_prev = rdtsc();
     cm_gap_max = 0;
     /* Step 1. */
-    r->t[CM_TMICT_W][0] = cm_tsc();
+    cm_at = CM_TMICT_W;
+    r->t[CM_TMICT_W][0] = b = cm_tsc();
     apic_write(R_TMICT, CM_TMICT);
-    r->t[CM_TMICT_W][1] = cm_tsc();
-    /* Step 2: poll down to half. */
+    r->t[CM_TMICT_W][1] = a = cm_tsc();
+    /* Step 2: poll down to half; keep the poll before the last. */
     r->polls = 0;
+    cm_at = CM_POLL;
     do {
+        r->c_prev = v;
+        r->t[CM_PREV][0] = b;
+        r->t[CM_PREV][1] = a;
         b = cm_tsc();
         v = apic_read(R_TMCCT);
         a = cm_tsc();
@@ -1006,24 +1020,30 @@ static void cm_iter(struct cm_rec *r, bool prelude)
     r->t[CM_POLL][1] = a;
     r->c2 = v;
     /* Step 3: read-modify-write of LVTT, read back. */
+    cm_at = CM_LVTT_R;
     r->t[CM_LVTT_R][0] = cm_tsc();
     lvtt = apic_read(R_LVTT);
     r->t[CM_LVTT_R][1] = cm_tsc();
     r->lvtt = lvtt;
+    cm_at = CM_LVTT_W;
     r->t[CM_LVTT_W][0] = cm_tsc();
     apic_write(R_LVTT, (lvtt & ~T_MODE) | T_PERIODIC);
     r->t[CM_LVTT_W][1] = cm_tsc();
+    cm_at = CM_LVTT_RB;
     r->t[CM_LVTT_RB][0] = cm_tsc();
     r->lvtt_rb = apic_read(R_LVTT);
     r->t[CM_LVTT_RB][1] = cm_tsc();
     /* Steps 4 and 5. */
+    cm_at = CM_TMCCT4;
     r->t[CM_TMCCT4][0] = cm_tsc();
     r->c4 = apic_read(R_TMCCT);
     r->t[CM_TMCCT4][1] = cm_tsc();
+    cm_at = CM_TMCCT5;
     r->t[CM_TMCCT5][0] = cm_tsc();
     r->c5 = apic_read(R_TMCCT);
     r->t[CM_TMCCT5][1] = cm_tsc();
     r->gap = cm_gap_max;
+    r->gap_at = cm_gap_at;
     /* The next iteration starts stopped, as after the upstream test. */
     apic_write(R_TMICT, 0);
 }
@@ -1039,7 +1059,9 @@ static void cm_classify(struct cm_rec *r)
         why = "no-half"; /* TMCCT did not fall to half within ~1 s */
     else if ((r->lvtt_rb & (T_MODE | 0xFFu)) != (T_PERIODIC | V_TIMER))
         why = "lvtt-readback";
-    else if ((why = cm_check_count(CM_TMICT, r->t[CM_TMICT_W], r->c2, t2,
+    else if ((why = cm_check_count(CM_TMICT, r->t[CM_TMICT_W], r->c_prev,
+                                   r->t[CM_PREV], false)) ||
+             (why = cm_check_count(r->c_prev, r->t[CM_PREV], r->c2, t2,
                                    false)) ||
              (why = cm_check_count(r->c2, t2, r->c4, r->t[CM_TMCCT4],
                                    true)) ||
@@ -1053,9 +1075,17 @@ static void cm_classify(struct cm_rec *r)
     } else if (f4 || f5) {
         /* The count seen at step 2 ran out: it takes c2 ticks. */
         const uint64_t *tf = r->t[f4 ? CM_TMCCT4 : CM_TMCCT5];
-        if (tf[1] - t2[0] >= cm_ticks_to_cyc(r->c2)) {
+        uint64_t win = tf[1] - t2[0];
+        if (win >= cm_ticks_to_cyc(CM_TMICT / 2)) {
             r->kind = CM_STALL;
             why = f4 ? "zero-after-stall" : "reload-after-stall";
+        } else if (win >= cm_ticks_to_cyc(r->c2)) {
+            /* Less than half a count since step 2, but step 2 found the
+             * count already low: the stall came between the last two
+             * polls (c_prev above half; checked against the TSC above). */
+            r->kind = CM_STALL;
+            why = f4 ? "zero-after-stall-before-step-2"
+                     : "reload-after-stall-before-step-2";
         } else {
             why = f4 ? "zero" : "reloaded";
         }
@@ -1071,10 +1101,11 @@ static void cm_print_rec(unsigned i, const struct cm_rec *r)
     const uint64_t *tf = r->t[r->c4 == 0 ? CM_TMCCT4 : CM_TMCCT5];
 
     printk("CM-REC i=%u kind=%s why=%s c2=%u c4=%u c5=%u lvtt=%x lvtt_rb=%x "
-           "polls=%u prelude=%u gap_cyc=%lu win_cyc=%lu need_cyc=%lu",
+           "polls=%u prelude=%u c_prev=%u gap_cyc=%lu gap_at=%s win_cyc=%lu "
+           "need_cyc=%lu",
            i, cm_kind_name[r->kind], r->why ? r->why : "-", r->c2, r->c4,
-           r->c5, r->lvtt, r->lvtt_rb, r->polls, r->prelude, r->gap,
-           tf[1] - t2[0], cm_ticks_to_cyc(r->c2));
+           r->c5, r->lvtt, r->lvtt_rb, r->polls, r->prelude, r->c_prev,
+           r->gap, cm_name[r->gap_at], tf[1] - t2[0], cm_ticks_to_cyc(r->c2));
     for (unsigned k = 0; k < CM_N; k++)
         printk(" %s=%lu/%lu", cm_name[k], r->t[k][0] - t0, r->t[k][1] - t0);
     printk("\n");
