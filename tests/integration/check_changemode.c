@@ -12,7 +12,8 @@
  * the TSC, a reload or a stop without the time for it). Any defect fails;
  * every stall record is checked again here from its raw TSC values, so a
  * guest that called a defect a stall would fail too; and at least half the
- * iterations must be conclusive, or the run proves nothing.
+ * iterations must be conclusive, or the run proves nothing (one more boot
+ * is allowed for that).
  *
  * Without a usable /dev/kvm the whole test is skipped: exit code 77, which
  * tests/CMakeLists.txt declares as SKIP_RETURN_CODE.
@@ -124,7 +125,8 @@ static void print_lines(const char *o, const char *prefix, const char *mode)
         printf("check_changemode %s: %.*s\n", mode, (int)strcspn(t, "\r\n"), t);
 }
 
-static void run_changemode(bool x2apic)
+/* One boot of ITERS iterations; returns how many were conclusive. */
+static unsigned run_once(bool x2apic)
 {
     char cmd[1024], *o, *line;
     unsigned iters = 0, pass = 0, stalls = ~0u, defects = ~0u, printed = 0;
@@ -168,13 +170,30 @@ static void run_changemode(bool x2apic)
                   "%u defects:\n%s", defects, o);
     ck_assert_uint_eq(recs, stalls);
     ck_assert_uint_eq(printed, stalls);
-    ck_assert_msg(pass >= ITERS / 2,
-                  "only %u of %u iterations conclusive (host stalls): the "
-                  "machine is too loaded for this test\n%s",
-                  pass, ITERS, o);
     /* isa-debug-exit: (0 << 1) | 1, all checks passed. */
     ck_assert_msg(status == 1, "status %d:\n%s", status, o);
     free(o);
+    return pass;
+}
+
+/*
+ * Fewer than half the iterations conclusive proves little: a loaded
+ * machine (other builds on these 2 cores) can do that, so boot once more
+ * before calling it a failure. A defect fails at once, in either boot.
+ */
+static void run_changemode(bool x2apic)
+{
+    unsigned pass = run_once(x2apic);
+
+    if (pass < ITERS / 2) {
+        printf("check_changemode: only %u of %u conclusive, again\n", pass,
+               ITERS);
+        pass = run_once(x2apic);
+    }
+    ck_assert_msg(pass >= ITERS / 2,
+                  "only %u of %u iterations conclusive, twice (host "
+                  "stalls): the machine is too loaded for this test",
+                  pass, ITERS);
 }
 
 START_TEST(changemode_lib_x2apic)
