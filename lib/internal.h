@@ -20,6 +20,12 @@
 typedef unsigned __int128 lapict__u128;
 
 #define LAPICT__MAGIC 0x4C415049u /* "LAPI": instance initialised */
+/*
+ * Held in place of the magic while one of the instance's ops runs, so that
+ * a call into the library from inside an op (re-entry) fails the validity
+ * test: LAPICT_E_INVAL, nothing touched (ops.h).
+ */
+#define LAPICT__MAGIC_IN_OP 0x4C41504Fu
 
 /* Bits of struct lapict_timer.flags. */
 #define LAPICT__F_SVR_EN 0x0001u   /* APIC software-enabled */
@@ -47,7 +53,11 @@ typedef unsigned __int128 lapict__u128;
  */
 #define LAPICT__REBASE_TICKS (1ull << 40)
 
-/* Host intervals are limited to 2^62 ns (146 years): beyond, re-check. */
+/*
+ * The horizon (ops.h): a host timer is never armed further than 2^62 ns
+ * (146 years) ahead; an instant beyond is re-checked there, never taken
+ * for one that is near.
+ */
 #define LAPICT__FAR_NS (1ull << 62)
 
 /*
@@ -71,7 +81,11 @@ static inline void lapict__add_sat(uint32_t *c, uint64_t n)
     *c = v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
 }
 
-/* a is at or after b on the wrapping host clock. */
+/*
+ * The one horizon rule of host time (ops.h): on the wrapping 64-bit clock,
+ * instant a is at or after instant b when a - b, read as signed, is not
+ * negative. Every comparison of host instants goes through here.
+ */
 static inline bool lapict__after_eq(uint64_t a, uint64_t b)
 {
     return (int64_t)(a - b) >= 0;
@@ -127,17 +141,7 @@ static inline lapict__u128 lapict__div128(lapict__u128 n, uint64_t d,
 static inline uint64_t lapict__div_floor(lapict__u128 n, uint64_t d,
                                          const uint64_t r[2], uint8_t shift)
 {
-    lapict__u128 q;
-
-    /* A 64-bit numerator has a 64-bit quotient: no saturation test. */
-    if ((n >> 64) == 0) {
-        uint64_t n0 = (uint64_t)n, q0;
-        if ((r[0] | r[1]) == 0)
-            return n0 >> shift;
-        q0 = (uint64_t)(((lapict__u128)n0 * r[1]) >> 64);
-        return q0 + (n0 - q0 * d >= d);
-    }
-    q = lapict__div128(n, d, r, shift);
+    lapict__u128 q = lapict__div128(n, d, r, shift);
     return q > UINT64_MAX ? UINT64_MAX : (uint64_t)q;
 }
 
@@ -160,44 +164,40 @@ static inline uint64_t lapict__tsc(const struct lapict_timer *t)
     return t->ops->guest_tsc(t->ctx);
 }
 
-/* Arm the host timer for @target (hardware if allowed, else software). */
-void lapict__host_arm_slow(struct lapict_timer *t, uint64_t target,
-                           bool spent);
+/*
+ * An op that may act (arm, cancel, inject, spin, report) runs between these
+ * two: a call into the library from inside it finds no valid instance.
+ */
+static inline void lapict__op_enter(struct lapict_timer *t)
+{
+    t->magic = LAPICT__MAGIC_IN_OP;
+}
+
+static inline void lapict__op_leave(struct lapict_timer *t)
+{
+    t->magic = LAPICT__MAGIC;
+}
 
 /*
+ * Arm the host timer for @target (hardware if allowed, else software).
  * @spent: the host timer that called into the library has fired, so it is
  * armed again even for the same target (lapict_expire()).
  */
-static inline void lapict__host_arm(struct lapict_timer *t, uint64_t target,
-                                    bool spent)
-{
-    /* Common case, inline: a host without a preemption timer. */
-    if (!t->ops->hv_timer_arm) {
-        if (t->armed == LAPICT__ARMED_SW && t->armed_ns == target && !spent)
-            return;
-        t->ops->sw_timer_arm(t->ctx, target);
-        t->armed = LAPICT__ARMED_SW;
-        t->armed_ns = target;
-        return;
-    }
-    lapict__host_arm_slow(t, target, spent);
-}
+void lapict__host_arm(struct lapict_timer *t, uint64_t target, bool spent);
 
-static inline void lapict__host_cancel(struct lapict_timer *t)
-{
-    if (t->armed == LAPICT__ARMED_SW)
-        t->ops->sw_timer_cancel(t->ctx);
-    else if (t->armed == LAPICT__ARMED_HV)
-        t->ops->hv_timer_cancel(t->ctx);
-    t->armed = LAPICT__ARMED_NONE;
-}
+void lapict__host_cancel(struct lapict_timer *t);
 
 /* Move the armed timer to match the blocked state. */
 void lapict__host_move(struct lapict_timer *t);
 
 static inline bool lapict__inject(struct lapict_timer *t, uint8_t vector)
 {
-    if (t->ops->inject(t->ctx, vector)) {
+    bool ok;
+
+    lapict__op_enter(t);
+    ok = t->ops->inject(t->ctx, vector);
+    lapict__op_leave(t);
+    if (ok) {
         LAPICT__INC(t->c.injections);
         return true;
     }
@@ -211,7 +211,9 @@ static inline void lapict__spin_until(struct lapict_timer *t,
     if (!t->ops->spin_until)
         return; /* e.g. a pre-injection restored on a host without one */
     LAPICT__INC(t->c.spins);
+    lapict__op_enter(t);
     t->ops->spin_until(t->ctx, host_ns);
+    lapict__op_leave(t);
 }
 
 /* Without a spin op the core cannot wait before entry: no advance. */
@@ -244,13 +246,16 @@ static inline void lapict__set_tdcr(struct lapict_timer *t, uint32_t tdcr)
     t->div_shift = (uint8_t)lapict__div_log2(tdcr);
 }
 
-/* ns elapsed since the anchor (0 if the clock is behind it). */
+/*
+ * ns elapsed since the anchor; 0 while the anchor is ahead of @now by the
+ * horizon rule (a clock behind it, or a stall of 2^63 ns or more, which
+ * the rule cannot tell apart): never a huge elapsed time, so never early.
+ */
 static inline uint64_t lapict__elapsed(const struct lapict_timer *t,
                                        uint64_t now)
 {
     uint64_t d = now - t->anchor_ns;
-    /* A clock behind the anchor (host misuse) must not look like 2^64 ns. */
-    return (int64_t)d < 0 ? 0 : d;
+    return lapict__after_eq(now, t->anchor_ns) ? d : 0;
 }
 
 /* Clamped clock (slowed to min_period_ns): the slow, rare path. */
@@ -298,26 +303,60 @@ static inline uint64_t lapict__ns_from_tsc(const struct lapict_timer *t,
                             t->tsc_bshift);
 }
 
-/* Host instant at which the guest TSC reaches @d (now <= result). */
+/*
+ * Host instant at which the guest TSC reaches @d (now <= result), at most
+ * LAPICT__FAR_NS ahead.
+ */
 static LAPICT__HOT uint64_t lapict__deadline_ns(const struct lapict_timer *t,
                                                uint64_t now, uint64_t tsc,
                                                uint64_t d)
 {
-    uint64_t rem;
+    uint64_t rem = 0;
 
     if (tsc >= d)
         return now;
+    /*
+     * Beyond the horizon by tsc_khz (ceil((d - tsc) a / b) > FAR): "not
+     * yet", re-checked at the horizon. The host's answer is not asked: an
+     * instant past 2^64 ns wraps to one that can look near.
+     */
+    if ((lapict__u128)(d - tsc) * t->tsc_a >
+        (lapict__u128)LAPICT__FAR_NS * t->tsc_b)
+        return now + LAPICT__FAR_NS;
     if (t->ops->tsc_to_host_ns) {
         /* The host knows its TSC mapping exactly, phase included. */
         uint64_t at = t->ops->tsc_to_host_ns(t->ctx, d);
         rem = lapict__after_eq(now, at) ? 0 : at - now;
-    } else {
-        rem = 0;
     }
     /* No host answer, or one already past while the TSC is still short. */
-    if (rem == 0)
+    if (rem == 0 || rem > LAPICT__FAR_NS)
         rem = lapict__ns_from_tsc(t, d - tsc);
     return now + (rem > LAPICT__FAR_NS ? LAPICT__FAR_NS : rem);
+}
+
+/*
+ * Has the armed deadline been reached at @now, the guest TSC reading
+ * @tsc? Mostly tsc >= D. But the TSC wraps at 2^64: a deadline reached
+ * just before the wrap and serviced after it reads tsc < D. It counts as
+ * reached when its host instant has passed and the TSC is above D modulo
+ * 2^64 by no more than that lateness explains (twice it, plus two ticks of
+ * slack for an estimated instant). A deadline not reached reads about 2^64
+ * ticks "above" modulo 2^64 and never passes that test, except one armed
+ * near 2^64 ticks ahead and re-checked at the horizon after a stall of
+ * 2^61 ns or more. Register writes keep the plain section 4 compare.
+ */
+static LAPICT__HOT bool lapict__dl_reached(const struct lapict_timer *t,
+                                           uint64_t now, uint64_t tsc)
+{
+    uint64_t late;
+
+    if (tsc >= t->deadline_tsc)
+        return true;
+    if (!lapict__after_eq(now, t->dl_ns))
+        return false;
+    late = now - t->dl_ns;
+    return (lapict__u128)lapict__ns_from_tsc(t, tsc - t->deadline_tsc) <=
+           (lapict__u128)2 * late + lapict__ns_from_tsc(t, 2);
 }
 
 /* Current count at @now. */
@@ -344,50 +383,63 @@ static inline uint32_t lapict__advance(const struct lapict_timer *t)
 }
 
 /*
- * Absolute host instant of the next expiry, at most LAPICT__FAR_NS ahead:
- * a deadline is capped when converted, and a count-down's next expiry is
- * at most one count ahead of a monotonic host clock: 2^32 ticks at divide
+ * ns from @now until the count-down's next expiry, 0 once it is due (that
+ * is, lapict__elapsed() >= next_rel_ns: the same test process() makes).
+ * While the anchor is ahead of @now (lapict__elapsed() is 0) the expiry
+ * lies next_rel_ns beyond the anchor. At most 2^63 + 2^59 ns: a next
+ * expiry is at most one count ahead of its anchor, 2^32 ticks at divide
  * 128 on the slowest bus (LAPICT_BUS_HZ_MIN) or one minimum period, under
  * 2^59 ns (restore rejects a count above N).
  */
-static LAPICT__HOT uint64_t lapict__next_instant(const struct lapict_timer *t)
+static LAPICT__HOT uint64_t lapict__cd_left(const struct lapict_timer *t,
+                                            uint64_t now)
+{
+    uint64_t d = now - t->anchor_ns;
+
+    if (lapict__after_eq(now, t->anchor_ns))
+        return d >= t->next_rel_ns ? 0 : t->next_rel_ns - d;
+    return (t->anchor_ns - now) + t->next_rel_ns;
+}
+
+/* ns from @now until the next expiry instant, 0 if it is due. */
+static LAPICT__HOT uint64_t lapict__next_left(const struct lapict_timer *t,
+                                              uint64_t now)
 {
     if (t->flags & LAPICT__F_CD_ARMED)
-        return t->anchor_ns + t->next_rel_ns;
-    return t->dl_ns;
+        return lapict__cd_left(t, now);
+    return lapict__after_eq(now, t->dl_ns) ? 0 : t->dl_ns - now;
 }
 
 /*
- * Arm the host timer @adv ns before the next instant. When that point has
- * already passed, a register path still arms it (the host fires at once and
- * lapict_expire() injects ahead); lapict_expire() itself, having just tried,
- * falls back to the exact instant so that a refused or impossible
- * pre-injection (window closed, masked, illegal vector) cannot turn into a
- * storm of callbacks.
+ * Arm the host timer @adv ns before the next expiry, @left ns from @now
+ * (lapict__next_left()), and never further than the horizon. When that
+ * point has already passed, a register path still arms it (the host fires
+ * at once and lapict_expire() injects ahead); lapict_expire() itself,
+ * having just tried, falls back to the exact instant so that a refused or
+ * impossible pre-injection (window closed, masked, illegal vector) cannot
+ * turn into a storm of callbacks.
  */
 static LAPICT__HOT void lapict__arm_for(struct lapict_timer *t, uint64_t now,
-                                     uint64_t exact, bool tried)
+                                        uint64_t left, bool tried)
 {
-    uint64_t target = exact;
+    uint64_t rel = left;
     uint32_t adv = lapict__advance(t);
 
-    if (adv && !(t->flags & LAPICT__F_PREINJ) &&
-        !(tried && lapict__after_eq(now, exact - adv)))
-        target = exact - adv;
-    /* A target already passed is due now: that is when the host fires. */
-    if (!lapict__after_eq(target, now))
-        target = now;
-    lapict__host_arm(t, target, tried);
+    if (adv && !(t->flags & LAPICT__F_PREINJ) && !(tried && left <= adv))
+        rel = left > adv ? left - adv : 0; /* passed: the host fires now */
+    if (rel > LAPICT__FAR_NS)
+        rel = LAPICT__FAR_NS;
+    lapict__host_arm(t, now + rel, tried);
 }
 
 static LAPICT__HOT void lapict__rearm_hot(struct lapict_timer *t, uint64_t now,
-                                       bool tried)
+                                          bool tried)
 {
     if (!(t->flags & (LAPICT__F_CD_ARMED | LAPICT__F_DL_ARMED))) {
         lapict__host_cancel(t);
         return;
     }
-    lapict__arm_for(t, now, lapict__next_instant(t), tried);
+    lapict__arm_for(t, now, lapict__next_left(t, now), tried);
 }
 
 /* Record a guest-caused error. */

@@ -118,26 +118,10 @@ int lapict_tmict_write(struct lapict_timer *t, uint32_t val)
         return LAPICT_OK;
     t->tmict = val;
     t->pending = 0;
-    t->flags &= (uint16_t)~(LAPICT__F_CLAMPED | LAPICT__F_CD_ACTIVE |
-                            LAPICT__F_CD_ARMED | LAPICT__F_PREINJ);
-    if (val) {
-        /* One conversion serves the clamp test and the first expiry. */
-        uint64_t rel = lapict__ns_for_raw(t, val);
-        if ((t->lvtt & LAPICT_LVTT_MODE) == LAPICT_LVTT_PERIODIC &&
-            rel < t->min_period_ns) {
-            lapict__clamp_flag(t, true);
-            rel = t->min_period_ns; /* N ticks last exactly P */
-        }
-        t->anchor_ns = now;
-        t->e_tick = val;
-        t->next_rel_ns = rel;
-        t->flags |= LAPICT__F_CD_ACTIVE | LAPICT__F_CD_ARMED;
-        /* Armed for sure: the re-arm's state tests can be skipped. */
-        lapict__arm_for(t, now, lapict__next_instant(t), false);
-        return LAPICT_OK;
-    }
-    /* Not in deadline mode: nothing else can be armed. */
-    lapict__host_cancel(t);
+    /* A new count: the clamp follows it, the count-down starts from N. */
+    lapict__clamp_flag(t, lapict__needs_clamp(t));
+    lapict__reanchor(t, now, val);
+    lapict__rearm(t, now);
     return LAPICT_OK;
 }
 
@@ -178,7 +162,7 @@ int lapict_tsc_deadline_write(struct lapict_timer *t, uint64_t val)
      */
     now = lapict__now(t);
     tsc = lapict__tsc(t);
-    if ((t->flags & LAPICT__F_DL_ARMED) && tsc >= t->deadline_tsc)
+    if ((t->flags & LAPICT__F_DL_ARMED) && lapict__dl_reached(t, now, tsc))
         lapict__update_slow(t, now);
     t->pending = 0;
     t->flags &= (uint16_t)~(LAPICT__F_DL_ARMED | LAPICT__F_PREINJ);
@@ -188,7 +172,7 @@ int lapict_tsc_deadline_write(struct lapict_timer *t, uint64_t val)
         t->dl_ns = lapict__deadline_ns(t, now, tsc, val);
         t->flags |= LAPICT__F_DL_ARMED;
         if (tsc < val) {
-            lapict__arm_for(t, now, t->dl_ns, false);
+            lapict__arm_for(t, now, t->dl_ns - now, false);
             return LAPICT_OK;
         }
         lapict__update(t, now);

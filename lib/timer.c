@@ -131,80 +131,90 @@ void lapict__guest_error(struct lapict_timer *t, int status, uint32_t detail)
 }
 
 
-/* Offer pending interrupts to the host, reading mask and vector now. */
-static LAPICT__HOT void deliver(struct lapict_timer *t)
+/*
+ * Offer pending interrupts to the host, reading mask and vector now.
+ * Return whether the host took at least one.
+ */
+static LAPICT__HOT bool deliver(struct lapict_timer *t)
 {
+    bool took = false;
+
     while (t->pending) {
         uint8_t v = (uint8_t)(t->lvtt & LAPICT_LVTT_VECTOR);
         if (t->lvtt & LAPICT_LVTT_MASK) {
             lapict__add_sat(&t->c.masked, t->pending);
             t->pending = 0;
-            return;
+            break;
         }
         if (v < 16) {
             /* Illegal vectors are reported once per expiry, never injected. */
             lapict__add_sat(&t->c.illegal_vector, t->pending - 1u);
             t->pending = 0;
             lapict__guest_error(t, LAPICT_E_VECTOR, v);
-            return;
+            break;
         }
         if (!lapict__inject(t, v))
-            return;
+            break;
         t->pending--;
+        took = true;
     }
+    return took;
 }
 
-/* @k expiries happened, the last at host time @instant. */
-static LAPICT__HOT void expired(struct lapict_timer *t, uint64_t k,
-                             uint64_t instant)
+/*
+ * @k expiries happened, the last at host time @instant: the missed-tick
+ * policy (section 6), the one place that decides how many interrupts they
+ * give. An expiry injected ahead (advance) is already in the host's hands:
+ * it is the interrupt of this servicing, like one pending in the IRR, so
+ * it counts as held and the policy applies to the others with it. Return
+ * whether the host took an interrupt here.
+ */
+static LAPICT__HOT bool expired(struct lapict_timer *t, uint64_t k,
+                                uint64_t instant)
 {
-    uint64_t total;
+    uint64_t held = t->pending, total;
 
     lapict__add_sat(&t->c.expiries, k);
     t->last_instant_ns = instant;
     t->flags |= LAPICT__F_EXPIRED;
     if (t->flags & LAPICT__F_PREINJ) {
-        /* Already in the host's hands since the advanced callback. */
         t->flags &= (uint16_t)~LAPICT__F_PREINJ;
+        held++;
         if (--k == 0)
-            return;
+            return false;
     }
     if (t->lvtt & LAPICT_LVTT_MASK) {
         lapict__add_sat(&t->c.masked, k);
-        return;
+        return false;
     }
-    if (k == 1 && t->pending == 0 &&
-        (t->lvtt & LAPICT_LVTT_VECTOR) >= 16) {
-        /* The common case, as every policy and deliver() would treat it. */
-        if (!lapict__inject(t, (uint8_t)(t->lvtt & LAPICT_LVTT_VECTOR)))
-            t->pending = 1;
-        return;
-    }
-    total = t->pending + k;
+    total = held + k;
     switch (t->missed) {
     case LAPICT_MISSED_CATCH_UP:
+        /* Each one is delivered; the bound is on those held pending. */
+        total -= held - t->pending;
         if (total > t->catch_up_max) {
             lapict__add_sat(&t->c.dropped, total - t->catch_up_max);
             total = t->catch_up_max;
         }
-        break;
+        t->pending = (uint16_t)total;
+        return deliver(t);
     case LAPICT_MISSED_DROP:
-        if (k > 1) {
+        /* Several grid points in one servicing: none of them. */
+        if (k + (held - t->pending) > 1) {
             lapict__add_sat(&t->c.dropped, k);
-            return;
+            return false;
         }
         if (total > 1)
             lapict__add_sat(&t->c.dropped, total - 1);
-        total = 1;
         break;
     default:
         if (total > 1)
             lapict__add_sat(&t->c.coalesced, total - 1);
-        total = 1;
         break;
     }
-    t->pending = (uint16_t)total;
-    deliver(t);
+    /* One interrupt: the one injected ahead, if any, else one pending. */
+    t->pending = (uint16_t)(held > t->pending ? 0 : 1);
+    return deliver(t);
 }
 
 /* Ticks of the current clock in @d ns, all 128 bits (no saturation). */
@@ -248,17 +258,18 @@ static uint64_t stalled(struct lapict_timer *t, uint64_t d)
     return k;
 }
 
-/*
- * Process the expiries whose instant is at or before @now. Return whether
- * anything expired (the host timer then needs re-arming).
- */
-static LAPICT__HOT bool process(struct lapict_timer *t, uint64_t now)
+/* What process() did. */
+#define PROC_REARM 1u    /* the host timer needs re-arming */
+#define PROC_INJECTED 2u /* the host took an interrupt */
+
+/* Process the expiries whose instant is at or before @now. */
+static LAPICT__HOT unsigned process(struct lapict_timer *t, uint64_t now)
 {
     if (t->flags & LAPICT__F_CD_ARMED) {
         uint64_t d = lapict__elapsed(t, now), k = 1, next;
         uint64_t instant = t->anchor_ns + t->next_rel_ns;
         if (d < t->next_rel_ns)
-            return false;
+            return 0;
         if (is_periodic(t)) {
             next = lapict__ns_for(t, t->e_tick + t->tmict);
             if (d >= next || t->e_tick >= LAPICT__REBASE_TICKS) {
@@ -271,24 +282,25 @@ static LAPICT__HOT bool process(struct lapict_timer *t, uint64_t now)
         } else {
             t->flags &= (uint16_t)~(LAPICT__F_CD_ARMED | LAPICT__F_CD_ACTIVE);
         }
-        expired(t, k, instant);
-        return true;
+        return PROC_REARM | (expired(t, k, instant) ? PROC_INJECTED : 0u);
     }
     if (t->flags & LAPICT__F_DL_ARMED) {
         uint64_t tsc = lapict__tsc(t);
-        if (tsc < t->deadline_tsc) {
+        if (!lapict__dl_reached(t, now, tsc)) {
             /* The TSC runs slower than estimated: aim again, later. */
             if (lapict__after_eq(now, t->dl_ns)) {
                 t->dl_ns = lapict__deadline_ns(t, now, tsc, t->deadline_tsc);
-                return true;
+                return PROC_REARM;
             }
-            return false;
+            return 0;
         }
         t->flags &= (uint16_t)~LAPICT__F_DL_ARMED;
-        expired(t, 1, lapict__after_eq(now, t->dl_ns) ? t->dl_ns : now);
-        return true;
+        return PROC_REARM |
+               (expired(t, 1, lapict__after_eq(now, t->dl_ns) ? t->dl_ns : now)
+                    ? PROC_INJECTED
+                    : 0u);
     }
-    return false;
+    return 0;
 }
 
 void lapict__rearm(struct lapict_timer *t, uint64_t now)
@@ -303,17 +315,20 @@ void lapict__update_slow(struct lapict_timer *t, uint64_t now)
         lapict__rearm(t, now);
 }
 
-/* Inject the next expiry ahead of its instant if it is within the advance. */
-static void preinject(struct lapict_timer *t, uint64_t now)
+/*
+ * Inject the next expiry ahead of its instant if it is within the advance.
+ * Return whether the host took it.
+ */
+static bool preinject(struct lapict_timer *t, uint64_t now)
 {
     uint32_t adv = lapict__advance(t);
     uint8_t v = (uint8_t)(t->lvtt & LAPICT_LVTT_VECTOR);
-    uint64_t instant;
+    uint64_t instant, left;
     int64_t since;
 
     if (!adv || t->pending || (t->flags & LAPICT__F_PREINJ) ||
         (t->lvtt & LAPICT_LVTT_MASK) || v < 16)
-        return;
+        return false;
     /*
      * An expiry within the advance of the previous one (a period shorter
      * than the advance) is not injected ahead: the wait before entry would
@@ -321,27 +336,36 @@ static void preinject(struct lapict_timer *t, uint64_t now)
      */
     since = (int64_t)(now - t->last_instant_ns);
     if ((t->flags & LAPICT__F_EXPIRED) && since >= 0 && since < (int64_t)adv)
-        return;
+        return false;
     if (t->flags & LAPICT__F_CD_ARMED) {
-        uint64_t d = lapict__elapsed(t, now);
-        if (d + adv < t->next_rel_ns)
-            return;
-        instant = t->anchor_ns + t->next_rel_ns;
+        left = lapict__cd_left(t, now);
+        if (left > adv)
+            return false;
+        /*
+         * Nor one followed by the next grid point within the advance: the
+         * servicing at the instant would find several expiries, and the
+         * interrupt given ahead would be one more than the policy allows.
+         */
+        if (is_periodic(t) &&
+            lapict__ns_for(t, t->e_tick + t->tmict) - t->next_rel_ns <= adv)
+            return false;
+        instant = now + left;
     } else if (t->flags & LAPICT__F_DL_ARMED) {
         uint64_t tsc = lapict__tsc(t);
-        if (tsc >= t->deadline_tsc)
-            return;
+        if (lapict__dl_reached(t, now, tsc))
+            return false;
         instant = lapict__deadline_ns(t, now, tsc, t->deadline_tsc);
         if (instant - now > adv)
-            return;
+            return false;
         t->dl_ns = instant;
     } else {
-        return;
+        return false;
     }
-    if (lapict__inject(t, v)) {
-        t->flags |= LAPICT__F_PREINJ;
-        t->last_instant_ns = instant;
-    }
+    if (!lapict__inject(t, v))
+        return false;
+    t->flags |= LAPICT__F_PREINJ;
+    t->last_instant_ns = instant;
+    return true;
 }
 
 int lapict_init(struct lapict_timer *t, const struct lapict_config *cfg,
@@ -417,15 +441,16 @@ int lapict_reset(struct lapict_timer *t)
 int lapict_expire(struct lapict_timer *t)
 {
     uint64_t now;
-    uint32_t inj;
+    bool inj;
 
     if (!lapict__valid(t))
         return LAPICT_E_INVAL;
     now = lapict__now(t);
-    inj = t->c.injections;
-    process(t, now);
-    preinject(t, now);
-    if (t->c.injections != inj) {
+    /* Whether to sample is this call's own result, never a counter's. */
+    inj = (process(t, now) & PROC_INJECTED) != 0;
+    if (preinject(t, now))
+        inj = true;
+    if (inj) {
         /* Measure the latency from when this host timer was due (neither
          * step above arms a host timer: armed_ns is still that one). */
         uint64_t due = t->armed == LAPICT__ARMED_NONE ? now : t->armed_ns;
@@ -474,7 +499,6 @@ static __attribute__((noinline)) int entry_work(struct lapict_timer *t)
 {
     uint64_t now;
     int64_t err;
-    int i;
 
     now = lapict__now(t);
     if (t->flags & LAPICT__F_SAMPLE) {
@@ -483,28 +507,44 @@ static __attribute__((noinline)) int entry_work(struct lapict_timer *t)
         t->c.last_arrival_ns = err > INT32_MAX   ? INT32_MAX
                                : err < INT32_MIN ? INT32_MIN
                                                  : (int32_t)err;
-        lapict__tune(t, err + (int64_t)t->lead_ns);
+        /* latency = err + lead, saturating: a clock jump near 2^63 must
+         * not overflow (the tuner bounds the value anyway). */
+        lapict__tune(t, err > INT64_MAX - (int64_t)t->lead_ns
+                            ? INT64_MAX
+                            : err + (int64_t)t->lead_ns);
     }
     if (!(t->flags & LAPICT__F_PREINJ))
         return LAPICT_OK;
+    /*
+     * The interrupt is in the host's hands and the guest must not see it
+     * early: wait until the expiry is due, however many calls the host's
+     * spin op takes to get there (never give up and enter). A pre-injection
+     * is made at most the advance (<= adv_max_ns) before its instant, so
+     * an honest host gets there. Only a host clock or guest TSC that went
+     * back (or jumped by 2^63 ns or more, which the horizon rule cannot
+     * tell from it) shows the instant further away than that: the wait
+     * then ends, as it could only last as long as the clock's error
+     * (timer.h). The expiry stays injected ahead: it is never given twice.
+     */
     if (t->flags & LAPICT__F_CD_ARMED) {
-        uint64_t instant = t->anchor_ns + t->next_rel_ns;
-        if (!lapict__after_eq(now, instant))
-            lapict__spin_until(t, instant);
+        uint64_t left;
+        while ((left = lapict__cd_left(t, now)) != 0 &&
+               left <= t->adv_max_ns) {
+            lapict__spin_until(t, now + left);
+            now = lapict__now(t);
+        }
     } else if (t->flags & LAPICT__F_DL_ARMED) {
-        /* Wait on the guest TSC itself; bounded if the host clock is odd. */
-        for (i = 0; i < 16; i++) {
-            uint64_t tsc = lapict__tsc(t);
-            if (tsc >= t->deadline_tsc)
+        /* Wait on the guest TSC itself. */
+        uint64_t tsc, at;
+        while (!lapict__dl_reached(t, now, tsc = lapict__tsc(t))) {
+            at = lapict__deadline_ns(t, now, tsc, t->deadline_tsc);
+            if (at - now > t->adv_max_ns)
                 break;
-            lapict__spin_until(t, lapict__deadline_ns(t, lapict__now(t), tsc,
-                                                      t->deadline_tsc));
+            lapict__spin_until(t, at);
+            now = lapict__now(t);
         }
     }
-    now = lapict__now(t);
-    /* lapict__update() inline: the expiry injected ahead is due now. */
-    if (process(t, now))
-        lapict__rearm_hot(t, now, false);
+    lapict__update_slow(t, now);
     return LAPICT_OK;
 }
 

@@ -123,9 +123,17 @@ LAPICT_API int lapict_reset(struct lapict_timer *t);
  *
  * Processes every expiry due (taking the advance into account), delivers or
  * holds them pending, and re-arms the host timer. Safe to call at any time,
- * also spuriously: a stale, early or duplicate call only re-checks.
+ * also spuriously: a stale, early or duplicate call only re-checks. An
+ * expiry injected ahead (advance) is the interrupt of its servicing: if the
+ * host was so late that several periodic expiries passed, the missed-tick
+ * policy counts it as the one delivered (coalesce: no second interrupt;
+ * drop: none more). A periodic timer whose period is not longer than the
+ * advance is never injected ahead.
  *
- * Context: owner thread (see ops.h for callbacks on other threads).
+ * Context: owner thread (see ops.h for callbacks on other threads); not
+ * from inside one of this instance's ops: such a call returns
+ * LAPICT_E_INVAL and changes nothing (ops.h, "Re-entry"). The same holds
+ * for every function of the library that takes the instance.
  * Return: LAPICT_OK or LAPICT_E_INVAL.
  */
 LAPICT_API int lapict_expire(struct lapict_timer *t);
@@ -136,7 +144,9 @@ LAPICT_API int lapict_expire(struct lapict_timer *t);
  *
  * Delivers held (pending) interrupts, reading mask and vector now.
  *
- * Context: owner thread.
+ * Context: owner thread, not from inside an op: an inject op that calls it
+ * gets LAPICT_E_INVAL and nothing changes (ops.h, "Re-entry"); the host
+ * calls it from its loop once the window is open.
  * Return: LAPICT_OK or LAPICT_E_INVAL.
  */
 LAPICT_API int lapict_irq_window_open(struct lapict_timer *t);
@@ -170,11 +180,19 @@ LAPICT_API int lapict_vcpu_unblocked(struct lapict_timer *t);
  * @t: the instance.
  *
  * If a timer interrupt was injected ahead of its expiry instant (advance),
- * waits through the spin_until op until that instant, so the guest never
- * sees it early, and feeds the measured arrival error to the adaptive
- * advance. Otherwise returns at once.
+ * waits through the spin_until op until that instant (a TSC deadline: until
+ * the guest TSC reaches it), calling the op as many times as it takes, so
+ * the guest never sees it early, and feeds the measured arrival error to
+ * the adaptive advance. Otherwise returns at once. An interrupt is only
+ * injected ahead when its instant is at most the advance away, so the wait
+ * is at most the advance on a host whose clock moves forward. A clock or
+ * TSC that went back (or jumped by 2^63 ns or more, see the horizon rule in
+ * ops.h) so that the instant reads further away than advance_max_ns ends
+ * the wait: the guest may then see the interrupt early by the clock's own
+ * error, and it is still delivered once.
  *
- * Context: owner thread, right before each guest entry.
+ * Context: owner thread, right before each guest entry; not from inside an
+ * op (see lapict_expire()).
  * Return: LAPICT_OK or LAPICT_E_INVAL.
  */
 LAPICT_API int lapict_before_guest_entry(struct lapict_timer *t);
