@@ -72,13 +72,12 @@ typedef unsigned __int128 lapict__u128;
 #define LAPICT__HOT inline
 #endif
 
-/* Saturating counter increment. */
-#define LAPICT__INC(x) ((x) += ((x) != UINT32_MAX))
+/* Saturating counter increment (statistics only: never a decision). */
+#define LAPICT__INC(x) ((x) += ((x) != UINT64_MAX))
 
-static inline void lapict__add_sat(uint32_t *c, uint64_t n)
+static inline void lapict__add_sat(uint64_t *c, uint64_t n)
 {
-    uint64_t v = (uint64_t)*c + n;
-    *c = v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+    *c = n > UINT64_MAX - *c ? UINT64_MAX : *c + n;
 }
 
 /*
@@ -94,13 +93,12 @@ static inline bool lapict__after_eq(uint64_t a, uint64_t b)
 /* ---- math.c: exact integer conversions without a 128-bit divide ---- */
 
 /*
- * Prepare division by @d (1 <= d < 2^64): power of two -> *shift = log2 d
- * and r = {0,0}; otherwise r = floor(2^128 / d). Init-time only (slow).
+ * Reciprocal for division by @d (1 <= d < 2^64): 0 for a power of two
+ * (then divided by its shift), else floor(2^64 / d). Init-time only.
  */
-void lapict__recip_init(uint64_t d, uint64_t r[2], uint8_t *shift);
-/* floor(n / d) for a numerator of 64 bits or more: four multiplies. */
-lapict__u128 lapict__div128_wide(lapict__u128 n, uint64_t d,
-                                 const uint64_t r[2]);
+uint64_t lapict__recip(uint64_t d);
+/* 5^b and floor(2^64 / 5^b) (0 for b = 0), b = 0..9: 10^9 = 2^9 5^9. */
+extern const uint64_t lapict__pow5[10], lapict__pow5_recip[10];
 /* Exact floor(n / d) by shift-subtract; slow path only. Saturates. */
 uint64_t lapict__udiv128(lapict__u128 n, uint64_t d);
 /* The same, all 128 bits of the quotient. */
@@ -111,45 +109,49 @@ uint64_t lapict__gcd(uint64_t a, uint64_t b);
 uint32_t lapict__crc32(const uint8_t *p, size_t len);
 
 /*
- * floor(n / d) with the reciprocal prepared by lapict__recip_init(), as 128
- * bits. r = floor(2^128/d) underestimates 1/d by less than 2^-128, so the
- * product underestimates n/d by less than 1: one correction step. Inline:
- * this is every conversion of every hot path.
+ * floor(n / d), all 128 bits, with the reciprocal r = floor(2^64 / d)
+ * prepared by lapict__recip_init(). Inline: this is every conversion of
+ * every hot path. With 2^64 = r d + s (0 < s < d), a numerator
+ * h 2^64 + l is h r d + (h s + l): h r goes to the quotient and h s + l,
+ * which has fewer high bits (s < d), is reduced again. For the divisors
+ * the core uses (below 2^35) that takes at most four rounds, each one
+ * 64x64 multiply pair; the last, 64-bit numerator n0 gives
+ * floor(n0 r / 2^64), which is floor(n0 / d) or one less: one correction.
  */
 static inline lapict__u128 lapict__div128(lapict__u128 n, uint64_t d,
-                                          const uint64_t r[2], uint8_t shift)
+                                          uint64_t r)
 {
-    lapict__u128 q;
+    lapict__u128 q = 0;
+    uint64_t s, n0, q0;
 
-    if ((r[0] | r[1]) == 0)
-        return n >> shift;
-    if ((n >> 64) != 0)
-        return lapict__div128_wide(n, d, r);
-    /*
-     * A 64-bit numerator: r[1] = floor(2^64/d) alone is within 1 of 1/d
-     * scaled, so one multiply and the same single correction suffice.
-     */
-    uint64_t n0 = (uint64_t)n;
-    uint64_t q0 = (uint64_t)(((lapict__u128)n0 * r[1]) >> 64);
+    if (r == 0)
+        return n >> __builtin_ctzll(d); /* d a power of two */
+    s = 0 - r * d; /* 2^64 mod d */
+    while ((n >> 64) != 0) {
+        uint64_t h = (uint64_t)(n >> 64);
+        q += (lapict__u128)h * r;
+        n = (lapict__u128)h * s + (uint64_t)n;
+    }
+    n0 = (uint64_t)n;
+    q0 = (uint64_t)(((lapict__u128)n0 * r) >> 64);
     if (n0 - q0 * d >= d)
         q0++;
-    q = q0;
-    return q;
+    return q + q0;
 }
 
 /* floor(n / d); saturates at UINT64_MAX. */
 static inline uint64_t lapict__div_floor(lapict__u128 n, uint64_t d,
-                                         const uint64_t r[2], uint8_t shift)
+                                         uint64_t r)
 {
-    lapict__u128 q = lapict__div128(n, d, r, shift);
+    lapict__u128 q = lapict__div128(n, d, r);
     return q > UINT64_MAX ? UINT64_MAX : (uint64_t)q;
 }
 
 /* ceil(n / d), same conditions; n < 2^127. */
 static inline uint64_t lapict__div_ceil(lapict__u128 n, uint64_t d,
-                                        const uint64_t r[2], uint8_t shift)
+                                        uint64_t r)
 {
-    return lapict__div_floor(n + (d - 1), d, r, shift);
+    return lapict__div_floor(n + (d - 1), d, r);
 }
 
 /* ---- ops.c: the one choke point between core and host ---- */
@@ -262,6 +264,15 @@ static inline uint64_t lapict__elapsed(const struct lapict_timer *t,
 uint64_t lapict__ticks_in_clamped(const struct lapict_timer *t, uint64_t d);
 uint64_t lapict__ns_for_clamped(const struct lapict_timer *t, uint64_t n);
 
+/* floor(n / bus_q): bus_q = 2^k 5^b divides 10^9 (reduced bus_hz / 10^9). */
+static inline lapict__u128 lapict__div_bus_q(const struct lapict_timer *t,
+                                             lapict__u128 n)
+{
+    return lapict__div128(n >> __builtin_ctz(t->bus_q),
+                          lapict__pow5[t->bus_q5],
+                          lapict__pow5_recip[t->bus_q5]);
+}
+
 /* Timer ticks elapsed in @d ns of the current clock (clamp included). */
 static inline uint64_t lapict__ticks_in(const struct lapict_timer *t,
                                         uint64_t d)
@@ -271,9 +282,7 @@ static inline uint64_t lapict__ticks_in(const struct lapict_timer *t,
     if (t->flags & LAPICT__F_CLAMPED)
         return lapict__ticks_in_clamped(t, d);
     /* floor(floor(x) / 2^k) = floor(x / 2^k): divide the bus ticks. */
-    raw = lapict__div128((lapict__u128)d * t->bus_p, t->bus_q, t->bus_rq,
-                         t->bus_qshift) >>
-          t->div_shift;
+    raw = lapict__div_bus_q(t, (lapict__u128)d * t->bus_p) >> t->div_shift;
     return raw > UINT64_MAX ? UINT64_MAX : (uint64_t)raw;
 }
 
@@ -283,7 +292,7 @@ static inline uint64_t lapict__ns_for_raw(const struct lapict_timer *t,
 {
     /* bus_q < 2^32 and the shift <= 7: the scaled factor fits 64 bits. */
     lapict__u128 m = (lapict__u128)n * ((uint64_t)t->bus_q << t->div_shift);
-    return lapict__div_ceil(m, t->bus_p, t->bus_rp, t->bus_pshift);
+    return lapict__div_ceil(m, t->bus_p, t->bus_rp);
 }
 
 /* First ns at which @n ticks of the current clock have elapsed. */
@@ -299,8 +308,8 @@ static inline uint64_t lapict__ns_for(const struct lapict_timer *t,
 static inline uint64_t lapict__ns_from_tsc(const struct lapict_timer *t,
                                            uint64_t d)
 {
-    return lapict__div_ceil((lapict__u128)d * t->tsc_a, t->tsc_b, t->tsc_rb,
-                            t->tsc_bshift);
+    return lapict__div_ceil((lapict__u128)d * 1000000u, t->tsc_khz,
+                            t->tsc_r);
 }
 
 /*
@@ -316,12 +325,12 @@ static LAPICT__HOT uint64_t lapict__deadline_ns(const struct lapict_timer *t,
     if (tsc >= d)
         return now;
     /*
-     * Beyond the horizon by tsc_khz (ceil((d - tsc) a / b) > FAR): "not
+     * Beyond the horizon by tsc_khz (ceil((d - tsc) 10^6 / tsc_khz) > FAR): "not
      * yet", re-checked at the horizon. The host's answer is not asked: an
      * instant past 2^64 ns wraps to one that can look near.
      */
-    if ((lapict__u128)(d - tsc) * t->tsc_a >
-        (lapict__u128)LAPICT__FAR_NS * t->tsc_b)
+    if ((lapict__u128)(d - tsc) * 1000000u >
+        (lapict__u128)LAPICT__FAR_NS * t->tsc_khz)
         return now + LAPICT__FAR_NS;
     if (t->ops->tsc_to_host_ns) {
         /* The host knows its TSC mapping exactly, phase included. */

@@ -223,9 +223,7 @@ static lapict__u128 ticks_in_wide(const struct lapict_timer *t, uint64_t d)
     if (t->flags & LAPICT__F_CLAMPED)
         return lapict__udiv128_wide((lapict__u128)d * t->tmict,
                                     t->min_period_ns);
-    return lapict__div128((lapict__u128)d * t->bus_p, t->bus_q, t->bus_rq,
-                          t->bus_qshift) >>
-           t->div_shift;
+    return lapict__div_bus_q(t, (lapict__u128)d * t->bus_p) >> t->div_shift;
 }
 
 /*
@@ -396,12 +394,12 @@ int lapict_init(struct lapict_timer *t, const struct lapict_config *cfg,
     g = lapict__gcd(cfg->bus_hz, DIV_1E9);
     n.bus_p = cfg->bus_hz / g;
     n.bus_q = (uint32_t)(DIV_1E9 / g);
-    lapict__recip_init(n.bus_q, n.bus_rq, &n.bus_qshift);
-    lapict__recip_init(n.bus_p, n.bus_rp, &n.bus_pshift);
-    g = lapict__gcd(cfg->tsc_khz, DIV_1E6);
-    n.tsc_a = (uint32_t)(DIV_1E6 / g);
-    n.tsc_b = (uint32_t)(cfg->tsc_khz / g);
-    lapict__recip_init(n.tsc_b, n.tsc_rb, &n.tsc_bshift);
+    /* bus_q divides 10^9 = 2^9 5^9: its power of 5 indexes a table. */
+    for (g = n.bus_q >> __builtin_ctz(n.bus_q); g > 1; g /= 5)
+        n.bus_q5++;
+    n.bus_rp = lapict__recip(n.bus_p);
+    n.tsc_khz = cfg->tsc_khz;
+    n.tsc_r = lapict__recip(n.tsc_khz);
 
     n.min_period_ns = cfg->min_period_ns;
     n.adv_mode = (uint8_t)cfg->advance_mode;

@@ -18,13 +18,17 @@
 extern "C" {
 #endif
 
-/* Internal counters; read them with lapict_stats_get(). */
+/*
+ * Internal counters; read them with lapict_stats_get(). 64 bits, as the
+ * public ones: they saturate (at 2^64, never reached) and no decision of
+ * the library rests on them.
+ */
 struct lapict__counters {
-    uint32_t expiries, injections, refused, masked, coalesced, dropped;
-    uint32_t illegal_vector, mode_errors, clamps, hv_to_sw, sw_to_hv;
-    uint32_t hv_refused, spins;
+    uint64_t expiries, injections, refused, masked, coalesced, dropped;
+    uint64_t illegal_vector, mode_errors, clamps, hv_to_sw, sw_to_hv;
+    uint64_t hv_refused, spins;
     int32_t last_arrival_ns;
-    int32_t last_error;
+    int16_t last_error;
 };
 
 /*
@@ -37,17 +41,22 @@ struct lapict_timer {
     void *ctx;
     /* Timer clock: ticks_raw = ns * bus_p / bus_q, reduced fraction. */
     uint64_t bus_p;
-    uint64_t bus_rq[2], bus_rp[2];
-    /* Guest TSC to ns: ns = tsc * tsc_a / tsc_b, reduced fraction. */
-    uint64_t tsc_rb[2];
-    uint32_t bus_q, tsc_a, tsc_b;
+    /* Reciprocals floor(2^64 / d) of bus_p and tsc_khz (0: a power of
+     * two). bus_q divides 10^9: 2^k 5^bus_q5, by a constant table. */
+    uint64_t bus_rp, tsc_r;
+    /* Guest TSC to ns: ns = tsc * 10^6 / tsc_khz. */
+    uint32_t bus_q, tsc_khz;
     uint32_t min_period_ns, adv_max_ns;
     /* Instant of the sampled expiry minus when its host timer was due. */
     uint32_t lead_ns;
+    uint32_t magic;
     /* Count-down: anchor, next expiry tick; deadline mode: the MSR. */
     uint64_t anchor_ns, e_tick, deadline_tsc;
-    /* Next count-down expiry (ns after the anchor); deadline instant. */
-    uint64_t next_rel_ns, dl_ns;
+    /* Next count-down expiry (ns after the anchor), or the deadline's host
+     * instant: a count-down and a deadline are never armed together. */
+    union {
+        uint64_t next_rel_ns, dl_ns;
+    };
     /* Host timer target; instant of the last processed expiry. */
     uint64_t armed_ns, last_instant_ns;
     uint32_t lvtt, tmict;
@@ -55,11 +64,9 @@ struct lapict_timer {
     uint32_t adv_ns, adv_est, adv_dev;
     uint16_t pending, catch_up_max;
     uint16_t flags;
-    uint8_t tdcr, adv_mode, missed, armed;
-    uint8_t bus_qshift, bus_pshift, tsc_bshift, adv_outliers;
-    /* log2 of the divider TDCR selects (kept with tdcr). */
-    uint8_t div_shift;
-    uint32_t magic;
+    uint8_t adv_mode, missed, armed, bus_q5, adv_outliers;
+    /* TDCR (stored bits) and the log2 of the divider it selects. */
+    unsigned tdcr : 4, div_shift : 4;
     struct lapict__counters c;
 };
 
