@@ -151,19 +151,11 @@ int lapict_tsc_deadline_write(struct lapict_timer *t, uint64_t val)
 
     if (!lapict__valid(t))
         return LAPICT_E_INVAL;
-    if (!in_deadline_mode(t)) {
-        sync_now(t);
+    /* The deadline being replaced fires first if it has been reached. */
+    now = sync_now(t);
+    if (!in_deadline_mode(t))
         return LAPICT_OK;
-    }
-    /*
-     * sync_now() without a second TSC read: the deadline being replaced
-     * matters only if it has expired (re-aiming it would be moot), and the
-     * same reading serves the new one.
-     */
-    now = lapict__now(t);
     tsc = lapict__tsc(t);
-    if ((t->flags & LAPICT__F_DL_ARMED) && lapict__dl_reached(t, now, tsc))
-        lapict__update_slow(t, now);
     t->pending = 0;
     t->flags &= (uint16_t)~(LAPICT__F_DL_ARMED | LAPICT__F_PREINJ);
     t->deadline_tsc = val;
@@ -171,13 +163,10 @@ int lapict_tsc_deadline_write(struct lapict_timer *t, uint64_t val)
         /* Never a negative delta: a deadline already passed fires now. */
         t->dl_ns = lapict__deadline_ns(t, now, tsc, val);
         t->flags |= LAPICT__F_DL_ARMED;
-        if (tsc < val) {
-            lapict__arm_for(t, now, t->dl_ns - now, false);
-            return LAPICT_OK;
-        }
-        lapict__update(t, now);
+        if (tsc >= val)
+            lapict__update(t, now);
     }
-    lapict__rearm_hot(t, now, false);
+    lapict__rearm(t, now);
     return LAPICT_OK;
 }
 
