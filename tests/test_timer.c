@@ -2141,6 +2141,40 @@ static void reentry_from_an_op_is_refused_without_storm(void **state)
     }
 }
 
+/* timer.h: a guest TSC that goes back (or a clock that does) between an
+ * advanced injection and entry ends the wait instead of hanging, and the
+ * interrupt is still delivered once: the expiry does not inject again. */
+static void tsc_going_back_before_entry_ends_wait_without_double(void **state)
+{
+    size_t b;
+    (void)state;
+    for (b = 0; b < TU_NBASES; b++) {
+        struct fake_host h;
+        struct lapict_timer t;
+        struct lapict_config c = tu_cfg();
+        uint64_t D;
+        c.advance_mode = LAPICT_ADVANCE_FIXED;
+        c.advance_ns = 5000;
+        tu_setup(&h, &t, &c, tu_bases[b], b == 1);
+        lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
+        D = fake_tsc(&h) + 1000;
+        lapict_tsc_deadline_write(&t, D);
+        fake_run_due(&h); /* injected ahead */
+        assert_int_equal(h.ninj, 1);
+        h.tsc_offset -= 1000000000u; /* the guest TSC goes back 1 s */
+        fake_enter(&h);
+        assert_int_equal(h.ndlv, 1);
+        assert_int_equal(tu_stats(&t).spins, 0);
+        /* Preinject declines a deadline reached meanwhile, and the expiry
+         * when the TSC gets to D gives nothing more. */
+        fake_advance(&h, 1000000000u + 1000);
+        fake_enter(&h);
+        assert_int_equal(h.ninj, 1);
+        assert_int_equal(lapict_tsc_deadline_read(&t), 0);
+        tu_check_host(&h);
+    }
+}
+
 /* ---- misc ---------------------------------------------------------- */
 
 static void instance_fits_in_256_bytes(void **state)
@@ -2258,6 +2292,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(advance_gives_one_interrupt_per_coalesced_servicing),
         cmocka_unit_test(stall_beyond_2p63_gives_no_callback_storm),
         cmocka_unit_test(reentry_from_an_op_is_refused_without_storm),
+        cmocka_unit_test(tsc_going_back_before_entry_ends_wait_without_double),
         cmocka_unit_test(instance_fits_in_256_bytes),
         cmocka_unit_test(timer_calls_null_instance_are_inval),
         cmocka_unit_test(stats_start_at_zero),
