@@ -122,13 +122,12 @@ static inline lapict__u128 lapict__div128(lapict__u128 n, uint64_t d,
                                           uint64_t r)
 {
     lapict__u128 q = 0;
-    uint64_t s, n0, q0;
+    uint64_t n0, q0;
 
     if (r == 0)
         return n >> __builtin_ctzll(d); /* d a power of two */
-    s = 0 - r * d; /* 2^64 mod d */
     while ((n >> 64) != 0) {
-        uint64_t h = (uint64_t)(n >> 64);
+        uint64_t h = (uint64_t)(n >> 64), s = 0 - r * d; /* 2^64 mod d */
         q += (lapict__u128)h * r;
         n = (lapict__u128)h * s + (uint64_t)n;
     }
@@ -268,8 +267,11 @@ uint64_t lapict__ns_for_clamped(const struct lapict_timer *t, uint64_t n);
 static inline lapict__u128 lapict__div_bus_q(const struct lapict_timer *t,
                                              lapict__u128 n)
 {
-    return lapict__div128(n >> __builtin_ctz(t->bus_q),
-                          lapict__pow5[t->bus_q5],
+    unsigned k = (unsigned)__builtin_ctz(t->bus_q);
+
+    /* A 64-bit numerator (the common case) shifts as 64 bits. */
+    n = (n >> 64) == 0 ? (uint64_t)n >> k : n >> k;
+    return lapict__div128(n, lapict__pow5[t->bus_q5],
                           lapict__pow5_recip[t->bus_q5]);
 }
 
@@ -371,17 +373,42 @@ static LAPICT__HOT bool lapict__dl_reached(const struct lapict_timer *t,
 /* Current count at @now. */
 uint32_t lapict__tmcct(const struct lapict_timer *t, uint64_t now);
 /* Should a periodic count of N be clamped with the current divider? */
-bool lapict__needs_clamp(const struct lapict_timer *t);
+static LAPICT__HOT bool lapict__needs_clamp(const struct lapict_timer *t)
+{
+    return (t->lvtt & LAPICT_LVTT_MODE) == LAPICT_LVTT_PERIODIC && t->tmict &&
+           t->min_period_ns &&
+           lapict__ns_for_raw(t, t->tmict) < t->min_period_ns;
+}
+
 /* Re-anchor the count-down at @now keeping count @c (0 stops it). */
-void lapict__reanchor(struct lapict_timer *t, uint64_t now, uint32_t c);
+static LAPICT__HOT void lapict__reanchor(struct lapict_timer *t, uint64_t now,
+                                         uint32_t c)
+{
+    t->flags &= (uint16_t)~LAPICT__F_PREINJ;
+    if (c == 0) {
+        t->flags &= (uint16_t)~(LAPICT__F_CD_ACTIVE | LAPICT__F_CD_ARMED);
+        return;
+    }
+    t->anchor_ns = now;
+    t->e_tick = c;
+    t->next_rel_ns = lapict__ns_for(t, c);
+    t->flags |= LAPICT__F_CD_ACTIVE | LAPICT__F_CD_ARMED;
+}
+
 /* Set or clear the clamp flag, counting each engagement. */
-void lapict__clamp_flag(struct lapict_timer *t, bool clamp);
+static LAPICT__HOT void lapict__clamp_flag(struct lapict_timer *t, bool clamp)
+{
+    if (clamp && !(t->flags & LAPICT__F_CLAMPED))
+        LAPICT__INC(t->c.clamps);
+    if (clamp)
+        t->flags |= LAPICT__F_CLAMPED;
+    else
+        t->flags &= (uint16_t)~LAPICT__F_CLAMPED;
+}
 /* Apply @clamp to a running count-down, preserving its count. */
 void lapict__set_clamp(struct lapict_timer *t, uint64_t now, bool clamp);
 /* Process expiries due at @now (no advance); re-arm if any. */
 void lapict__update_slow(struct lapict_timer *t, uint64_t now);
-/* Re-arm (or cancel) the host timer for the next expiry. */
-void lapict__rearm(struct lapict_timer *t, uint64_t now);
 /* Drop all timer activity (mode switch, reset). */
 void lapict__disarm(struct lapict_timer *t);
 /* Current advance in ns (0 when off or no spin op). */
@@ -449,6 +476,12 @@ static LAPICT__HOT void lapict__rearm_hot(struct lapict_timer *t, uint64_t now,
         return;
     }
     lapict__arm_for(t, now, lapict__next_left(t, now), tried);
+}
+
+/* Re-arm (or cancel) the host timer for the next expiry. */
+static LAPICT__HOT void lapict__rearm(struct lapict_timer *t, uint64_t now)
+{
+    lapict__rearm_hot(t, now, false);
 }
 
 /* Record a guest-caused error. */

@@ -68,35 +68,6 @@ uint32_t lapict__tmcct(const struct lapict_timer *t, uint64_t now)
     return T >= E ? 0 : (uint32_t)(E - T);
 }
 
-bool lapict__needs_clamp(const struct lapict_timer *t)
-{
-    return is_periodic(t) && t->tmict && t->min_period_ns &&
-           lapict__ns_for_raw(t, t->tmict) < t->min_period_ns;
-}
-
-void lapict__reanchor(struct lapict_timer *t, uint64_t now, uint32_t c)
-{
-    t->flags &= (uint16_t)~LAPICT__F_PREINJ;
-    if (c == 0) {
-        t->flags &= (uint16_t)~(LAPICT__F_CD_ACTIVE | LAPICT__F_CD_ARMED);
-        return;
-    }
-    t->anchor_ns = now;
-    t->e_tick = c;
-    t->next_rel_ns = lapict__ns_for(t, c);
-    t->flags |= LAPICT__F_CD_ACTIVE | LAPICT__F_CD_ARMED;
-}
-
-void lapict__clamp_flag(struct lapict_timer *t, bool clamp)
-{
-    if (clamp && !(t->flags & LAPICT__F_CLAMPED))
-        LAPICT__INC(t->c.clamps);
-    if (clamp)
-        t->flags |= LAPICT__F_CLAMPED;
-    else
-        t->flags &= (uint16_t)~LAPICT__F_CLAMPED;
-}
-
 void lapict__set_clamp(struct lapict_timer *t, uint64_t now, bool clamp)
 {
     uint32_t c;
@@ -299,11 +270,6 @@ static LAPICT__HOT unsigned process(struct lapict_timer *t, uint64_t now)
                     : 0u);
     }
     return 0;
-}
-
-void lapict__rearm(struct lapict_timer *t, uint64_t now)
-{
-    lapict__rearm_hot(t, now, false);
 }
 
 void lapict__update_slow(struct lapict_timer *t, uint64_t now)
