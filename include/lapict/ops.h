@@ -24,7 +24,9 @@
  * made. The host does it afterwards, from its own loop. This holds for
  * every op that acts (timer arm/cancel, inject, spin_until, report); the
  * ops that only read (now_ns, guest_tsc, tsc_to_host_ns) must simply not
- * call back. Calls for other instances are fine.
+ * call back. Calls for other instances are fine. lapict_init(), which
+ * takes any memory, is not checked: an op must not re-initialise the
+ * instance it serves.
  *
  * Horizon of host time: now_ns wraps at 2^64, so an instant is judged
  * against the clock by one rule, the half range (as lwIP's timers and
