@@ -422,10 +422,9 @@ static inline uint32_t lapict__advance(const struct lapict_timer *t)
  * ns from @now until the count-down's next expiry, 0 once it is due (that
  * is, lapict__elapsed() >= next_rel_ns: the same test process() makes).
  * While the anchor is ahead of @now (lapict__elapsed() is 0) the expiry
- * lies next_rel_ns beyond the anchor. At most 2^63 + 2^59 ns: a next
- * expiry is at most one count ahead of its anchor, 2^32 ticks at divide
- * 128 on the slowest bus (LAPICT_BUS_HZ_MIN) or one minimum period, under
- * 2^59 ns (restore rejects a count above N).
+ * lies next_rel_ns beyond the anchor (a next expiry is at most one count
+ * ahead of its anchor, 2^32 ticks at divide 128 on the slowest bus or one
+ * minimum period, under 2^59 ns; a restored tick may be further).
  */
 static LAPICT__HOT uint64_t lapict__cd_left(const struct lapict_timer *t,
                                             uint64_t now)
@@ -434,7 +433,9 @@ static LAPICT__HOT uint64_t lapict__cd_left(const struct lapict_timer *t,
 
     if (lapict__after_eq(now, t->anchor_ns))
         return d >= t->next_rel_ns ? 0 : t->next_rel_ns - d;
-    return (t->anchor_ns - now) + t->next_rel_ns;
+    /* Saturating: a restored count's next_rel_ns may be huge. */
+    d = t->anchor_ns - now;
+    return d > UINT64_MAX - t->next_rel_ns ? UINT64_MAX : d + t->next_rel_ns;
 }
 
 /* ns from @now until the next expiry instant, 0 if it is due. */
