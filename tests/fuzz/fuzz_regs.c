@@ -815,9 +815,11 @@ static void rg_save_restore(bool fresh)
     rc = lapict_state_restore(n, blob, sizeof(blob));
     RG_CHECK(rc == LAPICT_OK || rg.wild,
              "restore of a blob just saved: %d (%s)", rc, lapict_strerror(rc));
+    /* The restored instance is the one the ops (and a re-entering inject)
+     * act on from here. */
+    rg.t = n;
     if (rg.sim.window_open)
         lapict_irq_window_open(n); /* what state.h asks after a restore */
-    rg.t = n;
     rg_enter();
 }
 
