@@ -502,6 +502,32 @@ static void spin_account_saturates(void **state)
     assert_true(tu_stats(&t).spin_ns_total == UINT64_MAX);
 }
 
+/* Rule (TIMER.md section 8 vs host policy): the blob carries the tuned
+ * advance, not the goal or the budget: a restore keeps the instance's own
+ * policy, and the spin account stays the host's. */
+static void restore_keeps_the_host_policy(void **state)
+{
+    struct fake_host h1, h2;
+    struct lapict_timer a, b;
+    uint8_t blob[LAPICT_STATE_SIZE];
+    struct run_out o;
+    (void)state;
+    setup_goal(&h1, &a, LAPICT_ADVANCE_GOAL_BALANCED, 1000);
+    run_study(&h1, &a, NOISE, -1, 0, &o);
+    assert_int_equal(lapict_state_save(&a, blob, sizeof(blob)), LAPICT_OK);
+    setup_goal(&h2, &b, LAPICT_ADVANCE_GOAL_LATENCY, 0);
+    h2.now_ns = h1.now_ns;
+    b.spin_ns = 77;
+    assert_int_equal(lapict_state_restore(&b, blob, sizeof(blob)), LAPICT_OK);
+    assert_int_equal(b.adv_goal, LAPICT_ADVANCE_GOAL_LATENCY);
+    assert_int_equal(b.adv_budget_ns, 0);
+    assert_int_equal(b.adv_ns, a.adv_ns);
+    assert_true(b.spin_ns == 77);
+    assert_int_equal(lapict_state_restore(&a, blob, sizeof(blob)), LAPICT_OK);
+    assert_int_equal(a.adv_goal, LAPICT_ADVANCE_GOAL_BALANCED);
+    assert_int_equal(a.adv_budget_ns, 1000);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -520,6 +546,7 @@ int main(void)
         cmocka_unit_test(advance_set_validates),
         cmocka_unit_test(balanced_tracks_the_median_or_the_floor),
         cmocka_unit_test(spin_account_saturates),
+        cmocka_unit_test(restore_keeps_the_host_policy),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
