@@ -51,8 +51,8 @@ enum lapict_advance_goal {
     LAPICT_ADVANCE_GOAL_LATENCY = 0,
     /*
      * Aim at the median latency, the advance that minimises mean spin plus
-     * mean lateness per interrupt. With a spin budget: when the spin that
-     * aim costs (half the mean deviation of the latency) is above the
+     * mean lateness per interrupt. With a spin budget: when the most that
+     * aim can cost (the mean deviation of the latency) is above the
      * budget, aim instead at a floor below nearly every latency (median
      * minus three mean deviations), where the host hardly spins at all.
      */
