@@ -561,6 +561,34 @@ static void restore_keeps_the_host_policy(void **state)
     assert_int_equal(a.adv_budget_ns, 1000);
 }
 
+/* Rule: no decision rests on a statistics counter. With every counter
+ * pinned at its saturation value the adaptive advance still samples each
+ * advanced expiry and follows the host's latency (3 us here). */
+static void saturated_counters_do_not_stop_learning(void **state)
+{
+    struct fake_host h;
+    struct lapict_timer t;
+    int i;
+    (void)state;
+    setup(&h, &t, LAPICT_ADVANCE_ADAPTIVE, 1000, 5000, true);
+    memset(&t.c, 0xff, sizeof(t.c));
+    t.c.last_arrival_ns = 0;
+    t.c.last_error = LAPICT_OK;
+    assert_int_equal(lapict_tdcr_write(&t, 0xB), LAPICT_OK);
+    assert_int_equal(lapict_lvtt_write(&t, LAPICT_LVTT_PERIODIC | 0x30),
+                     LAPICT_OK);
+    assert_int_equal(lapict_tmict_write(&t, 1000000), LAPICT_OK);
+    for (i = 0; i < 20; i++) {
+        fake_advance_to(&h, fake_armed_at(&h));
+        fake_stall(&h, 3000);
+        fake_enter(&h);
+    }
+    print_message("advance %u\n", t.adv_ns);
+    assert_true(t.adv_ns >= 2900 && t.adv_ns <= 4000);
+    assert_int_equal(h.ninj, 20);
+    tu_check_host(&h);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -581,6 +609,7 @@ int main(void)
         cmocka_unit_test(balanced_budget_sees_early_outliers),
         cmocka_unit_test(spin_account_saturates),
         cmocka_unit_test(restore_keeps_the_host_policy),
+        cmocka_unit_test(saturated_counters_do_not_stop_learning),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
