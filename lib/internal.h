@@ -209,9 +209,16 @@ static inline bool lapict__inject(struct lapict_timer *t, uint8_t vector)
 static inline void lapict__spin_until(struct lapict_timer *t,
                                       uint64_t host_ns)
 {
+    uint64_t now, d, v;
+
     if (!t->ops->spin_until)
         return; /* e.g. a pre-injection restored on a host without one */
+    now = lapict__now(t);
     LAPICT__INC(t->c.spins);
+    /* The wait asked of the host: what the advance costs it. */
+    d = lapict__after_eq(now, host_ns) ? 0 : host_ns - now;
+    v = t->spin_ns + d;
+    t->spin_ns = v < d ? UINT64_MAX : v;
     lapict__op_enter(t);
     t->ops->spin_until(t->ctx, host_ns);
     lapict__op_leave(t);
@@ -531,5 +538,13 @@ static inline void lapict__update(struct lapict_timer *t, uint64_t now)
  * the arrival at guest entry) to the adaptive tuner.
  */
 void lapict__tune(struct lapict_timer *t, int64_t latency);
+
+/* A goal and spin budget lapict_config_check() and lapict_advance_set()
+ * accept. */
+static inline bool lapict__goal_ok(uint32_t goal, uint32_t budget_ns)
+{
+    return goal <= LAPICT_ADVANCE_GOAL_BALANCED &&
+           budget_ns <= LAPICT_ADVANCE_NS_LIMIT;
+}
 
 #endif /* LAPICT_INTERNAL_H */

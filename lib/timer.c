@@ -390,6 +390,8 @@ int lapict_init(struct lapict_timer *t, const struct lapict_config *cfg,
      * (every bound below is adv_max_ns, so adv_ns stays 0). */
     if (!ops->spin_until)
         n.adv_ns = n.adv_max_ns = 0;
+    n.adv_goal = (uint8_t)cfg->advance_goal;
+    n.adv_budget_ns = cfg->advance_spin_budget_ns;
     n.missed = (uint8_t)cfg->missed_policy;
     n.catch_up_max = cfg->missed_policy == LAPICT_MISSED_CATCH_UP
                          ? (uint16_t)cfg->catch_up_max
@@ -552,6 +554,7 @@ int lapict_stats_get(const struct lapict_timer *t, struct lapict_stats *out)
     out->sw_to_hv = t->c.sw_to_hv;
     out->hv_refused = t->c.hv_refused;
     out->spins = t->c.spins;
+    out->spin_ns_total = t->spin_ns;
     out->advance_ns = lapict__advance(t);
     out->pending = t->pending;
     out->last_arrival_ns = t->c.last_arrival_ns;
@@ -561,5 +564,5 @@ int lapict_stats_get(const struct lapict_timer *t, struct lapict_stats *out)
 }
 
 /* Part of the ABI promise: hosts embed the instance in their vCPU. */
-_Static_assert(sizeof(struct lapict_timer) <= 256,
-               "struct lapict_timer must stay within 256 bytes");
+_Static_assert(sizeof(struct lapict_timer) <= 272,
+               "struct lapict_timer must stay within 272 bytes");

@@ -33,7 +33,7 @@ struct lapict__counters {
 
 /*
  * All fields are private: the layout may change between versions, only the
- * size is part of the ABI promise (at most 256 bytes). Hosts embed it and
+ * size is part of the ABI promise (at most 272 bytes). Hosts embed it and
  * pass pointers; they never touch the fields.
  */
 struct lapict_timer {
@@ -59,14 +59,20 @@ struct lapict_timer {
     };
     /* Host timer target; instant of the last processed expiry. */
     uint64_t armed_ns, last_instant_ns;
+    /* ns of waiting asked of spin_until (a statistic, saturating). */
+    uint64_t spin_ns;
     uint32_t lvtt, tmict;
     /* Adaptive advance: current, latency estimate, mean deviation. */
     uint32_t adv_ns, adv_est, adv_dev;
+    /* Balanced goal: mean spin per interrupt allowed (0: no budget). */
+    uint32_t adv_budget_ns;
     uint16_t pending, catch_up_max;
     uint16_t flags;
     uint8_t adv_mode, missed, armed, bus_q5, adv_outliers;
     /* TDCR (stored bits) and the log2 of the divider it selects. */
     unsigned tdcr : 4, div_shift : 4;
+    /* LAPICT_ADVANCE_GOAL_*: host configuration, not guest state. */
+    uint8_t adv_goal;
     struct lapict__counters c;
 };
 
@@ -84,7 +90,8 @@ struct lapict_stats {
     uint64_t hv_to_sw;        /* hardware -> software timer moves */
     uint64_t sw_to_hv;        /* software -> hardware timer moves */
     uint64_t hv_refused;      /* hardware timer arms the host refused */
-    uint64_t spins;           /* waits in lapict_before_guest_entry() */
+    uint64_t spins;           /* spin_until calls (waits before entry) */
+    uint64_t spin_ns_total;   /* ns of waiting asked of spin_until, summed */
     uint32_t advance_ns;      /* advance in force now */
     uint32_t pending;         /* interrupts held pending now */
     int64_t last_arrival_ns;  /* last (arrival - expiry), ns; <0 = early */
@@ -205,9 +212,41 @@ LAPICT_API int lapict_vcpu_unblocked(struct lapict_timer *t);
 LAPICT_API int lapict_before_guest_entry(struct lapict_timer *t);
 
 /**
+ * lapict_advance_set() - change the adaptive tuner's goal at run time.
+ * @t: the instance.
+ * @goal: LAPICT_ADVANCE_GOAL_LATENCY or LAPICT_ADVANCE_GOAL_BALANCED.
+ * @spin_budget_ns: mean spin per interrupt allowed, ns (0: no budget).
+ *
+ * The budget applies to the balanced goal, which keeps the mean spin per
+ * interrupt under it; the latency goal ignores it. It is at most
+ * LAPICT_ADVANCE_NS_LIMIT. The same fields as advance_goal and
+ * advance_spin_budget_ns of struct lapict_config. The tuner keeps its
+ * latency estimate and applies the new goal from the next sample on; the
+ * advance in force, and an interrupt already injected ahead, are not
+ * touched. An instance that is not adaptive stores the policy and does not
+ * use it. The policy is host configuration: lapict_state_save() does not
+ * carry it and
+ * lapict_state_restore() keeps the instance's own.
+ *
+ * Context: owner thread.
+ * Return: LAPICT_OK; LAPICT_E_INVAL for an invalid @t, an unknown @goal or
+ * a budget above the limit, and then nothing is changed.
+ */
+LAPICT_API int lapict_advance_set(struct lapict_timer *t, uint32_t goal,
+                                  uint32_t spin_budget_ns);
+
+/**
  * lapict_stats_get() - read the statistics of an instance.
  * @t: the instance.
  * @out: filled with a snapshot.
+ *
+ * The cost side of the advance: @out->spins counts the waits asked of the
+ * host's spin_until op before guest entry (a TSC deadline may need more
+ * than one per interrupt when the host clock and the guest TSC disagree),
+ * and @out->spin_ns_total sums the ns each of them asked for (target minus
+ * now at the call; the host's own overshoot is not seen). Their ratio is
+ * the mean spin per wait; divided by @out->injections instead, the host
+ * CPU the advance costs per interrupt.
  *
  * Context: owner thread.
  * Return: LAPICT_OK or LAPICT_E_INVAL.
