@@ -84,32 +84,55 @@ def summary(r, smp):
 modes = [("default", ""), ("oneshot", "lapic=notscdeadline"),
          ("periodic", "lapic=notscdeadline nohz=off highres=off")]
 
+reps = int(os.environ.get("REPS", "3"))
+
+def med(v):
+    v = sorted(v)
+    return v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
+
+def compare(title, configs, smp):
+    """Runs each (label, qemu, append, extra) config reps times, alternating,
+    prints every run and the medians."""
+    res = {c[0]: [] for c in configs}
+    for rep in range(reps):
+        for label, q, app, extra in configs:
+            r = linux(q, smp, app, extra)
+            s = summary(r, smp)
+            print("%s rep %d %-22s %s" % (title, rep, label,
+                  s if isinstance(s, str) else s[0]), flush=True)
+            if not isinstance(s, str):
+                res[label].append(s[1:])
+    base = None
+    for label, *_ in configs:
+        v = res[label]
+        if not v:
+            continue
+        a, m, d = med([x[0] for x in v]), med([x[1] for x in v]), \
+            med([x[2] for x in v])
+        if base is None:
+            base = (a, m)
+        print("%s MEDIAN %-22s avg %6.1f max %6d us drift %+6.1f ppm  "
+              "(avg %.2fx, max %.2fx of %s; n=%d)"
+              % (title, label, a, m, d, a / base[0], m / base[1],
+                 configs[0][0], len(v)), flush=True)
+
 if what == "linux":
-    print("cyclictest -S -m -p 90 -i 1000 -D %d under TCG, -cpu max; "
-          "stock = %s, lapict = %s" % (secs, S, P))
+    print("cyclictest -S -m -p 90 -i 1000 -D %d under TCG, -cpu max, %d "
+          "alternating runs each; stock = %s, lapict = %s"
+          % (secs, reps, S, P))
     for smp in (1, 2):
         for name, app in modes:
-            res = {}
-            for label, q in (("stock", S), ("lapict", P)):
-                r = linux(q, smp, app)
-                res[label] = summary(r, smp)
-                s = res[label] if isinstance(res[label], str) else res[label][0]
-                print("smp %d %-8s %-6s %s" % (smp, name, label, s), flush=True)
-            if all(not isinstance(v, str) for v in res.values()):
-                print("smp %d %-8s ratio lapict/stock: avg %.2f  max %.2f"
-                      % (smp, name, res["lapict"][1] / res["stock"][1],
-                         res["lapict"][2] / res["stock"][2]), flush=True)
+            compare("smp%d %-8s" % (smp, name),
+                    [("stock", S, app, ()), ("lapict", P, app, ())], smp)
 elif what == "advance":
-    print("patched QEMU, default mode (lapic-deadline), -smp 1, %d s" % secs)
-    for label, extra in (("off", ()),
-                         ("fixed 20us", ("-global", "apic.lapict-advance-ns=20000")),
-                         ("fixed 50us", ("-global", "apic.lapict-advance-ns=50000")),
-                         ("off", ()),
-                         ("fixed 100us", ("-global", "apic.lapict-advance-ns=100000"))):
-        r = linux(P, 1, "", extra)
-        s = summary(r, 1)
-        print("advance %-12s %s" % (label, s if isinstance(s, str) else s[0]),
-              flush=True)
+    print("lapict's advance under TCG, default mode (lapic-deadline), "
+          "-smp %s, %d s, %d alternating runs" % (os.environ.get("SMP", "1"),
+                                                  secs, reps))
+    cfgs = [("stock (lapic)", S, "", ()), ("advance off", P, "", ())]
+    for ns in os.environ.get("ADVANCES", "20000 100000 200000").split():
+        cfgs.append(("advance %d us" % (int(ns) // 1000), P, "",
+                     ("-global", "apic.lapict-advance-ns=" + ns)))
+    compare("advance", cfgs, int(os.environ.get("SMP", "1")))
 elif what == "mbtest":
     mb = os.environ["MBTEST"]
     env = tempfile.NamedTemporaryFile("w", delete=False)
