@@ -128,8 +128,8 @@ elif what == "advance":
     print("lapict's advance under TCG, default mode (lapic-deadline), "
           "-smp %s, %d s, %d alternating runs" % (os.environ.get("SMP", "1"),
                                                   secs, reps))
-    cfgs = [("stock (lapic)", S, "", ()), ("advance off", P, "", ())]
-    for ns in os.environ.get("ADVANCES", "20000 100000 200000").split():
+    cfgs = [("stock (lapic)", S, "", ()), ("lapict default", P, "", ())]
+    for ns in os.environ.get("ADVANCES", "0 50000 100000 200000").split():
         cfgs.append(("advance %d us" % (int(ns) // 1000), P, "",
                      ("-global", "apic.lapict-advance-ns=" + ns)))
     compare("advance", cfgs, int(os.environ.get("SMP", "1")))
