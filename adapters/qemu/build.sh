@@ -60,8 +60,9 @@ bin=$tree/out/$k2/qemu-system-x86_64
 # The build needs only these (measured: `apt-get build-dep qemu` would pull
 # in ~400 packages for GUI, audio, block and network back ends that a
 # x86_64-softmmu build with --without-default-features does not use).
-build_pkgs=(dpkg-dev gcc make cmake pkg-config python3 meson ninja-build
-            libglib2.0-dev libpixman-1-dev zlib1g-dev)
+build_pkgs=(dpkg-dev xz-utils patch gcc make cmake pkg-config python3 meson
+            ninja-build flex bison libglib2.0-dev libpixman-1-dev zlib1g-dev
+            libfdt-dev)
 run_pkgs=(seabios qemu-system-data ipxe-qemu)
 need=()
 for p in "${run_pkgs[@]}"; do

@@ -542,25 +542,26 @@ END_TEST
 static Suite *suite(bool kvm)
 {
     Suite *s = suite_create(kvm ? "qemu-kvm" : "qemu");
-    TCase *l = tcase_create("linux");
-    TCase *mb = tcase_create("mbtest");
-    TCase *k = tcase_create("kvm");
-    TCase *mi = tcase_create("migration");
+    TCase *l, *mb, *mi, *k;
 
     if (kvm) {
+        k = tcase_create("kvm");
         tcase_set_timeout(k, 150);
         tcase_add_test(k, mbtest_kvm_irqchip_off_xapic);
         suite_add_tcase(s, k);
         return s;
     }
+    l = tcase_create("linux");
     tcase_set_timeout(l, 300);
     tcase_add_test(l, linux_tsc_deadline_smp2);
     tcase_add_test(l, linux_oneshot);
     tcase_add_test(l, linux_periodic_hz);
     suite_add_tcase(s, l);
+    mb = tcase_create("mbtest");
     tcase_set_timeout(mb, 150);
     tcase_add_test(mb, mbtest_tcg_xapic);
     suite_add_tcase(s, mb);
+    mi = tcase_create("migration");
     tcase_set_timeout(mi, 300);
     tcase_add_test(mi, migrate_timer_armed);
     tcase_add_test(mi, migrate_corrupt_blob);
