@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Benchmarks (not tests) of lapict inside QEMU, side by side in one run:
+# Debian's stock qemu-system-x86_64 against the patched one of build.sh, the
+# same kernel and initramfs (guest/mkimage.sh), under TCG, alternating runs.
+#   adapters/qemu/bench.sh linux [SECONDS]   every clockevent mode, -smp 1
+#                                            and 2: cyclictest, LOC rate,
+#                                            guest clock drift vs the host
+#   adapters/qemu/bench.sh advance [SECONDS] patched default mode with
+#                                            lapict's advance off / fixed
+#   adapters/qemu/bench.sh mbtest            mbtest under TCG and KVM
+#                                            kernel-irqchip=off, both QEMUs
+# Drift: the guest prints CLOCK_MONOTONIC at the start and the end of
+# cyclictest; the host stamps each line with its own CLOCK_MONOTONIC when it
+# arrives on the serial console; drift = (guest interval - host interval) /
+# host interval.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+what=${1:-linux}
+secs=${2:-10}
+patched=${LAPICT_QEMU:-$repo/build/qemu/qemu-system-x86_64}
+stock=/usr/bin/qemu-system-x86_64
+guest=$repo/build/qemu/guest
+[ -x "$stock" ] || DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+    --no-install-recommends qemu-system-x86
+[ -x "$patched" ] || bash "$here/build.sh"
+[ -f "$guest/initrd.img" ] || bash "$here/guest/mkimage.sh"
+
+export PATCHED=$patched STOCK=$stock GUEST=$guest SECS=$secs WHAT=$what
+export MBTEST=${LAPICT_MBTEST:-$repo/build/examples/vmm/lapict-mbtest.flat}
+exec python3 - <<'EOF'
+import os, re, subprocess, sys, tempfile, time
+
+P, S, G = os.environ["PATCHED"], os.environ["STOCK"], os.environ["GUEST"]
+secs, what = int(os.environ["SECS"]), os.environ["WHAT"]
+
+def linux(qemu, smp, append, extra=()):
+    cmd = [qemu, "-M", "q35", "-accel", "tcg", "-cpu", "max", "-smp", str(smp),
+           "-m", "512", "-display", "none", "-monitor", "none",
+           "-serial", "stdio", "-no-reboot", *extra,
+           "-kernel", G + "/vmlinuz", "-initrd", G + "/initrd.img",
+           "-append", "console=ttyS0 panic=-1 lapict.duration=%d %s"
+           % (secs, append)]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    lines = []
+    for raw in p.stdout:
+        lines.append((time.clock_gettime_ns(time.CLOCK_MONOTONIC),
+                      raw.decode(errors="replace").rstrip("\r\n")))
+    p.wait()
+    r = {"status": p.returncode, "ct": []}
+    for t, l in lines:
+        if not l.startswith("LAPICT "):
+            continue
+        kv = dict(re.findall(r"(\w+)=(\S+)", l))
+        tag = l.split()[1]
+        if tag in ("start", "end"):
+            r[tag] = (t, kv)
+        elif tag == "boot":
+            r["boot"] = kv
+        elif tag == "cyclictest" and "thread" in kv:
+            r["ct"].append(kv)
+        elif tag == "dmesg":
+            r.setdefault("dmesg", []).append(l)
+    return r
+
+def summary(r, smp):
+    if "end" not in r or not r["ct"]:
+        return "did not finish (status %s)" % r["status"]
+    (h0, g0), (h1, g1) = r["start"], r["end"]
+    gd = int(g1["mono_ns"]) - int(g0["mono_ns"])
+    hd = h1 - h0
+    drift = (gd - hd) * 1e6 / hd
+    loc = [(int(g1["cpu%d" % c]) - int(g0["cpu%d" % c])) * 1e9 / gd
+           for c in range(smp)]
+    ct = r["ct"]
+    avg = sum(int(c["avg_us"]) for c in ct) / len(ct)
+    mx = max(int(c["max_us"]) for c in ct)
+    mn = min(int(c["min_us"]) for c in ct)
+    return ("%-14s min %4d avg %6.1f max %6d us  LOC/s %s  drift %+7.1f ppm"
+            % (r["boot"]["clockevent"], mn, avg, mx,
+               "/".join("%.2f" % x for x in loc), drift)), avg, mx, drift
+
+modes = [("default", ""), ("oneshot", "lapic=notscdeadline"),
+         ("periodic", "lapic=notscdeadline nohz=off highres=off")]
+
+reps = int(os.environ.get("REPS", "3"))
+
+def med(v):
+    v = sorted(v)
+    return v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
+
+def compare(title, configs, smp):
+    """Runs each (label, qemu, append, extra) config reps times, alternating,
+    prints every run and the medians."""
+    res = {c[0]: [] for c in configs}
+    for rep in range(reps):
+        for label, q, app, extra in configs:
+            r = linux(q, smp, app, extra)
+            s = summary(r, smp)
+            print("%s rep %d %-22s %s" % (title, rep, label,
+                  s if isinstance(s, str) else s[0]), flush=True)
+            if not isinstance(s, str):
+                res[label].append(s[1:])
+    base = None
+    for label, *_ in configs:
+        v = res[label]
+        if not v:
+            continue
+        a, m, d = med([x[0] for x in v]), med([x[1] for x in v]), \
+            med([x[2] for x in v])
+        if base is None:
+            base = (a, m)
+        print("%s MEDIAN %-22s avg %6.1f max %6d us drift %+6.1f ppm  "
+              "(avg %.2fx, max %.2fx of %s; n=%d)"
+              % (title, label, a, m, d, a / base[0], m / base[1],
+                 configs[0][0], len(v)), flush=True)
+
+if what == "linux":
+    print("cyclictest -S -m -p 90 -i 1000 -D %d under TCG, -cpu max, %d "
+          "alternating runs each; stock = %s, lapict = %s"
+          % (secs, reps, S, P))
+    for smp in (1, 2):
+        for name, app in modes:
+            compare("smp%d %-8s" % (smp, name),
+                    [("stock", S, app, ()), ("lapict", P, app, ())], smp)
+elif what == "advance":
+    print("lapict's advance under TCG, default mode (lapic-deadline), "
+          "-smp %s, %d s, %d alternating runs" % (os.environ.get("SMP", "1"),
+                                                  secs, reps))
+    cfgs = [("stock (lapic)", S, "", ()), ("lapict default", P, "", ())]
+    for ns in os.environ.get("ADVANCES", "0 50000 100000 200000").split():
+        cfgs.append(("advance %d us" % (int(ns) // 1000), P, "",
+                     ("-global", "apic.lapict-advance-ns=" + ns)))
+    compare("advance", cfgs, int(os.environ.get("SMP", "1")))
+elif what == "mbtest":
+    mb = os.environ["MBTEST"]
+    env = tempfile.NamedTemporaryFile("w", delete=False)
+    env.write("TEST_DEVICE=0\nLAPICT_MBTEST=ok\n")
+    env.close()
+    runs = [("TCG", ["-accel", "tcg", "-cpu", "max"]),
+            ("KVM kernel-irqchip=off", ["-accel", "kvm", "-M",
+             "pc,kernel-irqchip=off", "-cpu", "qemu64,+tsc-deadline"])]
+    for label, q in (("stock", S), ("lapict", P)):
+        for acc, args in runs:
+            cmd = ["timeout", "-s", "KILL", "60", q, "-M", "pc", *args,
+                   "-m", "128", "-display", "none", "-monitor", "none",
+                   "-serial", "stdio", "-no-reboot", "-device",
+                   "isa-debug-exit,iobase=0xf4,iosize=4", "-kernel", mb,
+                   "-initrd", env.name, "-append", "initrd=1 x2apic=0"]
+            o = subprocess.run(cmd, capture_output=True, text=True)
+            out = o.stdout + o.stderr
+            m = re.search(r"SUMMARY: (\d+) tests, (\d+) failures", out)
+            fails = re.findall(r"FAIL: (.*)", out)
+            timer = [f for f in fails if re.search(
+                r"tsc|timer|one-shot|periodic|TMICT|TMCCT|TDCR|LVTT|deadline",
+                f, re.I)]
+            print("mbtest xAPIC %-6s %-24s %s; timer failures: %s"
+                  % (label, acc, m.group(0) if m else
+                     "did not finish (status %d)" % o.returncode,
+                     "; ".join(timer) if timer else "none"), flush=True)
+    os.unlink(env.name)
+EOF

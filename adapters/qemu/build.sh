@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Builds QEMU (Debian bookworm's source, Debian's patches, then ours in
+# adapters/qemu/patches) for x86_64-softmmu with this checkout's lapict
+# linked in, and copies the binary to build/qemu/qemu-system-x86_64. It runs
+# as is: firmware and option ROMs come from Debian's seabios,
+# qemu-system-data and ipxe-qemu packages (installed here).
+#
+# Everything is cached outside the clone, under $LAPICT_CACHE (default
+# /var/cache/lapict)/qemu:
+#   src/<debian version>/         apt-get source (Debian's patches applied)
+#   tree/<K1>/src, tree/<K1>/build  the source with our patches, configured
+#   tree/<K1>/lapict-*            lapict built from lib/ + include/
+#   tree/<K1>/out/<K2>/           the linked binary
+# K1 = hash(Debian version, configure arguments, patches/); K2 = hash(K1,
+# lib/, include/, CMakeLists.txt, cmake/lapict.pc.in, build.sh). A run whose
+# binary exists only copies it; a change to lib/ rebuilds lapict and relinks
+# (ninja recompiles what includes lapict's headers if they changed).
+#
+# Usage: adapters/qemu/build.sh [--key] [OUT]
+#   --key  print K1/K2 and exit
+#   OUT    where the binary goes (default build/qemu)
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+cache=${LAPICT_CACHE:-/var/cache/lapict}/qemu
+print_key=false
+if [ "${1:-}" = --key ]; then
+    print_key=true
+    shift
+fi
+out=${1:-$repo/build/qemu}
+qemu_version=1:7.2+dfsg-7+deb12u18
+jobs=${LAPICT_JOBS:-2}
+start=$SECONDS
+
+log() { echo "qemu-build: $*"; }
+
+# --- keys -------------------------------------------------------------------
+hash_files() { (cd "$repo" && find "$@" -type f -print0 | sort -z |
+                xargs -0 sha256sum) | sha256sum | cut -c1-16; }
+# The prefix is never installed to: it only keeps QEMU from relocating the
+# firmware path, which is outside it (/usr/...).
+configure_args=(--target-list=x86_64-softmmu --prefix=/opt/lapict-qemu
+    --firmwarepath=/usr/share/qemu:/usr/share/seabios:/usr/lib/ipxe/qemu
+    --without-default-features --enable-tcg --enable-kvm
+    --disable-docs --disable-tools --disable-guest-agent --disable-werror)
+k1=$( (echo "$qemu_version ${configure_args[*]}";
+       hash_files adapters/qemu/patches) | sha256sum | cut -c1-16)
+k2=$( (echo "$k1"; hash_files lib include CMakeLists.txt cmake/lapict.pc.in \
+       adapters/qemu/build.sh) | sha256sum | cut -c1-16)
+if $print_key; then
+    echo "$k1/$k2"
+    exit 0
+fi
+tree=$cache/tree/$k1
+bin=$tree/out/$k2/qemu-system-x86_64
+
+# --- packages ----------------------------------------------------------------
+# The build needs only these (measured: `apt-get build-dep qemu` would pull
+# in ~400 packages for GUI, audio, block and network back ends that a
+# x86_64-softmmu build with --without-default-features does not use).
+build_pkgs=(dpkg-dev xz-utils patch gcc make cmake pkg-config python3 meson
+            ninja-build flex bison libglib2.0-dev libpixman-1-dev zlib1g-dev
+            libfdt-dev)
+run_pkgs=(seabios qemu-system-data ipxe-qemu)
+need=()
+for p in "${run_pkgs[@]}"; do
+    dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
+done
+if [ ! -x "$bin" ]; then
+    for p in "${build_pkgs[@]}"; do
+        dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
+    done
+fi
+if [ ${#need[@]} -gt 0 ]; then
+    log "installing ${need[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+        --no-install-recommends "${need[@]}"
+fi
+
+if [ ! -x "$bin" ]; then
+    # --- Debian's source ------------------------------------------------------
+    src=$cache/src/${qemu_version#*:}
+    if [ ! -f "$src/.done" ]; then
+        if ! apt-cache showsrc qemu 2>/dev/null | grep -q "^Version: $qemu_version$"; then
+            # deb-src for the suites already configured (deb822 or one-line).
+            f=/etc/apt/sources.list.d/lapict-src.sources
+            if [ -f /etc/apt/sources.list.d/debian.sources ]; then
+                sed 's/^Types: deb$/Types: deb-src/' \
+                    /etc/apt/sources.list.d/debian.sources > "$f"
+            else
+                grep -h '^deb ' /etc/apt/sources.list |
+                    sed 's/^deb /deb-src /' > /etc/apt/sources.list.d/lapict-src.list
+            fi
+            apt-get update -qq
+        fi
+        log "apt-get source qemu=$qemu_version"
+        rm -rf "$src"
+        mkdir -p "$src"
+        # dpkg-source -x applies Debian's patches (3.0 quilt format).
+        (cd "$src" && apt-get source -q --download-only "qemu=$qemu_version" &&
+         dpkg-source -x --no-check qemu_*.dsc qemu) >/dev/null
+        rm -f "$src"/*.orig.tar.* "$src"/*.debian.tar.*
+        touch "$src/.done"
+    fi
+
+    # --- our patches, configured tree ---------------------------------------
+    if [ ! -f "$tree/build/.configured" ]; then
+        log "applying adapters/qemu/patches to a copy ($tree)"
+        rm -rf "$tree"
+        mkdir -p "$tree"
+        cp -a "$src/qemu" "$tree/src"
+        while read -r p; do
+            case "$p" in ''|'#'*) continue;; esac
+            patch -d "$tree/src" -p1 --quiet --forward < "$here/patches/$p"
+        done < "$here/patches/series"
+    fi
+
+    # --- lapict, static and PIC (QEMU links as PIE) -------------------------
+    log "building lapict from $repo"
+    nice -n 10 cmake -S "$repo" -B "$tree/lapict-build" -DCMAKE_BUILD_TYPE=Release \
+        -DBUILD_SHARED_LIBS=OFF -DCMAKE_POSITION_INDEPENDENT_CODE=ON \
+        -DLAPICT_BUILD_TESTS=OFF -DLAPICT_BUILD_EXAMPLES=OFF \
+        -DLAPICT_BUILD_ADAPTERS=OFF >/dev/null
+    nice -n 10 cmake --build "$tree/lapict-build" -j"$jobs" >/dev/null
+    cmake --install "$tree/lapict-build" --prefix "$tree/lapict-prefix" >/dev/null
+    export PKG_CONFIG_PATH=$tree/lapict-prefix/lib/pkgconfig
+
+    if [ ! -f "$tree/build/.configured" ]; then
+        log "configuring x86_64-softmmu"
+        mkdir -p "$tree/build"
+        (cd "$tree/build" && nice -n 10 ../src/configure \
+            "${configure_args[@]}" >configure.log 2>&1) ||
+            { tail -30 "$tree/build/configure.log"; exit 1; }
+        # Regeneration (ninja re-running meson) must find lapict again.
+        (cd "$tree/build" && meson configure \
+            -Dpkg_config_path="$PKG_CONFIG_PATH" . >/dev/null)
+        touch "$tree/build/.configured"
+    fi
+
+    log "ninja qemu-system-x86_64 (-j$jobs, nice 10)"
+    # The static library is not a tracked input of the link: force it.
+    rm -f "$tree/build/qemu-system-x86_64"
+    (cd "$tree/build" && nice -n 10 ninja -j"$jobs" qemu-system-x86_64 \
+        >ninja.log 2>&1) || { tail -40 "$tree/build/ninja.log"; exit 1; }
+    mkdir -p "$tree/out/$k2"
+    cp "$tree/build/qemu-system-x86_64" "$bin.tmp"
+    mv "$bin.tmp" "$bin"
+fi
+
+mkdir -p "$out"
+cp "$bin" "$out/qemu-system-x86_64.tmp"
+mv "$out/qemu-system-x86_64.tmp" "$out/qemu-system-x86_64"
+log "$out/qemu-system-x86_64 ($k1/$k2) in $((SECONDS - start)) s"

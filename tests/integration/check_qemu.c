@@ -1,0 +1,589 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lapict inside QEMU (adapters/qemu): the patched qemu-system-x86_64 that
+ * adapters/qemu/build.sh produces, booting the Linux guest of
+ * adapters/qemu/guest/mkimage.sh under TCG and the project's multiboot test
+ * kernel (lapict-mbtest) under TCG and KVM with kernel-irqchip=off.
+ *
+ * Built only when CMake is given LAPICT_QEMU_DIR (the qemu gate of
+ * cmake/test-all.sh does that); the directory holds qemu-system-x86_64 and
+ * guest/{vmlinuz,initrd.img}. The guest's /init reports on the serial
+ * console in "LAPICT key=value ..." lines.
+ */
+#define _GNU_SOURCE
+#include <check.h>
+
+#include "kvm_probe.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef LAPICT_QEMU_DIR
+#error "LAPICT_QEMU_DIR must name the directory of the patched QEMU"
+#endif
+
+#define QEMU LAPICT_QEMU_DIR "/qemu-system-x86_64"
+#define KERNEL LAPICT_QEMU_DIR "/guest/vmlinuz"
+#define INITRD LAPICT_QEMU_DIR "/guest/initrd.img"
+/* Linux's HZ in Debian's cloud kernel (CONFIG_HZ=250). */
+#define HZ 250
+
+/*
+ * What a failure message shows of a run's output: its LAPICT lines and the
+ * last lines (Check's messages are limited to a few KiB).
+ */
+static const char *shown(const char *out)
+{
+    static char bufs[2][3000];
+    static int which;
+    char *buf = bufs[which ^= 1];
+    size_t n = 0, len = strlen(out);
+    const char *l, *tail = len > 1200 ? out + len - 1200 : out;
+
+    for (l = out; l && *l && n < 1600; l = strchr(l, '\n')) {
+        if (*l == '\n')
+            l++;
+        if (!strncmp(l, "LAPICT", 6)) {
+            size_t k = strcspn(l, "\n");
+            if (k > 1600 - n)
+                k = 1600 - n;
+            memcpy(buf + n, l, k);
+            n += k;
+            buf[n++] = '\n';
+        }
+    }
+    snprintf(buf + n, sizeof(bufs[0]) - n, "[...]\n%s", tail);
+    return buf;
+}
+
+/* The value of "key=" in the first line starting with @prefix, or NULL. */
+static char *field(const char *out, const char *prefix, const char *key)
+{
+    static char val[256];
+    const char *l, *e, *k;
+    char pat[64];
+    size_t n;
+
+    for (l = out; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+        if (strncmp(l, prefix, strlen(prefix)))
+            continue;
+        e = strchr(l, '\n');
+        if (!e)
+            e = l + strlen(l);
+        snprintf(pat, sizeof(pat), " %s=", key);
+        k = memmem(l, (size_t)(e - l), pat, strlen(pat));
+        if (!k)
+            return NULL;
+        k += strlen(pat);
+        n = strcspn(k, " \r\n");
+        if (n >= sizeof(val))
+            n = sizeof(val) - 1;
+        memcpy(val, k, n);
+        val[n] = 0;
+        return val;
+    }
+    return NULL;
+}
+
+static uint64_t ufield(const char *out, const char *prefix, const char *key)
+{
+    const char *v = field(out, prefix, key);
+
+    ck_assert_msg(v, "no %s in \"%s\" line:\n%s", key, prefix, shown(out));
+    return strtoull(v, NULL, 10);
+}
+
+/* Boots Linux under TCG with @smp CPUs; returns the console output. */
+static char *boot_linux(int smp, const char *append, unsigned seconds)
+{
+    char cmd[1024];
+    int status;
+    char *o;
+
+    snprintf(cmd, sizeof(cmd),
+             "timeout -s KILL %u %s -M q35 -accel tcg -cpu max -smp %d "
+             "-m 512 -display none -monitor none -serial stdio -no-reboot "
+             "-kernel %s -initrd %s -append 'console=ttyS0 panic=-1 "
+             "lapict.duration=%u %s' </dev/null",
+             seconds + 120, QEMU, smp, KERNEL, INITRD, seconds, append);
+    o = lt_run_capture(cmd, &status);
+    ck_assert_msg(status == 0, "QEMU exit status %d:\n%s", status, shown(o));
+    ck_assert_msg(strstr(o, "LAPICT done"), "the guest did not finish:\n%s",
+                  o);
+    return o;
+}
+
+/*
+ * cyclictest ran to the end on every CPU with at least @min_loops wake-ups
+ * (one per 1000 us interval, or one per tick without high resolution).
+ */
+static void assert_cyclictest(const char *o, int smp, uint64_t min_loops)
+{
+    char line[64];
+    const char *p = o;
+    int threads = 0;
+
+    ck_assert_msg(strstr(o, "LAPICT cyclictest rc=0"),
+                  "cyclictest failed:\n%s", shown(o));
+    while ((p = strstr(p, "LAPICT cyclictest thread="))) {
+        uint64_t count = ufield(p, "LAPICT cyclictest thread=", "count");
+        /* A count far below that means timer interrupts went missing. */
+        ck_assert_msg(count >= min_loops, "thread %d: %" PRIu64
+                      " loops, fewer than %" PRIu64 ":\n%s", threads, count,
+                      min_loops, shown(o));
+        threads++;
+        p++;
+    }
+    snprintf(line, sizeof(line), "%d threads", smp);
+    ck_assert_msg(threads == smp, "%s expected, %d reported:\n%s", line,
+                  threads, shown(o));
+}
+
+/* Local timer interrupts per CPU over the cyclictest run. */
+static uint64_t loc_delta(const char *o, int cpu)
+{
+    char key[16];
+
+    snprintf(key, sizeof(key), "cpu%d", cpu);
+    return ufield(o, "LAPICT end ", key) - ufield(o, "LAPICT start ", key);
+}
+
+/*
+ * Rule: by default Linux picks the TSC-deadline clockevent, which only
+ * exists where lapict drives the APIC, and it runs its high-resolution
+ * timers on it; every CPU takes at least one LOC per cyclictest wake-up.
+ */
+START_TEST(linux_tsc_deadline_smp2)
+{
+    const unsigned s = 5;
+    char *o = boot_linux(2, "", s);
+
+    ck_assert_str_eq(field(o, "LAPICT boot ", "clockevent"), "lapic-deadline");
+    ck_assert_str_eq(field(o, "LAPICT boot ", "tickdev"), "lapic-deadline");
+    ck_assert_str_eq(field(o, "LAPICT boot ", "handler"), "hrtimer_interrupt");
+    ck_assert_uint_eq(ufield(o, "LAPICT boot ", "cpus"), 2);
+    assert_cyclictest(o, 2, s * 1000u / 2);
+    for (int c = 0; c < 2; c++)
+        ck_assert_msg(loc_delta(o, c) >= s * 1000u / 2, "cpu%d LOC %" PRIu64
+                      ":\n%s", c, loc_delta(o, c), shown(o));
+    free(o);
+}
+END_TEST
+
+/* Rule: lapic=notscdeadline gives the one-shot count-down ("lapic"). */
+START_TEST(linux_oneshot)
+{
+    const unsigned s = 5;
+    char *o = boot_linux(1, "lapic=notscdeadline", s);
+
+    ck_assert_str_eq(field(o, "LAPICT boot ", "clockevent"), "lapic");
+    ck_assert_str_eq(field(o, "LAPICT boot ", "handler"), "hrtimer_interrupt");
+    assert_cyclictest(o, 1, s * 1000u / 2);
+    ck_assert_msg(loc_delta(o, 0) >= s * 1000u / 2, "LOC %" PRIu64 ":\n%s",
+                  loc_delta(o, 0), shown(o));
+    free(o);
+}
+END_TEST
+
+/*
+ * Rule: with nohz=off highres=off the LAPIC runs periodic at HZ, and the
+ * LOC count rises at HZ within 0.1 % of the guest's CLOCK_MONOTONIC (missed
+ * ticks on a busy host are caught up, not lost).
+ */
+START_TEST(linux_periodic_hz)
+{
+    const unsigned s = 10;
+    char *o = boot_linux(1, "lapic=notscdeadline nohz=off highres=off", s);
+    uint64_t ns, loc;
+    double rate;
+
+    ck_assert_str_eq(field(o, "LAPICT boot ", "clockevent"), "lapic");
+    ck_assert_str_eq(field(o, "LAPICT boot ", "handler"),
+                     "tick_handle_periodic");
+    assert_cyclictest(o, 1, s * HZ * 9u / 10);
+    ns = ufield(o, "LAPICT end ", "mono_ns") -
+         ufield(o, "LAPICT start ", "mono_ns");
+    loc = loc_delta(o, 0);
+    rate = (double)loc * 1e9 / (double)ns;
+    ck_assert_msg(rate > HZ * 0.999 && rate < HZ * 1.001,
+                  "LOC %" PRIu64 " in %" PRIu64 " ns: %.3f/s, not %d +-0.1%%"
+                  ":\n%s", loc, ns, rate, HZ, shown(o));
+    free(o);
+}
+END_TEST
+
+/* ---- mbtest ---------------------------------------------------------------- */
+
+/*
+ * Checks of mbtest that are not the timer's and that QEMU 7.2's userspace
+ * APIC does not meet (the timer's must all pass). Each is a QEMU defect
+ * outside the timer that the patch series does not fix (yet).
+ */
+static const char *const qemu_known[] = {
+    "disable: MMIO reads all-ones",
+    "disable: MMIO writes dropped",
+    "disable: -> EXTD without EN is #GP",
+    "disable: -> x2APIC directly is #GP",
+    "xAPIC -> EXTD without EN is #GP",
+    "no x2APIC in CPUID: EXTD is #GP",
+    "no x2APIC: x2APIC MSRs are #GP",
+    "relocate: APIC answers at 0xFED40000",
+    "relocate: 0xFEE00000 is unassigned",
+    "apic base: bit MAXPHYADDR is #GP",
+    "apic base: bit 0 is #GP",
+};
+
+static char *run_mbtest(const char *accel, int *fails, int *unknown)
+{
+    char cmd[1536], *o, *line;
+    char env[] = "/tmp/lapict-qemu-mbtest-env-XXXXXX";
+    int fd = mkstemp(env), status;
+    static const char text[] = "TEST_DEVICE=0\nLAPICT_MBTEST=ok\n";
+
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, text, sizeof(text) - 1),
+                     (int)(sizeof(text) - 1));
+    close(fd);
+    snprintf(cmd, sizeof(cmd),
+             "timeout -s KILL 120 %s -M pc -accel %s -m 128 "
+             "-display none -monitor none -serial stdio -no-reboot "
+             "-device isa-debug-exit,iobase=0xf4,iosize=4 "
+             "-kernel %s -initrd %s -append 'initrd=1 x2apic=0' </dev/null",
+             QEMU, accel, LAPICT_MBTEST, env);
+    o = lt_run_capture(cmd, &status);
+    unlink(env);
+    ck_assert_msg(strstr(o, "SUMMARY: "), "did not finish (%d):\n%s", status,
+                  o);
+    ck_assert_msg(strstr(o, "mode: xapic"), "%s", shown(o));
+    *fails = *unknown = 0;
+    for (line = strstr(o, "FAIL: "); line; line = strstr(line + 1, "FAIL: ")) {
+        size_t len = strcspn(line + 6, "\r\n");
+        bool known = false;
+
+        (*fails)++;
+        for (size_t i = 0; i < sizeof(qemu_known) / sizeof(*qemu_known); i++)
+            known |= len == strlen(qemu_known[i]) &&
+                     !strncmp(line + 6, qemu_known[i], len);
+        if (!known) {
+            (*unknown)++;
+            fprintf(stderr, "mbtest -accel %s: %.*s\n", accel, (int)len + 6,
+                    line);
+        }
+    }
+    /* isa-debug-exit: QEMU exits with (value << 1) | 1. */
+    ck_assert_msg(status == (*fails ? 3 : 1), "status %d:\n%s", status, shown(o));
+    return o;
+}
+
+/* Rule: under TCG every timer check of mbtest passes (xAPIC). */
+START_TEST(mbtest_tcg_xapic)
+{
+    int fails, unknown;
+    char *o = run_mbtest("tcg -cpu max", &fails, &unknown);
+
+    ck_assert_msg(unknown == 0, "%d unexpected failures:\n%s", unknown, shown(o));
+    ck_assert_msg(strstr(o, "PASS: tsc deadline: fires, not early"), "no deadline check:\n%s",
+                  o);
+    free(o);
+}
+END_TEST
+
+/* Rule: the same under KVM with the userspace APIC (kernel-irqchip=off). */
+START_TEST(mbtest_kvm_irqchip_off_xapic)
+{
+    int fails, unknown;
+    char *o;
+
+    /* -cpu max asks KVM for MSRs this host's KVM (PVM) refuses. */
+    o = run_mbtest("kvm -M pc,kernel-irqchip=off -cpu qemu64,+tsc-deadline",
+                   &fails, &unknown);
+    ck_assert_msg(unknown == 0, "%d unexpected failures:\n%s", unknown, shown(o));
+    ck_assert_msg(strstr(o, "PASS: tsc deadline: fires, not early"), "no deadline check:\n%s",
+                  o);
+    free(o);
+}
+END_TEST
+
+/* ---- migration ------------------------------------------------------------- */
+
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    char *b;
+    long n;
+
+    ck_assert_msg(f, "%s: %s", path, strerror(errno));
+    fseek(f, 0, SEEK_END);
+    n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    b = calloc(1, (size_t)n + 1);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_uint_eq(fread(b, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    if (len)
+        *len = (size_t)n;
+    return b;
+}
+
+static bool wait_for(const char *path, const char *text, int seconds)
+{
+    for (int i = 0; i < seconds * 10; i++) {
+        char *b;
+        bool found;
+
+        /* QEMU creates the file when it has parsed its options. */
+        if (access(path, R_OK) == 0) {
+            b = slurp(path, NULL);
+            found = strstr(b, text) != NULL;
+            free(b);
+            if (found)
+                return true;
+        }
+        usleep(100000);
+    }
+    return false;
+}
+
+/* One HMP command through the monitor socket; returns once it answered. */
+static void hmp(const char *sock, const char *cmd)
+{
+    struct sockaddr_un a = { .sun_family = AF_UNIX };
+    char buf[4096];
+    size_t got = 0;
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    int prompts = 0;
+
+    ck_assert_int_ge(fd, 0);
+    snprintf(a.sun_path, sizeof(a.sun_path), "%s", sock);
+    ck_assert_msg(connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0,
+                  "monitor %s: %s", sock, strerror(errno));
+    /* The banner ends with the first prompt; the answer with the second. */
+    while (prompts < 2) {
+        ssize_t n = read(fd, buf + got, sizeof(buf) - 1 - got);
+
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+        buf[got] = 0;
+        if (strstr(buf, "(qemu) ")) {
+            prompts++;
+            if (prompts == 1) {
+                ck_assert_int_eq(write(fd, cmd, strlen(cmd)),
+                                 (int)strlen(cmd));
+                ck_assert_int_eq(write(fd, "\n", 1), 1);
+            }
+            memmove(buf, strstr(buf, "(qemu) ") + 7,
+                    strlen(strstr(buf, "(qemu) ") + 7) + 1);
+            got = strlen(buf);
+        }
+        if (got > sizeof(buf) / 2)
+            got = 0;
+    }
+    close(fd);
+}
+
+struct mig {
+    char dir[64], state[96], sock[96], serial[96];
+};
+
+/*
+ * Boots Linux (periodic LAPIC ticks and cyclictest's timers armed the whole
+ * time) and migrates it to a file during cyclictest.
+ */
+static void migrate_out(struct mig *m, const char *append)
+{
+    char cmd[1536];
+    pid_t pid;
+
+    snprintf(m->dir, sizeof(m->dir), "/tmp/lapict-qemu-mig-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(m->dir));
+    snprintf(m->state, sizeof(m->state), "%s/state", m->dir);
+    snprintf(m->sock, sizeof(m->sock), "%s/mon", m->dir);
+    snprintf(m->serial, sizeof(m->serial), "%s/serial", m->dir);
+    snprintf(cmd, sizeof(cmd),
+             "exec timeout -s KILL 150 %s -M q35 -accel tcg -cpu max -m 512 "
+             "-display none -serial file:%s -monitor unix:%s,server,nowait "
+             "-no-reboot -kernel %s -initrd %s -append 'console=ttyS0 "
+             "panic=-1 lapict.duration=8 %s' </dev/null >%s/out 2>&1",
+             QEMU, m->serial, m->sock, KERNEL, INITRD, append, m->dir);
+    pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (!pid) {
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    ck_assert_msg(wait_for(m->serial, "LAPICT start", 120),
+                  "the source guest did not start cyclictest");
+    /* Into cyclictest's run, so its timer and the tick are armed. */
+    sleep(2);
+    /*
+     * A live migration (it stops the VM at its end): a source stopped first
+     * would leave the destination paused, as QEMU migrates the run state.
+     */
+    snprintf(cmd, sizeof(cmd), "migrate \"exec:cat > %s\"", m->state);
+    hmp(m->sock, cmd);
+    hmp(m->sock, "quit");
+    waitpid(pid, NULL, 0);
+}
+
+static char *migrate_in(const struct mig *m, const char *append, int *status)
+{
+    char cmd[1536];
+
+    snprintf(cmd, sizeof(cmd),
+             "timeout -s KILL 120 %s -M q35 -accel tcg -cpu max -m 512 "
+             "-display none -monitor none -serial stdio -no-reboot "
+             "-kernel %s -initrd %s -append 'console=ttyS0 panic=-1 "
+             "lapict.duration=8 %s' -incoming 'exec:cat %s' </dev/null",
+             QEMU, KERNEL, INITRD, append, m->state);
+    return lt_run_capture(cmd, status);
+}
+
+static void mig_cleanup(struct mig *m)
+{
+    char cmd[128];
+    int status;
+
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", m->dir);
+    free(lt_run_capture(cmd, &status));
+}
+
+/*
+ * Rule: lapict's state travels in the migration stream: the destination
+ * finishes cyclictest (its one-shot timers keep firing) and the periodic
+ * tick keeps rising after the move.
+ */
+START_TEST(migrate_timer_armed)
+{
+    const char *append = "lapic=notscdeadline nohz=off highres=off";
+    struct mig m;
+    size_t len;
+    char *s, *o;
+    int status;
+
+    char *src;
+    uint64_t ns, loc;
+    double rate;
+
+    migrate_out(&m, append);
+    s = slurp(m.state, &len);
+    ck_assert_msg(memmem(s, len, "apic_lapict", 11),
+                  "no apic_lapict subsection in the stream");
+    free(s);
+    src = slurp(m.serial, NULL);
+    o = migrate_in(&m, append, &status);
+    ck_assert_msg(status == 0, "destination status %d:\n%s", status, shown(o));
+    ck_assert_msg(strstr(o, "LAPICT end"), "no end after migration:\n%s", shown(o));
+    ck_assert_msg(strstr(o, "LAPICT cyclictest rc=0"), "%s", shown(o));
+    ck_assert_msg(!strstr(o, "LAPICT dmesg"), "kernel complaints:\n%s", shown(o));
+    ck_assert_msg(strstr(o, "LAPICT done"), "%s", shown(o));
+    /* The tick went on across the move at HZ of the guest's clock. */
+    ns = ufield(o, "LAPICT end ", "mono_ns") -
+         ufield(src, "LAPICT start ", "mono_ns");
+    loc = ufield(o, "LAPICT end ", "cpu0") - ufield(src, "LAPICT start ", "cpu0");
+    rate = (double)loc * 1e9 / (double)ns;
+    ck_assert_msg(rate > HZ * 0.99 && rate < HZ * 1.01,
+                  "LOC %" PRIu64 " in %" PRIu64 " ns across the migration: "
+                  "%.2f/s\n--- source:\n%s\n--- destination:\n%s", loc, ns,
+                  rate, src, shown(o));
+    free(src);
+    free(o);
+    mig_cleanup(&m);
+}
+END_TEST
+
+/*
+ * Rule: a corrupt lapict blob fails the incoming migration with a clear
+ * error; QEMU exits, it does not abort.
+ */
+START_TEST(migrate_corrupt_blob)
+{
+    const char *append = "lapic=notscdeadline";
+    struct mig m;
+    size_t len;
+    char *s, *o, *p;
+    int status;
+    FILE *f;
+
+    migrate_out(&m, append);
+    s = slurp(m.state, &len);
+    p = memmem(s, len, "apic_lapict", 11);
+    ck_assert_msg(p, "no apic_lapict subsection in the stream");
+    /* Name, then the subsection's version (be32), then the 128-byte blob. */
+    ck_assert_uint_ge(len, (size_t)(p - s) + 11 + 4 + 128);
+    p[11 + 4 + 8] ^= 0x40; /* a bit of LVTT: the checksum no longer holds */
+    f = fopen(m.state, "wb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(s, 1, len, f), len);
+    fclose(f);
+    free(s);
+    o = migrate_in(&m, append, &status);
+    ck_assert_msg(status > 0 && status != 124 && status != 137,
+                  "status %d (want a clean failure exit):\n%s", status, shown(o));
+    ck_assert_msg(strstr(o, "lapict timer state rejected"), "%s", shown(o));
+    ck_assert_msg(strstr(o, "checksum"), "%s", shown(o));
+    ck_assert_msg(!strstr(o, "LAPICT"), "the guest ran:\n%s", shown(o));
+    free(o);
+    mig_cleanup(&m);
+}
+END_TEST
+
+static Suite *suite(bool kvm)
+{
+    Suite *s = suite_create(kvm ? "qemu-kvm" : "qemu");
+    TCase *l, *mb, *mi, *k;
+
+    if (kvm) {
+        k = tcase_create("kvm");
+        tcase_set_timeout(k, 150);
+        tcase_add_test(k, mbtest_kvm_irqchip_off_xapic);
+        suite_add_tcase(s, k);
+        return s;
+    }
+    l = tcase_create("linux");
+    tcase_set_timeout(l, 300);
+    tcase_add_test(l, linux_tsc_deadline_smp2);
+    tcase_add_test(l, linux_oneshot);
+    tcase_add_test(l, linux_periodic_hz);
+    suite_add_tcase(s, l);
+    mb = tcase_create("mbtest");
+    tcase_set_timeout(mb, 150);
+    tcase_add_test(mb, mbtest_tcg_xapic);
+    suite_add_tcase(s, mb);
+    mi = tcase_create("migration");
+    tcase_set_timeout(mi, 300);
+    tcase_add_test(mi, migrate_timer_armed);
+    tcase_add_test(mi, migrate_corrupt_blob);
+    suite_add_tcase(s, mi);
+    return s;
+}
+
+/* "check_qemu" runs the TCG cases; "check_qemu kvm" the KVM ones (ctest
+ * registers both; the second exits 77, reported as skipped, without KVM). */
+int main(int argc, char **argv)
+{
+    bool kvm = argc > 1 && !strcmp(argv[1], "kvm");
+    SRunner *r;
+    int failed;
+
+    if (kvm && lt_kvm_unusable()) {
+        printf("qemu-kvm: skipped: %s\n", lt_kvm_unusable());
+        return 77;
+    }
+    r = srunner_create(suite(kvm));
+    srunner_run_all(r, CK_NORMAL);
+    failed = srunner_ntests_failed(r);
+    srunner_free(r);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
