@@ -409,7 +409,8 @@ const char *lapict_kvm_errcall(const struct lapict_kvm *k);
  * at the first moment the guest can take one, the next pre_run or, for a
  * halted vCPU (IF set), right here.
  *
- * Return: LAPICT_OK (call lapict_kvm_pre_run() and enter),
+ * Return: LAPICT_OK (call lapict_kvm_pre_run() and enter; a halted vCPU
+ * with something to deliver is running again: lapict_vcpu_unblocked()),
  * LAPICT_KVM_HALTED (still halted, nothing deliverable: call
  * lapict_kvm_halt_wait()), or a LAPICT_E_STATE_* / LAPICT_E_INVAL code
  * with the state unchanged, or the base_changed op's LAPICT_E_SYSTEM

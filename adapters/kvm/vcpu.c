@@ -489,9 +489,10 @@ int lapict_kvm_restore(struct lapict_kvm *k, const void *apic,
         k->run->ready_for_interrupt_injection = 1;
         lapict_kvm__window(k);
     }
-    if (rc < 0)
-        return rc;
     if (halted && lapict_apic_deliverable(&k->apic) < 0)
-        return LAPICT_KVM_HALTED;
-    return LAPICT_OK;
+        return rc < 0 ? rc : LAPICT_KVM_HALTED;
+    /* The halt is over (an interrupt can be taken): running again. */
+    if (halted)
+        lapict_vcpu_unblocked(&k->timer);
+    return rc;
 }

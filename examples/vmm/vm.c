@@ -376,6 +376,22 @@ int lapict_vmm_vm_save(struct lapict_vmm_vm *v, struct lapict_vmm_snap *s,
     s->halted = v->halted;
     s->irr_first = irr_first;
     /*
+     * KVM completes an I/O, MMIO or MSR exit (writes the data, moves RIP
+     * past the instruction) only at the next KVM_RUN, and keeps that step
+     * in no state userspace can save: a VM saved right after a TMICT write
+     * would write it again when resumed, restarting the count-down. So
+     * re-enter with immediate_exit, which finishes the operation and
+     * returns EINTR before any guest instruction (KVM's API documentation,
+     * "KVM_RUN"). The LAPIC's hooks are not involved: nothing is injected.
+     */
+    __atomic_store_n(&v->run->immediate_exit, 1, __ATOMIC_SEQ_CST);
+    rc = ioctl(v->vcpu, KVM_RUN, 0) < 0 ? errno : 0;
+    __atomic_store_n(&v->run->immediate_exit, 0, __ATOMIC_SEQ_CST);
+    if (rc != EINTR && rc != EAGAIN) {
+        errno = rc ? rc : EPROTO;
+        return fail_errno(err, err_len, "save: KVM_RUN to complete the exit");
+    }
+    /*
      * The model and the timer, in the order asked (either is right: a due
      * expiry travels as pending in the timer's blob, a delivered one is in
      * IRR; the save of the timer has no side effects).
@@ -560,14 +576,16 @@ int lapict_vmm_snap_read(const char *path, struct lapict_vmm_snap *s,
         why = "not a lapict-vmm snapshot";
     else if (fread(s, sizeof(*s), 1, f) != 1)
         why = "truncated";
+    /* Pointers in the file mean nothing (a short read left some). */
+    s->page_idx = NULL;
+    s->pages = NULL;
     if (!why) {
-        /* Pointers in the file mean nothing; the count is checked. */
-        s->page_idx = NULL;
-        s->pages = NULL;
         if ((uint64_t)s->npages > s->ram_bytes / 4096 ||
             s->ram_bytes > (1ull << 34))
             why = "bad page count";
     }
+    if (why)
+        s->npages = 0;
     if (!why && s->npages) {
         s->page_idx = malloc((size_t)s->npages * sizeof(uint32_t));
         s->pages = malloc((size_t)s->npages * 4096);
