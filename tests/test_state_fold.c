@@ -29,14 +29,13 @@ static void save_folds_uncounted(void **state)
     assert_int_equal(lapict_lvtt_write(&t, LAPICT_LVTT_PERIODIC | 0x30),
                      LAPICT_OK);
     assert_int_equal(lapict_tmict_write(&t, 1000000), LAPICT_OK);
-    h.window_open = false;      /* the guest cannot take it: held */
-    h.now_ns += 1000000;        /* grid point 1: serviced, pending */
+    h.window_open = false; /* the guest cannot take it: held */
+    h.now_ns += 1000000;   /* grid point 1: serviced, pending */
     lapict_expire(&t);
-    h.now_ns += 1000000;        /* grid point 2: due, not yet serviced */
+    h.now_ns += 1000000; /* grid point 2: due, not yet serviced */
     assert_int_equal(lapict_state_save(&t, blob, sizeof(blob)), LAPICT_OK);
     tu_setup(&h2, &t2, &c, 5000, false);
-    assert_int_equal(lapict_state_restore(&t2, blob, sizeof(blob)),
-                     LAPICT_OK);
+    assert_int_equal(lapict_state_restore(&t2, blob, sizeof(blob)), LAPICT_OK);
     lapict_irq_window_open(&t2);
     assert_int_equal(h2.ninj, 1); /* one delivered: coalesce */
     lapict_stats_get(&t, &a);

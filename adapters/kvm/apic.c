@@ -511,10 +511,24 @@ bool lapict_apic_irr_test(const struct lapict_apic *a, uint8_t vector)
 /* --- save and restore ---------------------------------------------------- */
 
 enum {
-    S_MAGIC = 0, S_VERSION = 4, S_SIZE = 6, S_BASE = 8, S_ID = 16,
-    S_TPR = 20, S_LDR = 24, S_DFR = 28, S_SVR = 32, S_ESR = 36,
-    S_ESRP = 40, S_ICRLO = 44, S_ICRHI = 48, S_LVT = 52, S_IRR = 76,
-    S_ISR = 108, S_RSVD = 140, S_CRC = 156,
+    S_MAGIC = 0,
+    S_VERSION = 4,
+    S_SIZE = 6,
+    S_BASE = 8,
+    S_ID = 16,
+    S_TPR = 20,
+    S_LDR = 24,
+    S_DFR = 28,
+    S_SVR = 32,
+    S_ESR = 36,
+    S_ESRP = 40,
+    S_ICRLO = 44,
+    S_ICRHI = 48,
+    S_LVT = 52,
+    S_IRR = 76,
+    S_ISR = 108,
+    S_RSVD = 140,
+    S_CRC = 156,
 };
 
 static void put32(uint8_t *p, uint32_t v)
@@ -542,7 +556,7 @@ static uint32_t crc32(const uint8_t *p, size_t n)
 }
 
 /* The LVTs in blob order, with their xAPIC offsets. */
-static const uint32_t lvt_offs[6] = {R_CMCI, R_THERM, R_PERF,
+static const uint32_t lvt_offs[6] = {R_CMCI,  R_THERM, R_PERF,
                                      R_LINT0, R_LINT1, R_LVTERR};
 
 int lapict_apic_save(const struct lapict_apic *a, void *buf, size_t len)
@@ -553,8 +567,8 @@ int lapict_apic_save(const struct lapict_apic *a, void *buf, size_t len)
         return LAPICT_E_INVAL;
     if (len < LAPICT_APIC_STATE_SIZE)
         return LAPICT_E_STATE_SIZE;
-    const uint32_t regs[9] = {a->id,  a->tpr, a->ldr,
-                              a->dfr, a->svr, a->esr,
+    const uint32_t regs[9] = {a->id,          a->tpr,    a->ldr,
+                              a->dfr,         a->svr,    a->esr,
                               a->esr_pending, a->icr_lo, a->icr_hi};
     memset(b, 0, LAPICT_APIC_STATE_SIZE);
     put32(b + S_MAGIC, LAPICT_APIC_STATE_MAGIC);
@@ -564,8 +578,8 @@ int lapict_apic_save(const struct lapict_apic *a, void *buf, size_t len)
     put32(b + S_BASE + 4, (uint32_t)(a->apic_base >> 32));
     for (int i = 0; i < 9; i++)
         put32(b + S_ID + 4 * i, regs[i]);
-    const uint32_t lvts[6] = {a->lvt_cmci, a->lvt_thermal, a->lvt_perf,
-                              a->lvt_lint0, a->lvt_lint1, a->lvt_err};
+    const uint32_t lvts[6] = {a->lvt_cmci,  a->lvt_thermal, a->lvt_perf,
+                              a->lvt_lint0, a->lvt_lint1,   a->lvt_err};
     for (int i = 0; i < 6; i++)
         put32(b + S_LVT + 4 * i, lvts[i]);
     for (int i = 0; i < 8; i++) {

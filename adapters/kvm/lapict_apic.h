@@ -174,7 +174,6 @@ void lapict_apic_set_tpr(struct lapict_apic *a, uint32_t tpr);
 /** lapict_apic_x2apic() - enabled in x2APIC mode. */
 bool lapict_apic_x2apic(const struct lapict_apic *a);
 
-
 /*
  * Save and restore of the model (live migration, snapshots): everything
  * but the timer, which has its own blob (lapict/state.h). Fixed size,

@@ -416,9 +416,8 @@ const char *lapict_kvm_errcall(const struct lapict_kvm *k);
  * with the state unchanged, or the base_changed op's LAPICT_E_SYSTEM
  * (KVM_SET_MSRS) with the state restored.
  */
-int lapict_kvm_restore(struct lapict_kvm *k, const void *apic,
-                       size_t apic_len, const void *timer, size_t timer_len,
-                       bool halted);
+int lapict_kvm_restore(struct lapict_kvm *k, const void *apic, size_t apic_len,
+                       const void *timer, size_t timer_len, bool halted);
 
 /** lapict_kvm_ops - the host ops; ctx is a struct lapict_kvm *. */
 extern const struct lapict_ops lapict_kvm_ops;

@@ -451,12 +451,10 @@ void lapict_kvm_cpuid_fixup(struct kvm_cpuid2 *cpuid, bool x2apic)
     }
 }
 
-
 /* --- save and restore ---------------------------------------------------- */
 
-int lapict_kvm_restore(struct lapict_kvm *k, const void *apic,
-                       size_t apic_len, const void *timer, size_t timer_len,
-                       bool halted)
+int lapict_kvm_restore(struct lapict_kvm *k, const void *apic, size_t apic_len,
+                       const void *timer, size_t timer_len, bool halted)
 {
     const uint8_t *tb = timer;
     uint8_t ab[LAPICT_APIC_STATE_SIZE];
@@ -470,8 +468,7 @@ int lapict_kvm_restore(struct lapict_kvm *k, const void *apic,
     /* The SVR software-enable bit: SVR bit 8 here, timer flag bit 0 (blob
      * offset 20, lapict/state.h). A pair that disagrees was not saved from
      * one APIC. */
-    if (timer_len == LAPICT_STATE_SIZE &&
-        !!(tb[20] & 1u) != !!(ab[33] & 1u))
+    if (timer_len == LAPICT_STATE_SIZE && !!(tb[20] & 1u) != !!(ab[33] & 1u))
         return LAPICT_E_STATE_FIELD;
     if (halted)
         lapict_vcpu_blocking(&k->timer);

@@ -325,11 +325,11 @@ uint64_t lapict_vmm_mono_ns(void)
  * IA32_TSC_DEADLINE (the LAPIC's blobs). Those KVM cannot read are left out.
  */
 static const uint32_t snap_msrs[] = {
-    0x174, 0x175, 0x176,             /* SYSENTER_CS/ESP/EIP */
-    0x277,                           /* PAT */
+    0x174,      0x175,      0x176,                  /* SYSENTER_CS/ESP/EIP */
+    0x277,                                          /* PAT */
     0xC0000081, 0xC0000082, 0xC0000083, 0xC0000084, /* STAR .. FMASK */
-    0xC0000102,                      /* KERNEL_GS_BASE */
-    0xC0000103,                      /* TSC_AUX */
+    0xC0000102,                                     /* KERNEL_GS_BASE */
+    0xC0000103,                                     /* TSC_AUX */
 };
 
 union msr_one {
@@ -400,8 +400,8 @@ int lapict_vmm_vm_save(struct lapict_vmm_vm *v, struct lapict_vmm_snap *s,
     s->stop_tsc = lapict_kvm_guest_tsc(v->k);
     if (irr_first && lapict_apic_save(&v->k->apic, s->apic, sizeof(s->apic)))
         return fail(err, err_len, "lapict_apic_save failed");
-    rc = lapict_state_save_at(&v->k->timer, s->stop_ns, s->stop_tsc,
-                              s->timer, sizeof(s->timer));
+    rc = lapict_state_save_at(&v->k->timer, s->stop_ns, s->stop_tsc, s->timer,
+                              sizeof(s->timer));
     if (rc)
         return fail(err, err_len, "lapict_state_save_at: %s",
                     lapict_strerror(rc));
@@ -518,10 +518,9 @@ int lapict_vmm_vm_restore(struct lapict_vmm_vm *v,
     if (lapict_vmm_vm_lapic(v, cfg, err, err_len) < 0)
         return -1;
     got = v->k->tsc_offset;
-    if (got != s->tsc_offset && (got - s->tsc_offset > 100000 ||
-                                 s->tsc_offset - got > 100000))
-        return fail(err, err_len,
-                    "restore: guest TSC offset %lld, wanted %lld",
+    if (got != s->tsc_offset &&
+        (got - s->tsc_offset > 100000 || s->tsc_offset - got > 100000))
+        return fail(err, err_len, "restore: guest TSC offset %lld, wanted %lld",
                     (long long)got, (long long)s->tsc_offset);
     *restore_ns = lapict_vmm_mono_ns();
     rc = lapict_kvm_restore(v->k, s->apic, sizeof(s->apic), s->timer,

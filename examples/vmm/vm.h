@@ -45,9 +45,9 @@ struct lapict_vmm_vm {
  */
 struct lapict_vmm_snap {
     uint64_t ram_bytes;
-    uint32_t npages;       /* pages[] holds npages pages of 4 KiB */
-    uint32_t *page_idx;    /* their page numbers, ascending (malloc) */
-    uint8_t *pages;        /* (malloc) */
+    uint32_t npages;    /* pages[] holds npages pages of 4 KiB */
+    uint32_t *page_idx; /* their page numbers, ascending (malloc) */
+    uint8_t *pages;     /* (malloc) */
     struct kvm_regs regs;
     struct kvm_sregs sregs;
     struct kvm_fpu fpu;
@@ -55,11 +55,11 @@ struct lapict_vmm_snap {
     struct kvm_xcrs xcrs;
     uint32_t have_xcrs, nmsrs;
     struct kvm_msr_entry msrs[LAPICT_VMM_SNAP_MSRS];
-    int64_t tsc_offset;    /* guest TSC - host TSC (KVM_VCPU_TSC_OFFSET) */
-    uint64_t stop_ns;      /* CLOCK_MONOTONIC of the timer's save */
-    uint64_t stop_tsc;     /* the guest TSC then */
-    uint32_t halted;       /* saved in a halt (struct lapict_vmm_vm) */
-    uint32_t irr_first;    /* the model (IRR) was saved before the timer */
+    int64_t tsc_offset; /* guest TSC - host TSC (KVM_VCPU_TSC_OFFSET) */
+    uint64_t stop_ns;   /* CLOCK_MONOTONIC of the timer's save */
+    uint64_t stop_tsc;  /* the guest TSC then */
+    uint32_t halted;    /* saved in a halt (struct lapict_vmm_vm) */
+    uint32_t irr_first; /* the model (IRR) was saved before the timer */
     uint8_t apic[LAPICT_APIC_STATE_SIZE];
     uint8_t timer[LAPICT_STATE_SIZE];
 };

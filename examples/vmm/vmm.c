@@ -73,7 +73,7 @@ struct result {
 #define ONEWAY_MAX 100000u
 
 static const char *test_names[] = {"tscdeadline", "oneshot", "periodic",
-                                   "selftest", "exit", "migrate"};
+                                   "selftest",    "exit",    "migrate"};
 
 static void die(const char *what)
 {
@@ -361,11 +361,11 @@ static int run_one(const struct opts *o, int lapic, const char *csv,
  * every interrupt (guest.c, "migrate").
  */
 enum stop_kind {
-    K_PENDING,  /* a timer interrupt owed, the guest in a cli section */
-    K_ADVANCE,  /* injected ahead (advance), before the entry that waits */
-    K_HALTED,   /* the guest halted, its wait not begun */
-    K_MODE,     /* right after the guest switched the timer's mode */
-    K_RANDOM,   /* anywhere between exits */
+    K_PENDING, /* a timer interrupt owed, the guest in a cli section */
+    K_ADVANCE, /* injected ahead (advance), before the entry that waits */
+    K_HALTED,  /* the guest halted, its wait not begun */
+    K_MODE,    /* right after the guest switched the timer's mode */
+    K_RANDOM,  /* anywhere between exits */
     K_N
 };
 static const char *const kind_names[K_N] = {"pending", "advance", "halted",
@@ -520,13 +520,13 @@ static int mig_exit(void *arg, struct kvm_run *r)
 {
     struct mig_ctx *c = arg;
 
-    if (r->exit_reason == KVM_EXIT_IO &&
-        r->io.direction == KVM_EXIT_IO_OUT && r->io.port == PORT_MODE) {
+    if (r->exit_reason == KVM_EXIT_IO && r->io.direction == KVM_EXIT_IO_OUT &&
+        r->io.port == PORT_MODE) {
         c->mode_exit = true;
         return -1;
     }
-    if (r->exit_reason == KVM_EXIT_IO &&
-        r->io.direction == KVM_EXIT_IO_OUT && r->io.port == PORT_SYNC) {
+    if (r->exit_reason == KVM_EXIT_IO && r->io.direction == KVM_EXIT_IO_OUT &&
+        r->io.port == PORT_SYNC) {
         mig_mb(c->v)->mig.missed_ticks =
             c->m->carried_missed + timer_missed(c->v);
         return -1;
@@ -568,8 +568,7 @@ static void mig_resume(struct lapict_vmm_vm *v, const struct opts *o,
     char err[256];
 
     lib_config(o, &kc);
-    if (lapict_vmm_vm_create(v, GUEST_RAM, false, false, err, sizeof(err)) <
-        0)
+    if (lapict_vmm_vm_create(v, GUEST_RAM, false, false, err, sizeof(err)) < 0)
         mig_fail("create", err);
     if (lapict_vmm_vm_restore(v, s, &kc, &restore_ns, err, sizeof(err)) < 0)
         mig_fail("restore", err);
@@ -628,9 +627,9 @@ static void migrate_once(struct mig_ctx *c)
     add_stats(m->sum_st, v);
     lapict_vmm_vm_destroy(v);
     if (c->o->downtime_us) {
-        struct timespec ts = {
-            .tv_sec = (time_t)(c->o->downtime_us / 1000000u),
-            .tv_nsec = (long)(c->o->downtime_us % 1000000u) * 1000};
+        struct timespec ts = {.tv_sec = (time_t)(c->o->downtime_us / 1000000u),
+                              .tv_nsec =
+                                  (long)(c->o->downtime_us % 1000000u) * 1000};
         nanosleep(&ts, NULL);
     }
     if (c->o->exec) {
@@ -723,10 +722,9 @@ static int run_migrate(const struct opts *o)
         printf(" stops_%s=%" PRIu64, kind_names[k], m.kinds[k]);
     printf(" fallbacks=%" PRIu64 " irr_first=%" PRIu64 " timer_first=%" PRIu64
            " tmcct_checks=%" PRIu64 " tmcct_across=%" PRIu64
-           " tmcct_bad=%" PRIu64 " periodic_ticks=%" PRIu64
-           " oneshots=%" PRIu64 " deadlines=%" PRIu64 " missed_ticks=%" PRIu64
-           " phases=%" PRIu64 " serviced=%" PRIu64
-           " mean_downtime_us=%" PRIu64 " execs=%" PRIu64
+           " tmcct_bad=%" PRIu64 " periodic_ticks=%" PRIu64 " oneshots=%" PRIu64
+           " deadlines=%" PRIu64 " missed_ticks=%" PRIu64 " phases=%" PRIu64
+           " serviced=%" PRIu64 " mean_downtime_us=%" PRIu64 " execs=%" PRIu64
            " seed=%" PRIu64 "\n",
            m.fallbacks, m.irr_first, m.timer_first, mb->mig.tmcct_checks,
            mb->mig.tmcct_across, mb->mig.tmcct_bad, mb->mig.periodic_ticks,
@@ -736,11 +734,11 @@ static int run_migrate(const struct opts *o)
     if (!o->quiet) {
         add_stats(m.sum_st, &v);
         printf("migrate: lapict over all instances: expiries=%" PRIu64
-               " injections=%" PRIu64 " refused=%" PRIu64
-               " coalesced=%" PRIu64 " dropped=%" PRIu64 " masked=%" PRIu64
+               " injections=%" PRIu64 " refused=%" PRIu64 " coalesced=%" PRIu64
+               " dropped=%" PRIu64 " masked=%" PRIu64
                "; adapter injections=%" PRIu64 "\n",
-               m.sum_st[0], m.sum_st[1], m.sum_st[2], m.sum_st[3],
-               m.sum_st[4], m.sum_st[5], m.sum_st[6]);
+               m.sum_st[0], m.sum_st[1], m.sum_st[2], m.sum_st[3], m.sum_st[4],
+               m.sum_st[5], m.sum_st[6]);
     }
     if (mb->mig.bad_detail[0])
         printf("migrate: first failure: check %" PRIu64 " got %" PRIu64
@@ -748,9 +746,8 @@ static int run_migrate(const struct opts *o)
                mb->mig.bad_detail[0], mb->mig.bad_detail[1],
                mb->mig.bad_detail[2], mb->mig.bad_detail[3]);
     fflush(stdout);
-    st = res.status || m.done < m.target || mb->mig.lost ||
-                 mb->mig.doubled || mb->mig.early || mb->mig.tmcct_bad ||
-                 !mb->mig.interrupts
+    st = res.status || m.done < m.target || mb->mig.lost || mb->mig.doubled ||
+                 mb->mig.early || mb->mig.tmcct_bad || !mb->mig.interrupts
              ? 1
              : 0;
     lapict_vmm_vm_destroy(&v);

@@ -393,16 +393,16 @@ static void busy_model(void)
 /* The registers a guest (or the host) can see, for comparing two models. */
 static void visible(struct lapict_apic *a, uint32_t *out)
 {
-    static const uint32_t offs[] = {0x20, 0x80, 0xA0, 0xD0, 0xE0, 0xF0,
-                                    0x280, 0x2F0, 0x300, 0x310, 0x330,
-                                    0x340, 0x350, 0x360, 0x370};
+    static const uint32_t offs[] = {0x20,  0x80,  0xA0,  0xD0,  0xE0,
+                                    0xF0,  0x280, 0x2F0, 0x300, 0x310,
+                                    0x330, 0x340, 0x350, 0x360, 0x370};
     unsigned n = 0;
 
     for (unsigned i = 0; i < sizeof(offs) / sizeof(offs[0]); i++) {
         uint32_t v = 0;
-        assert_int_equal(lapict_apic_mmio(a, BASE + offs[i], (uint8_t *)&v,
-                                          4, false),
-                         LAPICT_OK);
+        assert_int_equal(
+            lapict_apic_mmio(a, BASE + offs[i], (uint8_t *)&v, 4, false),
+            LAPICT_OK);
         out[n++] = v;
     }
     for (unsigned i = 0; i < 8; i++) {
@@ -442,9 +442,9 @@ static void state_round_trip(void **state)
     assert_int_equal(lapict_apic_deliverable(&d), 0xE1);
     {
         uint32_t z = 0;
-        assert_int_equal(lapict_apic_mmio(&d, BASE + 0xB0, (uint8_t *)&z, 4,
-                                          true),
-                         LAPICT_OK);
+        assert_int_equal(
+            lapict_apic_mmio(&d, BASE + 0xB0, (uint8_t *)&z, 4, true),
+            LAPICT_OK);
     }
     assert_false(lapict_apic_irr_test(&d, 0x90) || (d.isr[4] & 1u << 16));
     assert_true(d.isr[2] & (1u << 17)); /* 0x51 still in service */
@@ -514,8 +514,7 @@ static void state_rejects_bad_blobs(void **state)
         {"ESR bit 4", 36, 0x10, false, LAPICT_E_STATE_FIELD},
         {"ESR pending bit 8", 40, 0x100, false, LAPICT_E_STATE_FIELD},
         {"ICR busy bit", 44, 0x1000, false, LAPICT_E_STATE_FIELD},
-        {"ICR2 low bits in xAPIC", 48, 0x07000001, false,
-         LAPICT_E_STATE_FIELD},
+        {"ICR2 low bits in xAPIC", 48, 0x07000001, false, LAPICT_E_STATE_FIELD},
         {"LVT CMCI bit 11", 52, 0x10800, false, LAPICT_E_STATE_FIELD},
         {"LVT error mode bits", 72, 0x10733, false, LAPICT_E_STATE_FIELD},
         {"IRR vector 3", 76, 0x8, false, LAPICT_E_STATE_FIELD},
@@ -526,8 +525,7 @@ static void state_rejects_bad_blobs(void **state)
 
     (void)state;
     busy_model();
-    assert_int_equal(lapict_apic_save(&F->a, good, sizeof(good)),
-                     LAPICT_OK);
+    assert_int_equal(lapict_apic_save(&F->a, good, sizeof(good)), LAPICT_OK);
     /* The destination: another model, with its own state. */
     assert_int_equal(lapict_apic_init(&F->a, &F->t, &ops, F), LAPICT_OK);
     mmio_wr(0x80, 0x70);
@@ -562,8 +560,7 @@ static void state_rejects_bad_blobs(void **state)
     assert_int_equal(lapict_apic_restore(&F->a, b, sizeof(good)),
                      LAPICT_E_STATE_FIELD);
     lapict_apic_set_cpuid(&F->a, true, 0);
-    assert_int_equal(lapict_apic_restore(&F->a, b, sizeof(good)),
-                     LAPICT_OK);
+    assert_int_equal(lapict_apic_restore(&F->a, b, sizeof(good)), LAPICT_OK);
     assert_int_equal(lapict_apic_init(&F->a, &F->t, &ops, F), LAPICT_OK);
     /* Lengths, NULLs. */
     assert_int_equal(lapict_apic_restore(&F->a, good, sizeof(good) - 1),
@@ -578,8 +575,7 @@ static void state_rejects_bad_blobs(void **state)
                      LAPICT_E_INVAL);
     assert_int_equal(lapict_apic_state_check(NULL, good, sizeof(good)),
                      LAPICT_E_INVAL);
-    assert_int_equal(lapict_apic_restore(&F->a, good, sizeof(good)),
-                     LAPICT_OK);
+    assert_int_equal(lapict_apic_restore(&F->a, good, sizeof(good)), LAPICT_OK);
 }
 
 /* Rule: every single-bit flip of a valid blob is rejected (the CRC) and
@@ -591,8 +587,7 @@ static void state_bit_flips_rejected(void **state)
 
     (void)state;
     busy_model();
-    assert_int_equal(lapict_apic_save(&F->a, good, sizeof(good)),
-                     LAPICT_OK);
+    assert_int_equal(lapict_apic_save(&F->a, good, sizeof(good)), LAPICT_OK);
     assert_int_equal(lapict_apic_init(&F->a, &F->t, &ops, F), LAPICT_OK);
     assert_int_equal(lapict_apic_save(&F->a, before, sizeof(before)),
                      LAPICT_OK);
@@ -610,12 +605,18 @@ int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
     const struct CMUnitTest tests[] = {
-        T(xapic_mmio_decoding),   T(svr_disable_masks),
-        T(msr_decoding),          T(apic_base_follows_cpuid),
-        T(ipi_destinations),      T(priority_and_ack),
-        T(illegal_vector_sets_receive_bit), T(op_failures_returned),
-        T(state_round_trip),      T(state_x2apic_and_base),
-        T(state_rejects_bad_blobs), T(state_bit_flips_rejected),
+        T(xapic_mmio_decoding),
+        T(svr_disable_masks),
+        T(msr_decoding),
+        T(apic_base_follows_cpuid),
+        T(ipi_destinations),
+        T(priority_and_ack),
+        T(illegal_vector_sets_receive_bit),
+        T(op_failures_returned),
+        T(state_round_trip),
+        T(state_x2apic_and_base),
+        T(state_rejects_bad_blobs),
+        T(state_bit_flips_rejected),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -303,28 +303,28 @@ static void restore_pending_once(void **state)
     save_both(d, a0, t0);
     memcpy(b, a, sizeof(b));
     b[20] ^= 1; /* TPR, checksum now wrong */
-    assert_int_equal(lapict_kvm_restore(&d->k, b, sizeof(b), t, sizeof(t),
-                                        false),
-                     LAPICT_E_STATE_CHECKSUM);
-    assert_int_equal(lapict_kvm_restore(&d->k, a, sizeof(a), t,
-                                        sizeof(t) - 1, false),
-                     LAPICT_E_STATE_SIZE);
+    assert_int_equal(
+        lapict_kvm_restore(&d->k, b, sizeof(b), t, sizeof(t), false),
+        LAPICT_E_STATE_CHECKSUM);
+    assert_int_equal(
+        lapict_kvm_restore(&d->k, a, sizeof(a), t, sizeof(t) - 1, false),
+        LAPICT_E_STATE_SIZE);
     /* The destination's own model (SVR software-disabled) with the
      * source's timer (enabled): not one APIC. */
-    assert_int_equal(lapict_kvm_restore(&d->k, a0, sizeof(a0), t, sizeof(t),
-                                        false),
-                     LAPICT_E_STATE_FIELD);
-    assert_int_equal(lapict_kvm_restore(NULL, a, sizeof(a), t, sizeof(t),
-                                        false),
-                     LAPICT_E_INVAL);
+    assert_int_equal(
+        lapict_kvm_restore(&d->k, a0, sizeof(a0), t, sizeof(t), false),
+        LAPICT_E_STATE_FIELD);
+    assert_int_equal(
+        lapict_kvm_restore(NULL, a, sizeof(a), t, sizeof(t), false),
+        LAPICT_E_INVAL);
     save_both(d, a1, t1);
     assert_memory_equal(a0, a1, sizeof(a0));
     assert_memory_equal(t0 + 8, t1 + 8, 16); /* registers and flags */
 
     /* Accepted: nothing offered before the guest can take it. */
-    assert_int_equal(lapict_kvm_restore(&d->k, a, sizeof(a), t, sizeof(t),
-                                        false),
-                     LAPICT_OK);
+    assert_int_equal(
+        lapict_kvm_restore(&d->k, a, sizeof(a), t, sizeof(t), false),
+        LAPICT_OK);
     assert_false(lapict_apic_irr_test(&d->k.apic, 0x40));
     lapict_kvm__window(&d->k); /* IF still clear: no window yet */
     assert_false(lapict_apic_irr_test(&d->k.apic, 0x40));
@@ -343,18 +343,17 @@ static void restore_pending_once(void **state)
     assert_int_equal(lt_fake.injections, 1);
 
     /* Halted: the pending interrupt wakes it. */
-    assert_int_equal(lapict_kvm_restore(&h->k, a, sizeof(a), t, sizeof(t),
-                                        true),
-                     LAPICT_OK);
+    assert_int_equal(
+        lapict_kvm_restore(&h->k, a, sizeof(a), t, sizeof(t), true), LAPICT_OK);
     assert_true(lapict_apic_irr_test(&h->k.apic, 0x40));
     fx_free(h);
     /* Halted with nothing pending (the destination after its EOI): it
      * stays halted. */
     save_both(d, a, t);
     h = fx_new();
-    assert_int_equal(lapict_kvm_restore(&h->k, a, sizeof(a), t, sizeof(t),
-                                        true),
-                     LAPICT_KVM_HALTED);
+    assert_int_equal(
+        lapict_kvm_restore(&h->k, a, sizeof(a), t, sizeof(t), true),
+        LAPICT_KVM_HALTED);
     assert_int_equal(lapict_apic_deliverable(&h->k.apic), -1);
     fx_free(h);
     fx_free(d);
@@ -363,16 +362,14 @@ static void restore_pending_once(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(other_msr_is_not_mine, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(other_msr_is_not_mine, setup, teardown),
         cmocka_unit_test_setup_teardown(delivery_and_window, setup, teardown),
         cmocka_unit_test_setup_teardown(refused_then_window, setup, teardown),
         cmocka_unit_test_setup_teardown(lapic_exits, setup, teardown),
         cmocka_unit_test_setup_teardown(kick_is_mine_and_not_replayed, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(hlt_outcomes, setup, teardown),
-        cmocka_unit_test_setup_teardown(restore_pending_once, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(restore_pending_once, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

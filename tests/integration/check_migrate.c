@@ -47,8 +47,7 @@ static void check_run(const char *out, int rc, long long n, bool advance)
     ck_assert_msg(rc == 0, "exit %d:\n%s", rc, out);
     ck_assert_msg(field(out, "migrations") == n, "%s", out);
     ck_assert_msg(field(out, "lost") == 0 && field(out, "doubled") == 0 &&
-                      field(out, "early") == 0 &&
-                      field(out, "tmcct_bad") == 0,
+                      field(out, "early") == 0 && field(out, "tmcct_bad") == 0,
                   "%s", out);
     ck_assert_msg(field(out, "interrupts") > n, "%s", out);
     /* Both save orders, alternating. */
@@ -70,8 +69,8 @@ static void check_run(const char *out, int rc, long long n, bool advance)
 START_TEST(migrate_advance_off)
 {
     int rc;
-    char *o = vmm("--test=migrate --migrations=100 --advance=off --seed=1",
-                  &rc);
+    char *o =
+        vmm("--test=migrate --migrations=100 --advance=off --seed=1", &rc);
     check_run(o, rc, 100, false);
     free(o);
 }

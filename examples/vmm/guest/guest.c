@@ -29,7 +29,11 @@ static uint64_t *const samples = (uint64_t *)(uintptr_t)SAMPLES_ADDR;
 
 /* What the timer ISR does with an interrupt. */
 enum isr_mode {
-    ISR_COUNT, ISR_LATENCY_DL, ISR_LATENCY_OS, ISR_PERIODIC, ISR_MIGRATE
+    ISR_COUNT,
+    ISR_LATENCY_DL,
+    ISR_LATENCY_OS,
+    ISR_PERIODIC,
+    ISR_MIGRATE
 };
 static volatile int isr_mode;
 static volatile uint64_t n_irq, expected, last_irq_tsc;
@@ -541,8 +545,7 @@ static uint64_t tsc_to_ns_ceil(uint64_t tsc)
     return (tsc * 1000000u + mb->tsc_khz - 1) / mb->tsc_khz;
 }
 
-static void bad(uint64_t *counter, uint64_t what, uint64_t got,
-                uint64_t want)
+static void bad(uint64_t *counter, uint64_t what, uint64_t got, uint64_t want)
 {
     volatile uint64_t *d = mb->mig.bad_detail;
     *counter = *counter + 1;
@@ -734,7 +737,8 @@ static void mig_periodic(void)
         for (uint64_t i = 1; i <= per_count && i < 256; i++)
             out("  tick %u at +%u ns seq %u frozen %u", i,
                 tsc_to_ns_floor(samples[2 * i] - per_t0),
-                samples[2 * i + 1] & 0xFFFF, (samples[2 * i + 1] >> 16) - per_f0);
+                samples[2 * i + 1] & 0xFFFF,
+                (samples[2 * i + 1] >> 16) - per_f0);
     }
     mb->mig.periodic_ticks += per_count;
 }
@@ -808,9 +812,8 @@ static void wait_owed(uint64_t limit, bool frozen_counts, uint64_t f0hi,
             have = true;
         }
         frozen(&f);
-        if (rdtsc() > limit + (frozen_counts
-                                   ? ns_to_tsc_floor(f.hi - f0hi)
-                                   : 0)) {
+        if (rdtsc() >
+            limit + (frozen_counts ? ns_to_tsc_floor(f.hi - f0hi) : 0)) {
             if (armed)
                 bad(&mb->mig.lost, 8, rdtsc(), limit);
             armed = 0;

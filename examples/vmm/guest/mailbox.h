@@ -37,7 +37,11 @@ enum mb_test {
 };
 
 /* --test=migrate phases (the timer mode the guest keeps busy). */
-enum mb_mig_phase { MIG_PH_PERIODIC = 1, MIG_PH_ONESHOT = 2, MIG_PH_DEADLINE = 3 };
+enum mb_mig_phase {
+    MIG_PH_PERIODIC = 1,
+    MIG_PH_ONESHOT = 2,
+    MIG_PH_DEADLINE = 3
+};
 
 enum mb_wait { W_HLT = 0, W_SPIN = 1 };
 
