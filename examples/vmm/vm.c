@@ -363,7 +363,8 @@ static int tsc_offset_io(int vcpu, unsigned long req, int64_t *off)
 }
 
 int lapict_vmm_vm_save(struct lapict_vmm_vm *v, struct lapict_vmm_snap *s,
-                       bool irr_first, char *err, size_t err_len)
+                       bool irr_first, bool service, char *err,
+                       size_t err_len)
 {
     size_t np = v->ram_bytes / 4096;
     unsigned char *res = NULL;
@@ -396,6 +397,10 @@ int lapict_vmm_vm_save(struct lapict_vmm_vm *v, struct lapict_vmm_snap *s,
      * expiry travels as pending in the timer's blob, a delivered one is in
      * IRR; the save of the timer has no side effects).
      */
+    /* Serviced right before the instant of the save, so that nothing can
+     * fall due in between (a preempted thread would leave a gap). */
+    if (service)
+        lapict_irq_window_open(&v->k->timer);
     s->stop_ns = lapict_vmm_mono_ns();
     s->stop_tsc = lapict_kvm_guest_tsc(v->k);
     if (irr_first && lapict_apic_save(&v->k->apic, s->apic, sizeof(s->apic)))

@@ -166,6 +166,9 @@ int lapict_vmm_vm_run_points(struct lapict_vmm_vm *v,
  * @v: the VM, with the userspace LAPIC.
  * @s: receives the state (lapict_vmm_snap_free() after).
  * @irr_first: save the LAPIC model (IRR) before the timer, else after.
+ * @service: service the timer first, as the vCPU loop would before the
+ * next entry (lapict_irq_window_open(): due expiries processed and
+ * counted, offered to the guest if it can take one).
  * @err: receives a message on failure.
  * @err_len: its size.
  *
@@ -174,7 +177,8 @@ int lapict_vmm_vm_run_points(struct lapict_vmm_vm *v,
  * Return: 0, or -1 with @err set.
  */
 int lapict_vmm_vm_save(struct lapict_vmm_vm *v, struct lapict_vmm_snap *s,
-                       bool irr_first, char *err, size_t err_len);
+                       bool irr_first, bool service, char *err,
+                       size_t err_len);
 
 /**
  * lapict_vmm_vm_restore() - continue a saved VM in a new one.

@@ -608,15 +608,13 @@ static void migrate_once(struct mig_ctx *c)
     struct lapict_vmm_vm *v = c->v;
     struct mig_state *m = c->m;
     struct lapict_vmm_snap s;
-    bool irr_first = m->done % 2 == 0;
+    bool irr_first = m->done % 2 == 0, service = timer_periodic(v);
     char err[256];
 
-    if (timer_periodic(v)) {
-        lapict_irq_window_open(&v->k->timer);
+    if (service)
         m->serviced++;
-    }
     /* Alternate: the model (IRR) before the timer, then after. */
-    if (lapict_vmm_vm_save(v, &s, irr_first, err, sizeof(err)) < 0)
+    if (lapict_vmm_vm_save(v, &s, irr_first, service, err, sizeof(err)) < 0)
         mig_fail("save", err);
     m->kinds[c->kind]++;
     if (irr_first)
@@ -745,6 +743,12 @@ static int run_migrate(const struct opts *o)
                " want %" PRIu64 " phase %" PRIu64 "\n",
                mb->mig.bad_detail[0], mb->mig.bad_detail[1],
                mb->mig.bad_detail[2], mb->mig.bad_detail[3]);
+    if (mb->mig.early_detail[0])
+        printf("migrate: first early interrupt: check %" PRIu64
+               " at TSC %" PRIu64 ", not before %" PRIu64 ", phase %" PRIu64
+               "\n",
+               mb->mig.early_detail[0], mb->mig.early_detail[1],
+               mb->mig.early_detail[2], mb->mig.early_detail[3]);
     fflush(stdout);
     st = res.status || m.done < m.target || mb->mig.lost || mb->mig.doubled ||
                  mb->mig.early || mb->mig.tmcct_bad || !mb->mig.interrupts

@@ -70,7 +70,7 @@ struct mailbox {
         uint64_t interrupts, lost, doubled, early, phases;
         uint64_t tmcct_checks, tmcct_across, tmcct_bad;
         uint64_t periodic_ticks, oneshots, deadlines;
-        uint64_t bad_detail[4];
+        uint64_t bad_detail[4], early_detail[4];
     } mig;
 };
 
