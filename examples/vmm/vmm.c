@@ -745,8 +745,8 @@ static int run_migrate(const struct opts *o)
                mb->mig.bad_detail[2], mb->mig.bad_detail[3]);
     if (mb->mig.early_detail[0])
         printf("migrate: first early interrupt: check %" PRIu64
-               " at TSC %" PRIu64 ", not before %" PRIu64 ", phase %" PRIu64
-               "\n",
+               " came at %" PRIu64 ", not before %" PRIu64
+               " (TSC; periodic: since arming), phase %" PRIu64 "\n",
                mb->mig.early_detail[0], mb->mig.early_detail[1],
                mb->mig.early_detail[2], mb->mig.early_detail[3]);
     fflush(stdout);

@@ -578,7 +578,7 @@ static void migrate_isr(uint64_t now)
         }
         want = per_t0 + per_count * per_p_tsc + ns_to_tsc_floor(f.lo - per_f0);
         if (now < want)
-            bad(&mb->mig.early, 1, now - per_t0, (want - per_t0) << 8 | per_count);
+            bad(&mb->mig.early, 1, now - per_t0, want - per_t0);
         return;
     case MIG_PH_ONESHOT:
     case MIG_PH_DEADLINE:
@@ -655,11 +655,12 @@ static void mig_periodic(void)
     uint64_t p_ns = rnd_in(300000, 2000000), n = rnd_in(5, 40);
     uint64_t ticks = p_ns * (mb->bus_hz / 1000000u) / 1000u;
     uint64_t miss0, t0b, ts0, ts1, f0hi, limit, c, run_min, run_max;
-    uint64_t span, emin, emax, miss, late = 0, slop = 0;
+    uint64_t span, emin, emax, miss, late = 0, slop = 0, early0;
     struct frz f, fe;
 
     apic_write(A_TDCR, 0xB);
     miss0 = missed_now();
+    early0 = mb->mig.early;
     per_count = 0;
     per_p_tsc = ns_to_tsc_floor(p_ns);
     apic_write(A_LVTT, MODE_PERIODIC | VEC);
@@ -667,6 +668,9 @@ static void mig_periodic(void)
     frozen(&f);
     per_f0 = f.lo;
     f0hi = f.hi;
+    /* Nothing of the phase before may be left in IRR (or in service). */
+    if ((apic_read(0x220) | apic_read(0x120)) & 1u)
+        bad(&mb->mig.doubled, 10, apic_read(0x220), apic_read(0x120));
     apic_write(A_TMICT, (uint32_t)ticks);
     t0b = rdtsc();
     mode_switched(MIG_PH_PERIODIC);
@@ -734,9 +738,10 @@ static void mig_periodic(void)
      */
     if (emin && ts0 + late + slop >= per_last + per_p_tsc)
         emin--;
-    if (per_count + miss < emin) {
-        bad(&mb->mig.lost, 6, per_count + miss, emin);
-        out("migrate: periodic %u ns: %u ticks + %u missed < %u (migrations "
+    if (per_count + miss < emin || mb->mig.early != early0) {
+        if (per_count + miss < emin)
+            bad(&mb->mig.lost, 6, per_count + miss, emin);
+        out("migrate: periodic %u ns: %u ticks + %u missed vs %u (migrations "
             "%u..%u, frozen %u..%u ns)",
             p_ns, per_count, miss, emin, f.seq, fe.seq, fe.lo - per_f0,
             fe.hi - f0hi);
