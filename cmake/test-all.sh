@@ -72,11 +72,15 @@ start=$SECONDS
 banner "memcheck: valgrind over the unit tests of build-ci/gcc"
 for t in build-ci/gcc/bin/test_*; do
     echo "--- $t"
-    if ! valgrind --quiet --error-exitcode=1 --leak-check=full \
-            --errors-for-leak-kinds=definite,indirect "$t" >/dev/null; then
-        echo "test-all: FAILED: valgrind memcheck of $t" >&2
-        exit 1
-    fi
+    rc=0
+    valgrind --quiet --error-exitcode=1 --leak-check=full \
+        --errors-for-leak-kinds=definite,indirect "$t" >/dev/null || rc=$?
+    case $rc in
+    0) ;;
+    77) echo "    skipped (exit 77: /dev/kvm unusable here)" ;;
+    *) echo "test-all: FAILED: valgrind memcheck of $t" >&2
+       exit 1 ;;
+    esac
 done
 summary+=("memcheck: $((SECONDS - start))s")
 

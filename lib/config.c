@@ -11,6 +11,8 @@ void lapict_config_default(struct lapict_config *cfg)
     cfg->advance_mode = LAPICT_ADVANCE_OFF;
     cfg->advance_ns = 0;
     cfg->advance_max_ns = LAPICT_ADVANCE_MAX_NS_DEFAULT;
+    cfg->advance_goal = LAPICT_ADVANCE_GOAL_LATENCY;
+    cfg->advance_spin_budget_ns = 0;
     cfg->missed_policy = LAPICT_MISSED_COALESCE;
     cfg->catch_up_max = LAPICT_CATCH_UP_MAX_DEFAULT;
     cfg->tsc_deadline = true;
@@ -45,6 +47,8 @@ int lapict_config_check(const struct lapict_config *cfg)
     default:
         return LAPICT_E_ADVANCE;
     }
+    if (!lapict__goal_ok(cfg->advance_goal, cfg->advance_spin_budget_ns))
+        return LAPICT_E_ADVANCE;
     switch (cfg->missed_policy) {
     case LAPICT_MISSED_COALESCE:
     case LAPICT_MISSED_DROP:

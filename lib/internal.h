@@ -20,6 +20,12 @@
 typedef unsigned __int128 lapict__u128;
 
 #define LAPICT__MAGIC 0x4C415049u /* "LAPI": instance initialised */
+/*
+ * Held in place of the magic while one of the instance's ops runs, so that
+ * a call into the library from inside an op (re-entry) fails the validity
+ * test: LAPICT_E_INVAL, nothing touched (ops.h).
+ */
+#define LAPICT__MAGIC_IN_OP 0x4C41504Fu
 
 /* Bits of struct lapict_timer.flags. */
 #define LAPICT__F_SVR_EN 0x0001u   /* APIC software-enabled */
@@ -47,7 +53,11 @@ typedef unsigned __int128 lapict__u128;
  */
 #define LAPICT__REBASE_TICKS (1ull << 40)
 
-/* Host intervals are limited to 2^62 ns (146 years): beyond, re-check. */
+/*
+ * The horizon (ops.h): a host timer is never armed further than 2^62 ns
+ * (146 years) ahead; an instant beyond is re-checked there, never taken
+ * for one that is near.
+ */
 #define LAPICT__FAR_NS (1ull << 62)
 
 /*
@@ -62,16 +72,19 @@ typedef unsigned __int128 lapict__u128;
 #define LAPICT__HOT inline
 #endif
 
-/* Saturating counter increment. */
-#define LAPICT__INC(x) ((x) += ((x) != UINT32_MAX))
+/* Saturating counter increment (statistics only: never a decision). */
+#define LAPICT__INC(x) ((x) += ((x) != UINT64_MAX))
 
-static inline void lapict__add_sat(uint32_t *c, uint64_t n)
+static inline void lapict__add_sat(uint64_t *c, uint64_t n)
 {
-    uint64_t v = (uint64_t)*c + n;
-    *c = v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+    *c = n > UINT64_MAX - *c ? UINT64_MAX : *c + n;
 }
 
-/* a is at or after b on the wrapping host clock. */
+/*
+ * The one horizon rule of host time (ops.h): on the wrapping 64-bit clock,
+ * instant a is at or after instant b when a - b, read as signed, is not
+ * negative. Every comparison of host instants goes through here.
+ */
 static inline bool lapict__after_eq(uint64_t a, uint64_t b)
 {
     return (int64_t)(a - b) >= 0;
@@ -80,13 +93,12 @@ static inline bool lapict__after_eq(uint64_t a, uint64_t b)
 /* ---- math.c: exact integer conversions without a 128-bit divide ---- */
 
 /*
- * Prepare division by @d (1 <= d < 2^64): power of two -> *shift = log2 d
- * and r = {0,0}; otherwise r = floor(2^128 / d). Init-time only (slow).
+ * Reciprocal for division by @d (1 <= d < 2^64): 0 for a power of two
+ * (then divided by its shift), else floor(2^64 / d). Init-time only.
  */
-void lapict__recip_init(uint64_t d, uint64_t r[2], uint8_t *shift);
-/* floor(n / d) for a numerator of 64 bits or more: four multiplies. */
-lapict__u128 lapict__div128_wide(lapict__u128 n, uint64_t d,
-                                 const uint64_t r[2]);
+uint64_t lapict__recip(uint64_t d);
+/* 5^b and floor(2^64 / 5^b) (0 for b = 0), b = 0..9: 10^9 = 2^9 5^9. */
+extern const uint64_t lapict__pow5[10], lapict__pow5_recip[10];
 /* Exact floor(n / d) by shift-subtract; slow path only. Saturates. */
 uint64_t lapict__udiv128(lapict__u128 n, uint64_t d);
 /* The same, all 128 bits of the quotient. */
@@ -97,55 +109,48 @@ uint64_t lapict__gcd(uint64_t a, uint64_t b);
 uint32_t lapict__crc32(const uint8_t *p, size_t len);
 
 /*
- * floor(n / d) with the reciprocal prepared by lapict__recip_init(), as 128
- * bits. r = floor(2^128/d) underestimates 1/d by less than 2^-128, so the
- * product underestimates n/d by less than 1: one correction step. Inline:
- * this is every conversion of every hot path.
+ * floor(n / d), all 128 bits, with the reciprocal r = floor(2^64 / d)
+ * prepared by lapict__recip_init(). Inline: this is every conversion of
+ * every hot path. With 2^64 = r d + s (0 < s < d), a numerator
+ * h 2^64 + l is h r d + (h s + l): h r goes to the quotient and h s + l,
+ * which has fewer high bits (s < d), is reduced again. For the divisors
+ * the core uses (below 2^35) that takes at most four rounds, each one
+ * 64x64 multiply pair; the last, 64-bit numerator n0 gives
+ * floor(n0 r / 2^64), which is floor(n0 / d) or one less: one correction.
  */
 static inline lapict__u128 lapict__div128(lapict__u128 n, uint64_t d,
-                                          const uint64_t r[2], uint8_t shift)
+                                          uint64_t r)
 {
-    lapict__u128 q;
+    lapict__u128 q = 0;
+    uint64_t n0, q0;
 
-    if ((r[0] | r[1]) == 0)
-        return n >> shift;
-    if ((n >> 64) != 0)
-        return lapict__div128_wide(n, d, r);
-    /*
-     * A 64-bit numerator: r[1] = floor(2^64/d) alone is within 1 of 1/d
-     * scaled, so one multiply and the same single correction suffice.
-     */
-    uint64_t n0 = (uint64_t)n;
-    uint64_t q0 = (uint64_t)(((lapict__u128)n0 * r[1]) >> 64);
+    if (r == 0)
+        return n >> __builtin_ctzll(d); /* d a power of two */
+    while ((n >> 64) != 0) {
+        uint64_t h = (uint64_t)(n >> 64), s = 0 - r * d; /* 2^64 mod d */
+        q += (lapict__u128)h * r;
+        n = (lapict__u128)h * s + (uint64_t)n;
+    }
+    n0 = (uint64_t)n;
+    q0 = (uint64_t)(((lapict__u128)n0 * r) >> 64);
     if (n0 - q0 * d >= d)
         q0++;
-    q = q0;
-    return q;
+    return q + q0;
 }
 
 /* floor(n / d); saturates at UINT64_MAX. */
 static inline uint64_t lapict__div_floor(lapict__u128 n, uint64_t d,
-                                         const uint64_t r[2], uint8_t shift)
+                                         uint64_t r)
 {
-    lapict__u128 q;
-
-    /* A 64-bit numerator has a 64-bit quotient: no saturation test. */
-    if ((n >> 64) == 0) {
-        uint64_t n0 = (uint64_t)n, q0;
-        if ((r[0] | r[1]) == 0)
-            return n0 >> shift;
-        q0 = (uint64_t)(((lapict__u128)n0 * r[1]) >> 64);
-        return q0 + (n0 - q0 * d >= d);
-    }
-    q = lapict__div128(n, d, r, shift);
+    lapict__u128 q = lapict__div128(n, d, r);
     return q > UINT64_MAX ? UINT64_MAX : (uint64_t)q;
 }
 
 /* ceil(n / d), same conditions; n < 2^127. */
 static inline uint64_t lapict__div_ceil(lapict__u128 n, uint64_t d,
-                                        const uint64_t r[2], uint8_t shift)
+                                        uint64_t r)
 {
-    return lapict__div_floor(n + (d - 1), d, r, shift);
+    return lapict__div_floor(n + (d - 1), d, r);
 }
 
 /* ---- ops.c: the one choke point between core and host ---- */
@@ -160,44 +165,40 @@ static inline uint64_t lapict__tsc(const struct lapict_timer *t)
     return t->ops->guest_tsc(t->ctx);
 }
 
-/* Arm the host timer for @target (hardware if allowed, else software). */
-void lapict__host_arm_slow(struct lapict_timer *t, uint64_t target,
-                           bool spent);
+/*
+ * An op that may act (arm, cancel, inject, spin, report) runs between these
+ * two: a call into the library from inside it finds no valid instance.
+ */
+static inline void lapict__op_enter(struct lapict_timer *t)
+{
+    t->magic = LAPICT__MAGIC_IN_OP;
+}
+
+static inline void lapict__op_leave(struct lapict_timer *t)
+{
+    t->magic = LAPICT__MAGIC;
+}
 
 /*
+ * Arm the host timer for @target (hardware if allowed, else software).
  * @spent: the host timer that called into the library has fired, so it is
  * armed again even for the same target (lapict_expire()).
  */
-static inline void lapict__host_arm(struct lapict_timer *t, uint64_t target,
-                                    bool spent)
-{
-    /* Common case, inline: a host without a preemption timer. */
-    if (!t->ops->hv_timer_arm) {
-        if (t->armed == LAPICT__ARMED_SW && t->armed_ns == target && !spent)
-            return;
-        t->ops->sw_timer_arm(t->ctx, target);
-        t->armed = LAPICT__ARMED_SW;
-        t->armed_ns = target;
-        return;
-    }
-    lapict__host_arm_slow(t, target, spent);
-}
+void lapict__host_arm(struct lapict_timer *t, uint64_t target, bool spent);
 
-static inline void lapict__host_cancel(struct lapict_timer *t)
-{
-    if (t->armed == LAPICT__ARMED_SW)
-        t->ops->sw_timer_cancel(t->ctx);
-    else if (t->armed == LAPICT__ARMED_HV)
-        t->ops->hv_timer_cancel(t->ctx);
-    t->armed = LAPICT__ARMED_NONE;
-}
+void lapict__host_cancel(struct lapict_timer *t);
 
 /* Move the armed timer to match the blocked state. */
 void lapict__host_move(struct lapict_timer *t);
 
 static inline bool lapict__inject(struct lapict_timer *t, uint8_t vector)
 {
-    if (t->ops->inject(t->ctx, vector)) {
+    bool ok;
+
+    lapict__op_enter(t);
+    ok = t->ops->inject(t->ctx, vector);
+    lapict__op_leave(t);
+    if (ok) {
         LAPICT__INC(t->c.injections);
         return true;
     }
@@ -208,10 +209,19 @@ static inline bool lapict__inject(struct lapict_timer *t, uint8_t vector)
 static inline void lapict__spin_until(struct lapict_timer *t,
                                       uint64_t host_ns)
 {
+    uint64_t now, d, v;
+
     if (!t->ops->spin_until)
         return; /* e.g. a pre-injection restored on a host without one */
+    now = lapict__now(t);
     LAPICT__INC(t->c.spins);
+    /* The wait asked of the host: what the advance costs it. */
+    d = lapict__after_eq(now, host_ns) ? 0 : host_ns - now;
+    v = t->spin_ns + d;
+    t->spin_ns = v < d ? UINT64_MAX : v;
+    lapict__op_enter(t);
     t->ops->spin_until(t->ctx, host_ns);
+    lapict__op_leave(t);
 }
 
 /* Without a spin op the core cannot wait before entry: no advance. */
@@ -244,18 +254,33 @@ static inline void lapict__set_tdcr(struct lapict_timer *t, uint32_t tdcr)
     t->div_shift = (uint8_t)lapict__div_log2(tdcr);
 }
 
-/* ns elapsed since the anchor (0 if the clock is behind it). */
+/*
+ * ns elapsed since the anchor; 0 while the anchor is ahead of @now by the
+ * horizon rule (a clock behind it, or a stall of 2^63 ns or more, which
+ * the rule cannot tell apart): never a huge elapsed time, so never early.
+ */
 static inline uint64_t lapict__elapsed(const struct lapict_timer *t,
                                        uint64_t now)
 {
     uint64_t d = now - t->anchor_ns;
-    /* A clock behind the anchor (host misuse) must not look like 2^64 ns. */
-    return (int64_t)d < 0 ? 0 : d;
+    return lapict__after_eq(now, t->anchor_ns) ? d : 0;
 }
 
 /* Clamped clock (slowed to min_period_ns): the slow, rare path. */
 uint64_t lapict__ticks_in_clamped(const struct lapict_timer *t, uint64_t d);
 uint64_t lapict__ns_for_clamped(const struct lapict_timer *t, uint64_t n);
+
+/* floor(n / bus_q): bus_q = 2^k 5^b divides 10^9 (reduced bus_hz / 10^9). */
+static inline lapict__u128 lapict__div_bus_q(const struct lapict_timer *t,
+                                             lapict__u128 n)
+{
+    unsigned k = (unsigned)__builtin_ctz(t->bus_q);
+
+    /* A 64-bit numerator (the common case) shifts as 64 bits. */
+    n = (n >> 64) == 0 ? (uint64_t)n >> k : n >> k;
+    return lapict__div128(n, lapict__pow5[t->bus_q5],
+                          lapict__pow5_recip[t->bus_q5]);
+}
 
 /* Timer ticks elapsed in @d ns of the current clock (clamp included). */
 static inline uint64_t lapict__ticks_in(const struct lapict_timer *t,
@@ -266,9 +291,7 @@ static inline uint64_t lapict__ticks_in(const struct lapict_timer *t,
     if (t->flags & LAPICT__F_CLAMPED)
         return lapict__ticks_in_clamped(t, d);
     /* floor(floor(x) / 2^k) = floor(x / 2^k): divide the bus ticks. */
-    raw = lapict__div128((lapict__u128)d * t->bus_p, t->bus_q, t->bus_rq,
-                         t->bus_qshift) >>
-          t->div_shift;
+    raw = lapict__div_bus_q(t, (lapict__u128)d * t->bus_p) >> t->div_shift;
     return raw > UINT64_MAX ? UINT64_MAX : (uint64_t)raw;
 }
 
@@ -278,7 +301,7 @@ static inline uint64_t lapict__ns_for_raw(const struct lapict_timer *t,
 {
     /* bus_q < 2^32 and the shift <= 7: the scaled factor fits 64 bits. */
     lapict__u128 m = (lapict__u128)n * ((uint64_t)t->bus_q << t->div_shift);
-    return lapict__div_ceil(m, t->bus_p, t->bus_rp, t->bus_pshift);
+    return lapict__div_ceil(m, t->bus_p, t->bus_rp);
 }
 
 /* First ns at which @n ticks of the current clock have elapsed. */
@@ -294,40 +317,101 @@ static inline uint64_t lapict__ns_for(const struct lapict_timer *t,
 static inline uint64_t lapict__ns_from_tsc(const struct lapict_timer *t,
                                            uint64_t d)
 {
-    return lapict__div_ceil((lapict__u128)d * t->tsc_a, t->tsc_b, t->tsc_rb,
-                            t->tsc_bshift);
+    return lapict__div_ceil((lapict__u128)d * 1000000u, t->tsc_khz,
+                            t->tsc_r);
 }
 
-/* Host instant at which the guest TSC reaches @d (now <= result). */
+/*
+ * Host instant at which the guest TSC reaches @d (now <= result), at most
+ * LAPICT__FAR_NS ahead.
+ */
 static LAPICT__HOT uint64_t lapict__deadline_ns(const struct lapict_timer *t,
                                                uint64_t now, uint64_t tsc,
                                                uint64_t d)
 {
-    uint64_t rem;
+    uint64_t rem = 0;
 
     if (tsc >= d)
         return now;
+    /*
+     * Beyond the horizon by tsc_khz (ceil((d - tsc) 10^6 / tsc_khz) > FAR): "not
+     * yet", re-checked at the horizon. The host's answer is not asked: an
+     * instant past 2^64 ns wraps to one that can look near.
+     */
+    if ((lapict__u128)(d - tsc) * 1000000u >
+        (lapict__u128)LAPICT__FAR_NS * t->tsc_khz)
+        return now + LAPICT__FAR_NS;
     if (t->ops->tsc_to_host_ns) {
         /* The host knows its TSC mapping exactly, phase included. */
         uint64_t at = t->ops->tsc_to_host_ns(t->ctx, d);
         rem = lapict__after_eq(now, at) ? 0 : at - now;
-    } else {
-        rem = 0;
     }
     /* No host answer, or one already past while the TSC is still short. */
-    if (rem == 0)
+    if (rem == 0 || rem > LAPICT__FAR_NS)
         rem = lapict__ns_from_tsc(t, d - tsc);
     return now + (rem > LAPICT__FAR_NS ? LAPICT__FAR_NS : rem);
+}
+
+/*
+ * Has the armed deadline been reached at @now, the guest TSC reading
+ * @tsc? Mostly tsc >= D. But the TSC wraps at 2^64: a deadline reached
+ * just before the wrap and serviced after it reads tsc < D. It counts as
+ * reached when its host instant has passed and the TSC is above D modulo
+ * 2^64 by no more than that lateness explains (twice it, plus two ticks of
+ * slack for an estimated instant). A deadline not reached reads about 2^64
+ * ticks "above" modulo 2^64 and never passes that test, except one armed
+ * near 2^64 ticks ahead and re-checked at the horizon after a stall of
+ * 2^61 ns or more. Register writes keep the plain section 4 compare.
+ */
+static LAPICT__HOT bool lapict__dl_reached(const struct lapict_timer *t,
+                                           uint64_t now, uint64_t tsc)
+{
+    uint64_t late;
+
+    if (tsc >= t->deadline_tsc)
+        return true;
+    if (!lapict__after_eq(now, t->dl_ns))
+        return false;
+    late = now - t->dl_ns;
+    return (lapict__u128)lapict__ns_from_tsc(t, tsc - t->deadline_tsc) <=
+           (lapict__u128)2 * late + lapict__ns_from_tsc(t, 2);
 }
 
 /* Current count at @now. */
 uint32_t lapict__tmcct(const struct lapict_timer *t, uint64_t now);
 /* Should a periodic count of N be clamped with the current divider? */
-bool lapict__needs_clamp(const struct lapict_timer *t);
+static LAPICT__HOT bool lapict__needs_clamp(const struct lapict_timer *t)
+{
+    return (t->lvtt & LAPICT_LVTT_MODE) == LAPICT_LVTT_PERIODIC && t->tmict &&
+           t->min_period_ns &&
+           lapict__ns_for_raw(t, t->tmict) < t->min_period_ns;
+}
+
 /* Re-anchor the count-down at @now keeping count @c (0 stops it). */
-void lapict__reanchor(struct lapict_timer *t, uint64_t now, uint32_t c);
+static LAPICT__HOT void lapict__reanchor(struct lapict_timer *t, uint64_t now,
+                                         uint32_t c)
+{
+    t->flags &= (uint16_t)~LAPICT__F_PREINJ;
+    if (c == 0) {
+        t->flags &= (uint16_t)~(LAPICT__F_CD_ACTIVE | LAPICT__F_CD_ARMED);
+        return;
+    }
+    t->anchor_ns = now;
+    t->e_tick = c;
+    t->next_rel_ns = lapict__ns_for(t, c);
+    t->flags |= LAPICT__F_CD_ACTIVE | LAPICT__F_CD_ARMED;
+}
+
 /* Set or clear the clamp flag, counting each engagement. */
-void lapict__clamp_flag(struct lapict_timer *t, bool clamp);
+static LAPICT__HOT void lapict__clamp_flag(struct lapict_timer *t, bool clamp)
+{
+    if (clamp && !(t->flags & LAPICT__F_CLAMPED))
+        LAPICT__INC(t->c.clamps);
+    if (clamp)
+        t->flags |= LAPICT__F_CLAMPED;
+    else
+        t->flags &= (uint16_t)~LAPICT__F_CLAMPED;
+}
 /* Apply @clamp to a running count-down, preserving its count. */
 void lapict__set_clamp(struct lapict_timer *t, uint64_t now, bool clamp);
 /*
@@ -349,12 +433,10 @@ static inline bool lapict__due(const struct lapict_timer *t, uint64_t now,
 {
     if (t->flags & LAPICT__F_CD_ARMED)
         return lapict__elapsed(t, now) >= t->next_rel_ns;
-    return (t->flags & LAPICT__F_DL_ARMED) && tsc >= t->deadline_tsc;
+    return (t->flags & LAPICT__F_DL_ARMED) && lapict__dl_reached(t, now, tsc);
 }
 /* Process expiries due at @now (no advance); re-arm if any. */
 void lapict__update_slow(struct lapict_timer *t, uint64_t now);
-/* Re-arm (or cancel) the host timer for the next expiry. */
-void lapict__rearm(struct lapict_timer *t, uint64_t now);
 /* Drop all timer activity (mode switch, reset). */
 void lapict__disarm(struct lapict_timer *t);
 /* Current advance in ns (0 when off or no spin op). */
@@ -365,50 +447,70 @@ static inline uint32_t lapict__advance(const struct lapict_timer *t)
 }
 
 /*
- * Absolute host instant of the next expiry, at most LAPICT__FAR_NS ahead:
- * a deadline is capped when converted, and a count-down's next expiry is
- * at most one count ahead of a monotonic host clock: 2^32 ticks at divide
- * 128 on the slowest bus (LAPICT_BUS_HZ_MIN) or one minimum period, under
- * 2^59 ns (restore rejects a count above N).
+ * ns from @now until the count-down's next expiry, 0 once it is due (that
+ * is, lapict__elapsed() >= next_rel_ns: the same test process() makes).
+ * While the anchor is ahead of @now (lapict__elapsed() is 0) the expiry
+ * lies next_rel_ns beyond the anchor (a next expiry is at most one count
+ * ahead of its anchor, 2^32 ticks at divide 128 on the slowest bus or one
+ * minimum period, under 2^59 ns; a restored tick may be further).
  */
-static LAPICT__HOT uint64_t lapict__next_instant(const struct lapict_timer *t)
+static LAPICT__HOT uint64_t lapict__cd_left(const struct lapict_timer *t,
+                                            uint64_t now)
+{
+    uint64_t d = now - t->anchor_ns;
+
+    if (lapict__after_eq(now, t->anchor_ns))
+        return d >= t->next_rel_ns ? 0 : t->next_rel_ns - d;
+    /* Saturating: a restored count's next_rel_ns may be huge. */
+    d = t->anchor_ns - now;
+    return d > UINT64_MAX - t->next_rel_ns ? UINT64_MAX : d + t->next_rel_ns;
+}
+
+/* ns from @now until the next expiry instant, 0 if it is due. */
+static LAPICT__HOT uint64_t lapict__next_left(const struct lapict_timer *t,
+                                              uint64_t now)
 {
     if (t->flags & LAPICT__F_CD_ARMED)
-        return t->anchor_ns + t->next_rel_ns;
-    return t->dl_ns;
+        return lapict__cd_left(t, now);
+    return lapict__after_eq(now, t->dl_ns) ? 0 : t->dl_ns - now;
 }
 
 /*
- * Arm the host timer @adv ns before the next instant. When that point has
- * already passed, a register path still arms it (the host fires at once and
- * lapict_expire() injects ahead); lapict_expire() itself, having just tried,
- * falls back to the exact instant so that a refused or impossible
- * pre-injection (window closed, masked, illegal vector) cannot turn into a
- * storm of callbacks.
+ * Arm the host timer @adv ns before the next expiry, @left ns from @now
+ * (lapict__next_left()), and never further than the horizon. When that
+ * point has already passed, a register path still arms it (the host fires
+ * at once and lapict_expire() injects ahead); lapict_expire() itself,
+ * having just tried, falls back to the exact instant so that a refused or
+ * impossible pre-injection (window closed, masked, illegal vector) cannot
+ * turn into a storm of callbacks.
  */
 static LAPICT__HOT void lapict__arm_for(struct lapict_timer *t, uint64_t now,
-                                     uint64_t exact, bool tried)
+                                        uint64_t left, bool tried)
 {
-    uint64_t target = exact;
+    uint64_t rel = left;
     uint32_t adv = lapict__advance(t);
 
-    if (adv && !(t->flags & LAPICT__F_PREINJ) &&
-        !(tried && lapict__after_eq(now, exact - adv)))
-        target = exact - adv;
-    /* A target already passed is due now: that is when the host fires. */
-    if (!lapict__after_eq(target, now))
-        target = now;
-    lapict__host_arm(t, target, tried);
+    if (adv && !(t->flags & LAPICT__F_PREINJ) && !(tried && left <= adv))
+        rel = left > adv ? left - adv : 0; /* passed: the host fires now */
+    if (rel > LAPICT__FAR_NS)
+        rel = LAPICT__FAR_NS;
+    lapict__host_arm(t, now + rel, tried);
 }
 
 static LAPICT__HOT void lapict__rearm_hot(struct lapict_timer *t, uint64_t now,
-                                       bool tried)
+                                          bool tried)
 {
     if (!(t->flags & (LAPICT__F_CD_ARMED | LAPICT__F_DL_ARMED))) {
         lapict__host_cancel(t);
         return;
     }
-    lapict__arm_for(t, now, lapict__next_instant(t), tried);
+    lapict__arm_for(t, now, lapict__next_left(t, now), tried);
+}
+
+/* Re-arm (or cancel) the host timer for the next expiry. */
+static LAPICT__HOT void lapict__rearm(struct lapict_timer *t, uint64_t now)
+{
+    lapict__rearm_hot(t, now, false);
 }
 
 /* Record a guest-caused error. */
@@ -436,5 +538,13 @@ static inline void lapict__update(struct lapict_timer *t, uint64_t now)
  * the arrival at guest entry) to the adaptive tuner.
  */
 void lapict__tune(struct lapict_timer *t, int64_t latency);
+
+/* A goal and spin budget lapict_config_check() and lapict_advance_set()
+ * accept. */
+static inline bool lapict__goal_ok(uint32_t goal, uint32_t budget_ns)
+{
+    return goal <= LAPICT_ADVANCE_GOAL_BALANCED &&
+           budget_ns <= LAPICT_ADVANCE_NS_LIMIT;
+}
 
 #endif /* LAPICT_INTERNAL_H */

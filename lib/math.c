@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Exact integer conversions. Kernels do not link libgcc's __udivti3, so a
- * 128-by-64 division is done with a precomputed 128-bit reciprocal (four
- * 64x64 multiplies) and one exact correction step; the reciprocal itself is
- * computed once at init by shift-subtract.
+ * 128-by-64 division is done with a precomputed 64-bit reciprocal and an
+ * exact reduction (lapict__div128() in internal.h); the reciprocal itself
+ * is computed once at init.
  */
 #include "internal.h"
 
@@ -59,56 +59,30 @@ uint64_t lapict__udiv128(lapict__u128 n, uint64_t d)
     return q > UINT64_MAX ? UINT64_MAX : (uint64_t)q;
 }
 
-/* floor(2^128 / d) for d >= 2 that is not a power of two. */
-static lapict__u128 recip128(uint64_t d)
+uint64_t lapict__recip(uint64_t d)
 {
-    lapict__u128 q = 0, rem = 0;
-    int i;
-
-    /* Dividing 2^128 - 1 gives the same quotient: d does not divide 2^128. */
-    for (i = 127; i >= 0; i--) {
-        rem = (rem << 1) | 1u;
-        if (rem >= d) {
-            rem -= d;
-            q |= (lapict__u128)1 << i;
-        }
-    }
-    return q;
+    if (d == 0 || (d & (d - 1)) == 0)
+        return 0;
+    /* d does not divide 2^64, so floor((2^64 - 1) / d) = floor(2^64 / d). */
+    return UINT64_MAX / d;
 }
 
-void lapict__recip_init(uint64_t d, uint64_t r[2], uint8_t *shift)
-{
-    r[0] = r[1] = 0;
-    *shift = 0;
-    if (d == 0 || (d & (d - 1)) == 0) {
-        *shift = d ? (uint8_t)__builtin_ctzll(d) : 0;
-        return;
-    }
-    lapict__u128 q = recip128(d);
-    r[0] = (uint64_t)q;
-    r[1] = (uint64_t)(q >> 64);
-}
+const uint64_t lapict__pow5[10] = {
+    1u, 5u, 25u, 125u, 625u, 3125u, 15625u, 78125u, 390625u, 1953125u,
+};
 
-/* High 128 bits of the 256-bit product a * b. */
-static inline lapict__u128 mulhi128(lapict__u128 a, uint64_t b0, uint64_t b1)
-{
-    uint64_t a0 = (uint64_t)a, a1 = (uint64_t)(a >> 64);
-    lapict__u128 p00 = (lapict__u128)a0 * b0;
-    lapict__u128 p01 = (lapict__u128)a0 * b1;
-    lapict__u128 p10 = (lapict__u128)a1 * b0;
-    lapict__u128 p11 = (lapict__u128)a1 * b1;
-    lapict__u128 mid = (p00 >> 64) + (uint64_t)p01 + (uint64_t)p10;
-    return p11 + (p01 >> 64) + (p10 >> 64) + (mid >> 64);
-}
-
-lapict__u128 lapict__div128_wide(lapict__u128 n, uint64_t d,
-                                 const uint64_t r[2])
-{
-    lapict__u128 q = mulhi128(n, r[0], r[1]);
-    if (n - q * d >= d)
-        q++;
-    return q;
-}
+const uint64_t lapict__pow5_recip[10] = {
+    0u,
+    3689348814741910323u,
+    737869762948382064u,
+    147573952589676412u,
+    29514790517935282u,
+    5902958103587056u,
+    1180591620717411u,
+    236118324143482u,
+    47223664828696u,
+    9444732965739u,
+};
 
 /* CRC-32 (IEEE, reflected) of every byte value: 1 KB, read-only. */
 static const uint32_t crc_table[256] = {

@@ -118,26 +118,10 @@ int lapict_tmict_write(struct lapict_timer *t, uint32_t val)
         return LAPICT_OK;
     t->tmict = val;
     t->pending = 0;
-    t->flags &= (uint16_t)~(LAPICT__F_CLAMPED | LAPICT__F_CD_ACTIVE |
-                            LAPICT__F_CD_ARMED | LAPICT__F_PREINJ);
-    if (val) {
-        /* One conversion serves the clamp test and the first expiry. */
-        uint64_t rel = lapict__ns_for_raw(t, val);
-        if ((t->lvtt & LAPICT_LVTT_MODE) == LAPICT_LVTT_PERIODIC &&
-            rel < t->min_period_ns) {
-            lapict__clamp_flag(t, true);
-            rel = t->min_period_ns; /* N ticks last exactly P */
-        }
-        t->anchor_ns = now;
-        t->e_tick = val;
-        t->next_rel_ns = rel;
-        t->flags |= LAPICT__F_CD_ACTIVE | LAPICT__F_CD_ARMED;
-        /* Armed for sure: the re-arm's state tests can be skipped. */
-        lapict__arm_for(t, now, lapict__next_instant(t), false);
-        return LAPICT_OK;
-    }
-    /* Not in deadline mode: nothing else can be armed. */
-    lapict__host_cancel(t);
+    /* A new count: the clamp follows it, the count-down starts from N. */
+    lapict__clamp_flag(t, lapict__needs_clamp(t));
+    lapict__reanchor(t, now, val);
+    lapict__rearm(t, now);
     return LAPICT_OK;
 }
 
@@ -167,19 +151,11 @@ int lapict_tsc_deadline_write(struct lapict_timer *t, uint64_t val)
 
     if (!lapict__valid(t))
         return LAPICT_E_INVAL;
-    if (!in_deadline_mode(t)) {
-        sync_now(t);
+    /* The deadline being replaced fires first if it has been reached. */
+    now = sync_now(t);
+    if (!in_deadline_mode(t))
         return LAPICT_OK;
-    }
-    /*
-     * sync_now() without a second TSC read: the deadline being replaced
-     * matters only if it has expired (re-aiming it would be moot), and the
-     * same reading serves the new one.
-     */
-    now = lapict__now(t);
     tsc = lapict__tsc(t);
-    if ((t->flags & LAPICT__F_DL_ARMED) && tsc >= t->deadline_tsc)
-        lapict__update_slow(t, now);
     t->pending = 0;
     t->flags &= (uint16_t)~(LAPICT__F_DL_ARMED | LAPICT__F_PREINJ);
     t->deadline_tsc = val;
@@ -187,13 +163,10 @@ int lapict_tsc_deadline_write(struct lapict_timer *t, uint64_t val)
         /* Never a negative delta: a deadline already passed fires now. */
         t->dl_ns = lapict__deadline_ns(t, now, tsc, val);
         t->flags |= LAPICT__F_DL_ARMED;
-        if (tsc < val) {
-            lapict__arm_for(t, now, t->dl_ns, false);
-            return LAPICT_OK;
-        }
-        lapict__update(t, now);
+        if (tsc >= val)
+            lapict__update(t, now);
     }
-    lapict__rearm_hot(t, now, false);
+    lapict__rearm(t, now);
     return LAPICT_OK;
 }
 

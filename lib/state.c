@@ -78,13 +78,31 @@ static uint64_t bus_hz_of(const struct lapict_timer *t)
     return t->bus_p * (1000000000ull / t->bus_q);
 }
 
+/*
+ * ns from @now until the instant of the expiry injected ahead (0 when it is
+ * due): at most the advance in force when it was injected. Save writes the
+ * advance as at least this lead, so that a blob saved after a restore into
+ * a host with a smaller advance (or none) still passes restore's check.
+ */
+static uint64_t preinj_lead(const struct lapict_timer *n, uint64_t now,
+                            uint64_t tsc)
+{
+    if (n->flags & LAPICT__F_CD_ARMED) {
+        uint64_t elapsed = now - n->anchor_ns;
+        return elapsed >= n->next_rel_ns ? 0 : n->next_rel_ns - elapsed;
+    }
+    return tsc >= n->deadline_tsc || lapict__after_eq(now, n->dl_ns)
+               ? 0
+               : n->dl_ns - now;
+}
+
 int lapict_state_save_at(const struct lapict_timer *cur, uint64_t now,
                          uint64_t guest_tsc, void *buf, size_t len)
 {
     struct lapict_timer st;
     const struct lapict_timer *t = cur;
     uint8_t *b = buf;
-    uint32_t fl = 0;
+    uint32_t fl = 0, adv;
     size_t i;
     bool cd;
 
@@ -120,7 +138,14 @@ int lapict_state_save_at(const struct lapict_timer *cur, uint64_t now,
     put64(b + OFF_DEADLINE,
           (t->flags & LAPICT__F_DL_ARMED) ? t->deadline_tsc : 0);
     put32(b + OFF_PENDING, t->pending);
-    put32(b + OFF_ADV, t->adv_ns);
+    adv = t->adv_ns;
+    if (t->flags & LAPICT__F_PREINJ) {
+        uint64_t lead = preinj_lead(t, now, guest_tsc);
+        if (lead > adv)
+            adv = lead > LAPICT_ADVANCE_NS_LIMIT ? LAPICT_ADVANCE_NS_LIMIT
+                                                 : (uint32_t)lead;
+    }
+    put32(b + OFF_ADV, adv);
     put64(b + OFF_BUS_HZ, bus_hz_of(t));
     put32(b + OFF_ADV_EST, t->adv_est);
     put32(b + OFF_ADV_DEV, t->adv_dev);
@@ -236,15 +261,11 @@ static int check_fields(const struct lapict_timer *t, const uint8_t *b)
 static bool preinj_near(const struct lapict_timer *n, const uint8_t *b,
                         uint64_t now, uint64_t tsc)
 {
-    uint64_t adv = get32(b + OFF_ADV), rem, elapsed = now - n->anchor_ns;
+    uint64_t adv = get32(b + OFF_ADV);
 
-    if (n->flags & LAPICT__F_CD_ARMED) {
-        rem = elapsed >= n->next_rel_ns ? 0 : n->next_rel_ns - elapsed;
-    } else {
-        rem = tsc >= n->deadline_tsc ? 0 : n->dl_ns - now;
+    if (!(n->flags & LAPICT__F_CD_ARMED))
         adv += lapict__ns_from_tsc(n, 1);
-    }
-    return rem <= adv;
+    return preinj_lead(n, now, tsc) <= adv;
 }
 
 /*

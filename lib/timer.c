@@ -68,35 +68,6 @@ uint32_t lapict__tmcct(const struct lapict_timer *t, uint64_t now)
     return T >= E ? 0 : (uint32_t)(E - T);
 }
 
-bool lapict__needs_clamp(const struct lapict_timer *t)
-{
-    return is_periodic(t) && t->tmict && t->min_period_ns &&
-           lapict__ns_for_raw(t, t->tmict) < t->min_period_ns;
-}
-
-void lapict__reanchor(struct lapict_timer *t, uint64_t now, uint32_t c)
-{
-    t->flags &= (uint16_t)~LAPICT__F_PREINJ;
-    if (c == 0) {
-        t->flags &= (uint16_t)~(LAPICT__F_CD_ACTIVE | LAPICT__F_CD_ARMED);
-        return;
-    }
-    t->anchor_ns = now;
-    t->e_tick = c;
-    t->next_rel_ns = lapict__ns_for(t, c);
-    t->flags |= LAPICT__F_CD_ACTIVE | LAPICT__F_CD_ARMED;
-}
-
-void lapict__clamp_flag(struct lapict_timer *t, bool clamp)
-{
-    if (clamp && !(t->flags & LAPICT__F_CLAMPED))
-        LAPICT__INC(t->c.clamps);
-    if (clamp)
-        t->flags |= LAPICT__F_CLAMPED;
-    else
-        t->flags &= (uint16_t)~LAPICT__F_CLAMPED;
-}
-
 void lapict__set_clamp(struct lapict_timer *t, uint64_t now, bool clamp)
 {
     uint32_t c;
@@ -131,86 +102,92 @@ void lapict__guest_error(struct lapict_timer *t, int status, uint32_t detail)
 }
 
 
-/* Offer pending interrupts to the host, reading mask and vector now. */
-static LAPICT__HOT void deliver(struct lapict_timer *t)
+/*
+ * Offer pending interrupts to the host, reading mask and vector now.
+ * Return whether the host took at least one.
+ */
+static LAPICT__HOT bool deliver(struct lapict_timer *t)
 {
+    bool took = false;
+
     while (t->pending) {
         uint8_t v = (uint8_t)(t->lvtt & LAPICT_LVTT_VECTOR);
         if (t->lvtt & LAPICT_LVTT_MASK) {
             lapict__add_sat(&t->c.masked, t->pending);
             t->pending = 0;
-            return;
+            break;
         }
         if (v < 16) {
             /* Illegal vectors are reported once per expiry, never injected. */
             lapict__add_sat(&t->c.illegal_vector, t->pending - 1u);
             t->pending = 0;
             lapict__guest_error(t, LAPICT_E_VECTOR, v);
-            return;
+            break;
         }
         if (!lapict__inject(t, v))
-            return;
+            break;
         t->pending--;
+        took = true;
     }
+    return took;
 }
 
 /*
- * @k expiries happened, the last at host time @instant. @quiet: offer
- * nothing to the host, leave them pending (lapict__settle()).
+ * @k expiries happened, the last at host time @instant: the missed-tick
+ * policy (section 6), the one place that decides how many interrupts they
+ * give. An expiry injected ahead (advance) is already in the host's hands:
+ * it is the interrupt of this servicing, like one pending in the IRR, so
+ * it counts as held and the policy applies to the others with it. Return
+ * whether the host took an interrupt here. @quiet: offer nothing to the
+ * host, leave them pending (lapict__settle(); mask and vector are read at
+ * delivery, wherever that is).
  */
-static LAPICT__HOT void expired(struct lapict_timer *t, uint64_t k,
-                             uint64_t instant, bool quiet)
+static LAPICT__HOT bool expired(struct lapict_timer *t, uint64_t k,
+                                uint64_t instant, bool quiet)
 {
-    uint64_t total;
+    uint64_t held = t->pending, total;
 
     lapict__add_sat(&t->c.expiries, k);
     t->last_instant_ns = instant;
     t->flags |= LAPICT__F_EXPIRED;
     if (t->flags & LAPICT__F_PREINJ) {
-        /* Already in the host's hands since the advanced callback. */
         t->flags &= (uint16_t)~LAPICT__F_PREINJ;
+        held++;
         if (--k == 0)
-            return;
+            return false;
     }
     if (t->lvtt & LAPICT_LVTT_MASK) {
         lapict__add_sat(&t->c.masked, k);
-        return;
+        return false;
     }
-    if (k == 1 && t->pending == 0 &&
-        (t->lvtt & LAPICT_LVTT_VECTOR) >= 16) {
-        /* The common case, as every policy and deliver() would treat it. */
-        if (quiet ||
-            !lapict__inject(t, (uint8_t)(t->lvtt & LAPICT_LVTT_VECTOR)))
-            t->pending = 1;
-        return;
-    }
-    total = t->pending + k;
+    total = held + k;
     switch (t->missed) {
     case LAPICT_MISSED_CATCH_UP:
+        /* Each one is delivered; the bound is on those held pending. */
+        total -= held - t->pending;
         if (total > t->catch_up_max) {
             lapict__add_sat(&t->c.dropped, total - t->catch_up_max);
             total = t->catch_up_max;
         }
-        break;
+        t->pending = (uint16_t)total;
+        return !quiet && deliver(t);
     case LAPICT_MISSED_DROP:
-        if (k > 1) {
+        /* Several grid points in one servicing: none of them. */
+        if (k + (held - t->pending) > 1) {
             lapict__add_sat(&t->c.dropped, k);
-            return;
+            return false;
         }
         if (total > 1)
             lapict__add_sat(&t->c.dropped, total - 1);
-        total = 1;
         break;
     default:
         if (total > 1)
             lapict__add_sat(&t->c.coalesced, total - 1);
-        total = 1;
         break;
     }
-    t->pending = (uint16_t)total;
-    /* Quiet: mask and vector are read at delivery, wherever that is. */
-    if (!quiet)
-        deliver(t);
+    /* One interrupt: the one injected ahead, if any, else one pending. */
+    t->pending = (uint16_t)(held > t->pending ? 0 : 1);
+    return !quiet && deliver(t);
 }
 
 /* Ticks of the current clock in @d ns, all 128 bits (no saturation). */
@@ -219,9 +196,7 @@ static lapict__u128 ticks_in_wide(const struct lapict_timer *t, uint64_t d)
     if (t->flags & LAPICT__F_CLAMPED)
         return lapict__udiv128_wide((lapict__u128)d * t->tmict,
                                     t->min_period_ns);
-    return lapict__div128((lapict__u128)d * t->bus_p, t->bus_q, t->bus_rq,
-                          t->bus_qshift) >>
-           t->div_shift;
+    return lapict__div_bus_q(t, (lapict__u128)d * t->bus_p) >> t->div_shift;
 }
 
 /*
@@ -254,19 +229,22 @@ static uint64_t stalled(struct lapict_timer *t, uint64_t d)
     return k;
 }
 
+/* What process() did. */
+#define PROC_REARM 1u    /* the host timer needs re-arming */
+#define PROC_INJECTED 2u /* the host took an interrupt */
+
 /*
- * Process the expiries whose instant is at or before @now. Return whether
- * anything expired (the host timer then needs re-arming). @quiet: call no
+ * Process the expiries whose instant is at or before @now. @quiet: call no
  * op (a deadline is checked against @quiet_tsc, expiries stay pending).
  */
-static LAPICT__HOT bool process(struct lapict_timer *t, uint64_t now,
-                                bool quiet, uint64_t quiet_tsc)
+static LAPICT__HOT unsigned process(struct lapict_timer *t, uint64_t now,
+                                    bool quiet, uint64_t quiet_tsc)
 {
     if (t->flags & LAPICT__F_CD_ARMED) {
         uint64_t d = lapict__elapsed(t, now), k = 1, next;
         uint64_t instant = t->anchor_ns + t->next_rel_ns;
         if (d < t->next_rel_ns)
-            return false;
+            return 0;
         if (is_periodic(t)) {
             next = lapict__ns_for(t, t->e_tick + t->tmict);
             if (d >= next || t->e_tick >= LAPICT__REBASE_TICKS) {
@@ -279,35 +257,32 @@ static LAPICT__HOT bool process(struct lapict_timer *t, uint64_t now,
         } else {
             t->flags &= (uint16_t)~(LAPICT__F_CD_ARMED | LAPICT__F_CD_ACTIVE);
         }
-        expired(t, k, instant, quiet);
-        return true;
+        return PROC_REARM |
+               (expired(t, k, instant, quiet) ? PROC_INJECTED : 0u);
     }
     if (t->flags & LAPICT__F_DL_ARMED) {
         uint64_t tsc = quiet ? quiet_tsc : lapict__tsc(t);
-        if (tsc < t->deadline_tsc) {
+        if (!lapict__dl_reached(t, now, tsc)) {
             /* The TSC runs slower than estimated: aim again, later. */
             if (!quiet && lapict__after_eq(now, t->dl_ns)) {
                 t->dl_ns = lapict__deadline_ns(t, now, tsc, t->deadline_tsc);
-                return true;
+                return PROC_REARM;
             }
-            return false;
+            return 0;
         }
         t->flags &= (uint16_t)~LAPICT__F_DL_ARMED;
-        expired(t, 1, lapict__after_eq(now, t->dl_ns) ? t->dl_ns : now,
-                quiet);
-        return true;
+        return PROC_REARM |
+               (expired(t, 1, lapict__after_eq(now, t->dl_ns) ? t->dl_ns : now,
+                        quiet)
+                    ? PROC_INJECTED
+                    : 0u);
     }
-    return false;
+    return 0;
 }
 
 void lapict__settle(struct lapict_timer *t, uint64_t now, uint64_t tsc)
 {
     process(t, now, true, tsc);
-}
-
-void lapict__rearm(struct lapict_timer *t, uint64_t now)
-{
-    lapict__rearm_hot(t, now, false);
 }
 
 void lapict__update_slow(struct lapict_timer *t, uint64_t now)
@@ -317,17 +292,20 @@ void lapict__update_slow(struct lapict_timer *t, uint64_t now)
         lapict__rearm(t, now);
 }
 
-/* Inject the next expiry ahead of its instant if it is within the advance. */
-static void preinject(struct lapict_timer *t, uint64_t now)
+/*
+ * Inject the next expiry ahead of its instant if it is within the advance.
+ * Return whether the host took it.
+ */
+static bool preinject(struct lapict_timer *t, uint64_t now)
 {
     uint32_t adv = lapict__advance(t);
     uint8_t v = (uint8_t)(t->lvtt & LAPICT_LVTT_VECTOR);
-    uint64_t instant;
+    uint64_t instant, left;
     int64_t since;
 
     if (!adv || t->pending || (t->flags & LAPICT__F_PREINJ) ||
         (t->lvtt & LAPICT_LVTT_MASK) || v < 16)
-        return;
+        return false;
     /*
      * An expiry within the advance of the previous one (a period shorter
      * than the advance) is not injected ahead: the wait before entry would
@@ -335,27 +313,36 @@ static void preinject(struct lapict_timer *t, uint64_t now)
      */
     since = (int64_t)(now - t->last_instant_ns);
     if ((t->flags & LAPICT__F_EXPIRED) && since >= 0 && since < (int64_t)adv)
-        return;
+        return false;
     if (t->flags & LAPICT__F_CD_ARMED) {
-        uint64_t d = lapict__elapsed(t, now);
-        if (d + adv < t->next_rel_ns)
-            return;
-        instant = t->anchor_ns + t->next_rel_ns;
+        left = lapict__cd_left(t, now);
+        if (left > adv)
+            return false;
+        /*
+         * Nor one followed by the next grid point within the advance: the
+         * servicing at the instant would find several expiries, and the
+         * interrupt given ahead would be one more than the policy allows.
+         */
+        if (is_periodic(t) &&
+            lapict__ns_for(t, t->e_tick + t->tmict) - t->next_rel_ns <= adv)
+            return false;
+        instant = now + left;
     } else if (t->flags & LAPICT__F_DL_ARMED) {
         uint64_t tsc = lapict__tsc(t);
-        if (tsc >= t->deadline_tsc)
-            return;
+        if (lapict__dl_reached(t, now, tsc))
+            return false;
         instant = lapict__deadline_ns(t, now, tsc, t->deadline_tsc);
         if (instant - now > adv)
-            return;
+            return false;
         t->dl_ns = instant;
     } else {
-        return;
+        return false;
     }
-    if (lapict__inject(t, v)) {
-        t->flags |= LAPICT__F_PREINJ;
-        t->last_instant_ns = instant;
-    }
+    if (!lapict__inject(t, v))
+        return false;
+    t->flags |= LAPICT__F_PREINJ;
+    t->last_instant_ns = instant;
+    return true;
 }
 
 int lapict_init(struct lapict_timer *t, const struct lapict_config *cfg,
@@ -386,12 +373,12 @@ int lapict_init(struct lapict_timer *t, const struct lapict_config *cfg,
     g = lapict__gcd(cfg->bus_hz, DIV_1E9);
     n.bus_p = cfg->bus_hz / g;
     n.bus_q = (uint32_t)(DIV_1E9 / g);
-    lapict__recip_init(n.bus_q, n.bus_rq, &n.bus_qshift);
-    lapict__recip_init(n.bus_p, n.bus_rp, &n.bus_pshift);
-    g = lapict__gcd(cfg->tsc_khz, DIV_1E6);
-    n.tsc_a = (uint32_t)(DIV_1E6 / g);
-    n.tsc_b = (uint32_t)(cfg->tsc_khz / g);
-    lapict__recip_init(n.tsc_b, n.tsc_rb, &n.tsc_bshift);
+    /* bus_q divides 10^9 = 2^9 5^9: its power of 5 indexes a table. */
+    for (g = n.bus_q >> __builtin_ctz(n.bus_q); g > 1; g /= 5)
+        n.bus_q5++;
+    n.bus_rp = lapict__recip(n.bus_p);
+    n.tsc_khz = cfg->tsc_khz;
+    n.tsc_r = lapict__recip(n.tsc_khz);
 
     n.min_period_ns = cfg->min_period_ns;
     n.adv_mode = (uint8_t)cfg->advance_mode;
@@ -403,6 +390,8 @@ int lapict_init(struct lapict_timer *t, const struct lapict_config *cfg,
      * (every bound below is adv_max_ns, so adv_ns stays 0). */
     if (!ops->spin_until)
         n.adv_ns = n.adv_max_ns = 0;
+    n.adv_goal = (uint8_t)cfg->advance_goal;
+    n.adv_budget_ns = cfg->advance_spin_budget_ns;
     n.missed = (uint8_t)cfg->missed_policy;
     n.catch_up_max = cfg->missed_policy == LAPICT_MISSED_CATCH_UP
                          ? (uint16_t)cfg->catch_up_max
@@ -431,15 +420,16 @@ int lapict_reset(struct lapict_timer *t)
 int lapict_expire(struct lapict_timer *t)
 {
     uint64_t now;
-    uint32_t inj;
+    bool inj;
 
     if (!lapict__valid(t))
         return LAPICT_E_INVAL;
     now = lapict__now(t);
-    inj = t->c.injections;
-    process(t, now, false, 0);
-    preinject(t, now);
-    if (t->c.injections != inj) {
+    /* Whether to sample is this call's own result, never a counter's. */
+    inj = (process(t, now, false, 0) & PROC_INJECTED) != 0;
+    if (preinject(t, now))
+        inj = true;
+    if (inj) {
         /* Measure the latency from when this host timer was due (neither
          * step above arms a host timer: armed_ns is still that one). */
         uint64_t due = t->armed == LAPICT__ARMED_NONE ? now : t->armed_ns;
@@ -488,7 +478,6 @@ static __attribute__((noinline)) int entry_work(struct lapict_timer *t)
 {
     uint64_t now;
     int64_t err;
-    int i;
 
     now = lapict__now(t);
     if (t->flags & LAPICT__F_SAMPLE) {
@@ -497,28 +486,44 @@ static __attribute__((noinline)) int entry_work(struct lapict_timer *t)
         t->c.last_arrival_ns = err > INT32_MAX   ? INT32_MAX
                                : err < INT32_MIN ? INT32_MIN
                                                  : (int32_t)err;
-        lapict__tune(t, err + (int64_t)t->lead_ns);
+        /* latency = err + lead, saturating: a clock jump near 2^63 must
+         * not overflow (the tuner bounds the value anyway). */
+        lapict__tune(t, err > INT64_MAX - (int64_t)t->lead_ns
+                            ? INT64_MAX
+                            : err + (int64_t)t->lead_ns);
     }
     if (!(t->flags & LAPICT__F_PREINJ))
         return LAPICT_OK;
+    /*
+     * The interrupt is in the host's hands and the guest must not see it
+     * early: wait until the expiry is due, however many calls the host's
+     * spin op takes to get there (never give up and enter). A pre-injection
+     * is made at most the advance (<= adv_max_ns) before its instant, so
+     * an honest host gets there. Only a host clock or guest TSC that went
+     * back (or jumped by 2^63 ns or more, which the horizon rule cannot
+     * tell from it) shows the instant further away than that: the wait
+     * then ends, as it could only last as long as the clock's error
+     * (timer.h). The expiry stays injected ahead: it is never given twice.
+     */
     if (t->flags & LAPICT__F_CD_ARMED) {
-        uint64_t instant = t->anchor_ns + t->next_rel_ns;
-        if (!lapict__after_eq(now, instant))
-            lapict__spin_until(t, instant);
+        uint64_t left;
+        while ((left = lapict__cd_left(t, now)) != 0 &&
+               left <= t->adv_max_ns) {
+            lapict__spin_until(t, now + left);
+            now = lapict__now(t);
+        }
     } else if (t->flags & LAPICT__F_DL_ARMED) {
-        /* Wait on the guest TSC itself; bounded if the host clock is odd. */
-        for (i = 0; i < 16; i++) {
-            uint64_t tsc = lapict__tsc(t);
-            if (tsc >= t->deadline_tsc)
+        /* Wait on the guest TSC itself. */
+        uint64_t tsc, at;
+        while (!lapict__dl_reached(t, now, tsc = lapict__tsc(t))) {
+            at = lapict__deadline_ns(t, now, tsc, t->deadline_tsc);
+            if (at - now > t->adv_max_ns)
                 break;
-            lapict__spin_until(t, lapict__deadline_ns(t, lapict__now(t), tsc,
-                                                      t->deadline_tsc));
+            lapict__spin_until(t, at);
+            now = lapict__now(t);
         }
     }
-    now = lapict__now(t);
-    /* lapict__update() inline: the expiry injected ahead is due now. */
-    if (process(t, now, false, 0))
-        lapict__rearm_hot(t, now, false);
+    lapict__update_slow(t, now);
     return LAPICT_OK;
 }
 
@@ -549,6 +554,7 @@ int lapict_stats_get(const struct lapict_timer *t, struct lapict_stats *out)
     out->sw_to_hv = t->c.sw_to_hv;
     out->hv_refused = t->c.hv_refused;
     out->spins = t->c.spins;
+    out->spin_ns_total = t->spin_ns;
     out->advance_ns = lapict__advance(t);
     out->pending = t->pending;
     out->last_arrival_ns = t->c.last_arrival_ns;
@@ -558,5 +564,5 @@ int lapict_stats_get(const struct lapict_timer *t, struct lapict_stats *out)
 }
 
 /* Part of the ABI promise: hosts embed the instance in their vCPU. */
-_Static_assert(sizeof(struct lapict_timer) <= 256,
-               "struct lapict_timer must stay within 256 bytes");
+_Static_assert(sizeof(struct lapict_timer) <= 272,
+               "struct lapict_timer must stay within 272 bytes");

@@ -1417,6 +1417,44 @@ static void restored_preinjection_waits_at_most_the_advance(void **state)
     }
 }
 
+/*
+ * Rule (section 8, save then restore changes nothing): an expiry injected
+ * ahead, restored into a host whose advance is off (or smaller), saved
+ * again there and restored into a third host, is accepted and delivers
+ * nothing more: the blob's advance is at least the pre-injection's lead.
+ * (fuzz_restore found the second restore rejected.)
+ */
+static void preinjection_survives_a_host_without_advance(void **state)
+{
+    (void)state;
+    static const enum base bases[] = {B_OS_PREINJ, B_P_PREINJ,
+                                      B_P_CLAMPED_PREINJ, B_DL_PREINJ};
+    size_t i;
+    for (i = 0; i < 4; i++) {
+        struct fake_host h2, h3;
+        struct lapict_timer t2, t3;
+        struct lapict_config off = flag_cfg(), on = flag_cfg();
+        uint8_t blob[SZ], blob2[SZ];
+        uint64_t tsc, t0;
+        off.advance_mode = LAPICT_ADVANCE_OFF;
+        tsc = produce(bases[i], false, false, blob);
+        tu_setup(&h2, &t2, &off, TU_NEAR_WRAP, false);
+        h2.tsc_offset = tsc;
+        assert_int_equal(lapict_state_restore(&t2, blob, SZ), LAPICT_OK);
+        assert_int_equal(lapict_state_save(&t2, blob2, SZ), LAPICT_OK);
+        tu_setup(&h3, &t3, &on, 0, false);
+        h3.tsc_offset = tsc; /* no time passed on the middle host */
+        t0 = h3.now_ns;
+        assert_int_equal(lapict_state_restore(&t3, blob2, SZ), LAPICT_OK);
+        assert_int_equal(lapict_irq_window_open(&t3), LAPICT_OK);
+        fake_enter(&h3);
+        assert_true(fake_diff(t0, h3.now_ns) <= 5000);
+        /* The one interrupt of that expiry was given on the source. */
+        fake_advance(&h3, 150000);
+        assert_int_equal(h3.ninj, 0);
+    }
+}
+
 /* ---- Restore into another minimum period (issue 11 defect 11) ---- */
 
 /*
@@ -1889,6 +1927,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(every_flag_combination_is_producible_or_rejected),
         cmocka_unit_test(forged_preinjection_is_rejected),
         cmocka_unit_test(restored_preinjection_waits_at_most_the_advance),
+        cmocka_unit_test(preinjection_survives_a_host_without_advance),
         cmocka_unit_test(clamped_periodic_keeps_its_count_into_any_min_period),
         cmocka_unit_test(clamp_period_field_is_checked),
         cmocka_unit_test(golden_blobs_are_what_save_writes),

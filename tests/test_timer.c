@@ -6,6 +6,7 @@
  * fake host, at clock bases 0 and near 2^64.
  */
 #include "testutil.h"
+#include "lapict_sim.h"
 
 #define VEC 0x30u
 #define VEC2 0x41u
@@ -1816,6 +1817,364 @@ tsc_deadline_to_periodic_switch_with_hw_timer_armed_never_fires_old_deadline(
     }
 }
 
+/* ---- Issue 11: expiry, advance and horizon regressions ---------------- */
+
+/* A far TSC deadline with the advance, on the simulated host whose
+ * tsc_to_host_ns answer wraps past 2^64 ns. Rule (section 7): the guest
+ * never sees a timer interrupt before the TSC reaches the deadline; a host
+ * instant beyond the 64-bit horizon is "not yet", never "soon". */
+static unsigned far_dl_delivered;
+static void far_dl_on_deliver(void *arg, uint64_t when_ns, uint8_t vector)
+{
+    (void)arg;
+    (void)when_ns;
+    (void)vector;
+    far_dl_delivered++;
+}
+
+static void far_deadline_with_advance_never_injects_early(void **state)
+{
+    static const uint64_t deadlines[] = {
+        /* Host instants 2^64 + 18 446 744 073 709 ns, 2^64 + 500 us (both
+         * wrap to an instant that looks near) and 2^64 - 1.5 * 10^12. */
+        UINT64_MAX, 18446725626965977905ull, UINT64_MAX - 20000000000000ull};
+    size_t i;
+    (void)state;
+    for (i = 0; i < sizeof(deadlines) / sizeof(deadlines[0]); i++) {
+        struct lapict_sim s;
+        struct lapict_sim_config sc;
+        struct lapict_timer t;
+        struct lapict_config c = tu_cfg();
+        int k;
+        lapict_sim_config_default(&sc);
+        sc.tsc_khz = 999999;
+        c.tsc_khz = 999999;
+        c.advance_mode = LAPICT_ADVANCE_FIXED;
+        c.advance_ns = 5000;
+        far_dl_delivered = 0;
+        lapict_sim_init(&s, &sc, far_dl_on_deliver, NULL);
+        assert_int_equal(lapict_init(&t, &c, &lapict_sim_ops, &s), LAPICT_OK);
+        lapict_sim_attach(&s, &t);
+        lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
+        lapict_tsc_deadline_write(&t, deadlines[i]);
+        for (k = 0; k < 200; k++) {
+            lapict_sim_run_until(&s, s.now_ns + 1000000);
+            lapict_sim_enter(&s);
+        }
+        /* On to 2.2 * 10^13 ns, past the wrapped instants. */
+        for (k = 0; k < 10; k++) {
+            lapict_sim_run_until(&s, s.now_ns + (1ull << 41));
+            lapict_sim_enter(&s);
+        }
+        assert_int_equal(far_dl_delivered, 0);
+        assert_int_equal(s.injects, 0);
+        assert_int_equal(lapict_tsc_deadline_read(&t), deadlines[i]);
+        /* Bounded host work: no spin, a handful of arms. */
+        assert_int_equal(s.spins, 0);
+        assert_true(s.sw_arms <= 4);
+    }
+}
+
+/* A spin op that moves the clock by 1 ns per call (a host whose busy-wait
+ * returns early): the entry wait must keep waiting, not give up. */
+static void spin_1ns(void *ctx, uint64_t host_ns)
+{
+    struct fake_host *h = ctx;
+    (void)host_ns;
+    h->spins++;
+    h->now_ns++;
+}
+
+static void entry_wait_never_gives_up_before_the_instant(void **state)
+{
+    size_t b;
+    int deadline;
+    (void)state;
+    for (b = 0; b < TU_NBASES; b++)
+        for (deadline = 0; deadline < 2; deadline++) {
+            struct fake_host h;
+            struct lapict_timer t;
+            struct lapict_config c = tu_cfg();
+            uint64_t a, D = 0;
+            c.advance_mode = LAPICT_ADVANCE_FIXED;
+            c.advance_ns = 5000;
+            fake_host_init(&h, tu_bases[b], c.tsc_khz, 0, false);
+            h.ops.spin_until = spin_1ns;
+            assert_int_equal(fake_attach(&h, &t, &c), LAPICT_OK);
+            a = h.now_ns;
+            if (deadline) {
+                lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
+                D = fake_tsc(&h) + 1000;
+                lapict_tsc_deadline_write(&t, D);
+            } else {
+                countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000);
+            }
+            fake_run_due(&h); /* injected ahead at once (1000 < advance) */
+            assert_int_equal(h.ninj, 1);
+            fake_enter(&h);
+            assert_int_equal(h.ndlv, 1);
+            assert_true(fake_diff(a + 1000, h.dlv[0].ns) >= 0);
+            if (deadline)
+                assert_true(h.dlv[0].tsc >= D);
+            /* The expiry was processed on arrival: nothing more comes. */
+            fake_advance(&h, 100000);
+            fake_enter(&h);
+            assert_int_equal(h.ninj, 1);
+            tu_check_host(&h);
+        }
+}
+
+/* Section 4: a deadline reached just before the guest TSC wraps fires even
+ * when its host timer runs after the wrap (the TSC then reads below D). */
+static void deadline_reached_before_tsc_wrap_fires_when_serviced_late(
+    void **state)
+{
+    size_t b;
+    int adv;
+    (void)state;
+    for (b = 0; b < TU_NBASES; b++)
+        for (adv = 0; adv < 2; adv++) {
+            struct fake_host h;
+            struct lapict_timer t;
+            struct lapict_config c = tu_cfg();
+            uint64_t a;
+            if (adv) {
+                c.advance_mode = LAPICT_ADVANCE_FIXED;
+                c.advance_ns = 5000;
+            }
+            fake_host_init(&h, tu_bases[b], c.tsc_khz, UINT64_MAX - 615,
+                           b == 1);
+            assert_int_equal(fake_attach(&h, &t, &c), LAPICT_OK);
+            a = h.now_ns;
+            lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
+            /* Reached at a + 600 (TSC = 2^64 - 616 + elapsed). */
+            lapict_tsc_deadline_write(&t, UINT64_MAX - 15);
+            assert_int_equal(h.ninj, 0);
+            fake_stall(&h, 1600); /* the host timer runs 1000 ns late */
+            assert_true(fake_tsc(&h) < UINT64_MAX - 15);
+            fake_run_due(&h);
+            fake_enter(&h);
+            assert_int_equal(h.ninj, 1);
+            assert_int_equal(lapict_tsc_deadline_read(&t), 0);
+            assert_int_equal(tu_stats(&t).expiries, 1);
+            /* A register access after the wrap also sees it. */
+            lapict_tsc_deadline_write(&t, fake_tsc(&h) + 100);
+            fake_advance(&h, 50);
+            fake_stall(&h, 1000);
+            assert_int_equal(lapict_tsc_deadline_read(&t), 0);
+            fake_enter(&h);
+            assert_int_equal(h.ninj, 2);
+            /* A deadline written after the wrap, below the TSC, fires now
+             * (section 4); one far above it does not. */
+            lapict_tsc_deadline_write(&t, 5);
+            fake_enter(&h);
+            assert_int_equal(h.ninj, 3);
+            lapict_tsc_deadline_write(&t, UINT64_MAX - 15);
+            fake_advance(&h, 1000000);
+            fake_enter(&h);
+            assert_int_equal(h.ninj, 3);
+            assert_int_equal(lapict_tsc_deadline_read(&t), UINT64_MAX - 15);
+            (void)a;
+            tu_check_host(&h);
+        }
+}
+
+/* No UB (UBSan aborts here otherwise): the host clock jumps by about 2^63
+ * between an advanced injection and guest entry; the tuner still keeps the
+ * advance within its bound. */
+static void clock_jump_of_2p63_before_entry_is_no_ub(void **state)
+{
+    static const uint64_t jumps[] = {(1ull << 63) - 100, (1ull << 63) - 1,
+                                     1ull << 63, (1ull << 63) + 4000,
+                                     UINT64_MAX};
+    size_t b, j;
+    (void)state;
+    for (b = 0; b < TU_NBASES; b++)
+        for (j = 0; j < sizeof(jumps) / sizeof(jumps[0]); j++) {
+            struct fake_host h;
+            struct lapict_timer t;
+            struct lapict_config c = tu_cfg();
+            c.advance_mode = LAPICT_ADVANCE_ADAPTIVE;
+            c.advance_ns = 5000;
+            c.advance_max_ns = 5000;
+            tu_setup(&h, &t, &c, tu_bases[b], false);
+            countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000000);
+            fake_advance_to(&h, fake_armed_at(&h)); /* injected ahead */
+            assert_int_equal(h.ninj, 1);
+            fake_stall(&h, jumps[j]);
+            fake_enter(&h);
+            assert_true(tu_stats(&t).advance_ns <= 5000);
+            tu_check_host(&h);
+        }
+}
+
+/* Section 6: the advance does not change how many interrupts one servicing
+ * gives. 10 GHz bus, divide 1, periodic N = 1 (ten grid points per ns). */
+static unsigned injections_at_1ns(uint64_t base, uint32_t policy, bool adv)
+{
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    c.bus_hz = 10000000000ull;
+    c.missed_policy = policy;
+    if (adv) {
+        c.advance_mode = LAPICT_ADVANCE_FIXED;
+        c.advance_ns = 100;
+    }
+    tu_setup(&h, &t, &c, base, false);
+    countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1);
+    fake_advance(&h, 1);
+    fake_enter(&h);
+    tu_check_host(&h);
+    return h.ninj;
+}
+
+static void advance_gives_one_interrupt_per_coalesced_servicing(void **state)
+{
+    size_t b;
+    (void)state;
+    for (b = 0; b < TU_NBASES; b++) {
+        assert_int_equal(injections_at_1ns(tu_bases[b],
+                                           LAPICT_MISSED_COALESCE, false),
+                         1);
+        assert_int_equal(
+            injections_at_1ns(tu_bases[b], LAPICT_MISSED_COALESCE, true), 1);
+        /* Ten grid points passed by t = 1 ns: drop delivers none. */
+        assert_int_equal(
+            injections_at_1ns(tu_bases[b], LAPICT_MISSED_DROP, false), 0);
+        assert_int_equal(
+            injections_at_1ns(tu_bases[b], LAPICT_MISSED_DROP, true), 0);
+        assert_int_equal(
+            injections_at_1ns(tu_bases[b], LAPICT_MISSED_CATCH_UP, true),
+            injections_at_1ns(tu_bases[b], LAPICT_MISSED_CATCH_UP, false));
+    }
+}
+
+/* Section 6 / ops.h horizon rule: a stall of 2^63 ns or more is serviced
+ * with O(1) host work, never a storm of callbacks, and nothing early. */
+static void stall_beyond_2p63_gives_no_callback_storm(void **state)
+{
+    static const uint64_t stalls[] = {1ull << 63, (1ull << 63) + 12345,
+                                      (1ull << 63) + 999999,
+                                      UINT64_MAX - 5000};
+    size_t b, i;
+    int periodic;
+    (void)state;
+    for (b = 0; b < TU_NBASES; b++)
+        for (i = 0; i < sizeof(stalls) / sizeof(stalls[0]); i++)
+            for (periodic = 0; periodic < 2; periodic++) {
+                struct fake_host h;
+                struct lapict_timer t;
+                struct lapict_config c = tu_cfg();
+                tu_setup(&h, &t, &c, tu_bases[b], b == 1);
+                countdown(&t, 0xB,
+                          periodic ? LAPICT_LVTT_PERIODIC
+                                   : LAPICT_LVTT_ONESHOT,
+                          VEC, 1000000);
+                fake_clear_records(&h);
+                fake_stall(&h, stalls[i]);
+                fake_run_due(&h);
+                /* Less than a period: only a storm could call back here. */
+                fake_advance(&h, 100000);
+                print_message("stall %llu: %u callbacks, %u arms\n",
+                              (unsigned long long)stalls[i], h.expire_calls,
+                              h.sw_arms + h.hv_arms);
+                assert_false(h.runaway);
+                assert_true(h.expire_calls <= 3);
+                assert_true(h.sw_arms + h.hv_arms <= 4);
+                assert_true(h.ninj <= 1);
+                tu_check_host(&h);
+            }
+}
+
+/* Re-entry from an op (ops.h, timer.h "Context:"): a library call made
+ * from inside one of the instance's ops is refused with LAPICT_E_INVAL and
+ * changes nothing; the outer call completes normally, never a storm. */
+static bool (*reentry_inner_inject)(void *ctx, uint8_t vector);
+static int reentry_rc[4];
+static uint32_t reentry_read;
+static bool reentry_inject(void *ctx, uint8_t vector)
+{
+    struct fake_host *h = ctx;
+    reentry_rc[0] = lapict_irq_window_open(h->timer);
+    reentry_rc[1] = lapict_tmict_write(h->timer, 77);
+    reentry_rc[2] = lapict_expire(h->timer);
+    reentry_rc[3] = lapict_before_guest_entry(h->timer);
+    reentry_read = lapict_tmict_read(h->timer);
+    return reentry_inner_inject(ctx, vector);
+}
+
+static void reentry_from_an_op_is_refused_without_storm(void **state)
+{
+    size_t b;
+    (void)state;
+    for (b = 0; b < TU_NBASES; b++) {
+        struct fake_host h;
+        struct lapict_timer t;
+        struct lapict_config c = tu_cfg();
+        struct lapict_stats s;
+        uint64_t a;
+        fake_host_init(&h, tu_bases[b], c.tsc_khz, 0, b == 1);
+        reentry_inner_inject = h.ops.inject;
+        h.ops.inject = reentry_inject;
+        assert_int_equal(fake_attach(&h, &t, &c), LAPICT_OK);
+        a = h.now_ns;
+        countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1000);
+        memset(reentry_rc, 0, sizeof(reentry_rc));
+        reentry_read = 1;
+        fake_advance(&h, 1000);
+        assert_int_equal(h.ninj, 1);
+        assert_int_equal(reentry_rc[0], LAPICT_E_INVAL);
+        assert_int_equal(reentry_rc[1], LAPICT_E_INVAL);
+        assert_int_equal(reentry_rc[2], LAPICT_E_INVAL);
+        assert_int_equal(reentry_rc[3], LAPICT_E_INVAL);
+        assert_int_equal(reentry_read, 0);
+        /* The refused write changed nothing: still N = 1000 on its grid. */
+        assert_int_equal(lapict_tmict_read(&t), 1000);
+        s = tu_stats(&t);
+        assert_int_equal(s.pending, 0);
+        assert_int_equal(s.injections, 1);
+        fake_advance(&h, 1000);
+        assert_int_equal(h.ninj, 2);
+        assert_int_equal(h.inj[1].ns, a + 2000);
+        tu_check_host(&h);
+    }
+}
+
+/* timer.h: a guest TSC that goes back (or a clock that does) between an
+ * advanced injection and entry ends the wait instead of hanging, and the
+ * interrupt is still delivered once: the expiry does not inject again. */
+static void tsc_going_back_before_entry_ends_wait_without_double(void **state)
+{
+    size_t b;
+    (void)state;
+    for (b = 0; b < TU_NBASES; b++) {
+        struct fake_host h;
+        struct lapict_timer t;
+        struct lapict_config c = tu_cfg();
+        uint64_t D;
+        c.advance_mode = LAPICT_ADVANCE_FIXED;
+        c.advance_ns = 5000;
+        tu_setup(&h, &t, &c, tu_bases[b], b == 1);
+        lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
+        D = fake_tsc(&h) + 1000;
+        lapict_tsc_deadline_write(&t, D);
+        fake_run_due(&h); /* injected ahead */
+        assert_int_equal(h.ninj, 1);
+        h.tsc_offset -= 1000000000u; /* the guest TSC goes back 1 s */
+        fake_enter(&h);
+        assert_int_equal(h.ndlv, 1);
+        assert_int_equal(tu_stats(&t).spins, 0);
+        /* Preinject declines a deadline reached meanwhile, and the expiry
+         * when the TSC gets to D gives nothing more. */
+        fake_advance(&h, 1000000000u + 1000);
+        fake_enter(&h);
+        assert_int_equal(h.ninj, 1);
+        assert_int_equal(lapict_tsc_deadline_read(&t), 0);
+        tu_check_host(&h);
+    }
+}
+
 /* ---- misc ---------------------------------------------------------- */
 
 static void timer_calls_null_instance_are_inval(void **state)
@@ -1919,6 +2278,15 @@ int main(int argc, char **argv)
         cmocka_unit_test(reset_with_hw_timer_armed_cancels_it),
         cmocka_unit_test(
             tsc_deadline_to_periodic_switch_with_hw_timer_armed_never_fires_old_deadline),
+        cmocka_unit_test(far_deadline_with_advance_never_injects_early),
+        cmocka_unit_test(entry_wait_never_gives_up_before_the_instant),
+        cmocka_unit_test(
+            deadline_reached_before_tsc_wrap_fires_when_serviced_late),
+        cmocka_unit_test(clock_jump_of_2p63_before_entry_is_no_ub),
+        cmocka_unit_test(advance_gives_one_interrupt_per_coalesced_servicing),
+        cmocka_unit_test(stall_beyond_2p63_gives_no_callback_storm),
+        cmocka_unit_test(reentry_from_an_op_is_refused_without_storm),
+        cmocka_unit_test(tsc_going_back_before_entry_ends_wait_without_double),
         cmocka_unit_test(timer_calls_null_instance_are_inval),
         cmocka_unit_test(stats_start_at_zero),
     };

@@ -74,7 +74,7 @@ static void print_sizes(void)
         printf("RESULT test=memory what=sizeof name=%s bytes=%zu\n", #name,    \
                sizeof(struct name));                                           \
     } while (0)
-    SZ(lapict_timer, "one per vCPU, caller-allocated (ABI cap 256)");
+    SZ(lapict_timer, "one per vCPU, caller-allocated (ABI cap 272)");
     SZ(lapict_config, "init argument");
     SZ(lapict_ops, "one per host, shared");
     SZ(lapict_stats, "lapict_stats_get() output");

@@ -346,6 +346,11 @@ static int run_one(const struct opts *o, int lapic, const char *csv,
                k->apic.st.rdmsr + k->apic.st.wrmsr, k->st.halt_sleeps,
                k->st.kicks_seen, k->st.interrupts, k->st.window_exits,
                ts.advance_ns, ts.spins, ts.refused);
+        /* What the advance cost the host: the wait before entry. */
+        printf("lib: spin_ns_total=%" PRIu64 " spin_ns_per_interrupt=%" PRIu64
+               "\n",
+               ts.spin_ns_total,
+               ts.injections ? ts.spin_ns_total / ts.injections : 0);
     }
     lapict_vmm_vm_destroy(&v);
     return res->status;

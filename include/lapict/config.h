@@ -39,6 +39,26 @@ enum lapict_advance_mode {
     LAPICT_ADVANCE_ADAPTIVE = 2,
 };
 
+/*
+ * What the adaptive tuner aims at. Host policy: set in the config, changed
+ * at run time with lapict_advance_set(); never part of the migration blob.
+ */
+enum lapict_advance_goal {
+    /*
+     * Hold the peak of the latency: nearly every interrupt on time, the
+     * host spins for the rest of the advance (no spin budget applies).
+     */
+    LAPICT_ADVANCE_GOAL_LATENCY = 0,
+    /*
+     * Aim at the median latency, the advance that minimises mean spin plus
+     * mean lateness per interrupt. With a spin budget: when the most that
+     * aim can cost (the mean deviation of the latency) is above the
+     * budget, aim instead at a floor below nearly every latency (median
+     * minus three mean deviations), where the host hardly spins at all.
+     */
+    LAPICT_ADVANCE_GOAL_BALANCED = 1,
+};
+
 /* What to do with periodic expiries that happen while one is undelivered. */
 enum lapict_missed_policy {
     /* At most one pending, like the IRR bit of real hardware. */
@@ -63,6 +83,13 @@ struct lapict_config {
     uint32_t advance_ns;
     /* ADAPTIVE: the upper bound of the tuned advance. */
     uint32_t advance_max_ns;
+    /* ADAPTIVE: LAPICT_ADVANCE_GOAL_*. */
+    uint32_t advance_goal;
+    /*
+     * ADAPTIVE, balanced goal: the mean spin per interrupt, ns, the tuner
+     * may cost the host (0: no budget); at most LAPICT_ADVANCE_NS_LIMIT.
+     */
+    uint32_t advance_spin_budget_ns;
     /* LAPICT_MISSED_*. */
     uint32_t missed_policy;
     /* CATCH_UP: the most ticks held pending. */
@@ -76,8 +103,8 @@ struct lapict_config {
  * @cfg: configuration to fill.
  *
  * Defaults: 1 GHz bus, 1 GHz guest TSC, 200 us minimum period, advance off
- * (advance_max_ns 5000 for when adaptive is chosen), coalesce, catch-up
- * bound 1000, TSC-deadline supported.
+ * (advance_max_ns 5000, goal latency and no spin budget for when adaptive
+ * is chosen), coalesce, catch-up bound 1000, TSC-deadline supported.
  *
  * Context: any.
  */
@@ -89,8 +116,8 @@ LAPICT_API void lapict_config_default(struct lapict_config *cfg);
  *
  * Context: any.
  * Return: LAPICT_OK, LAPICT_E_INVAL for NULL, or the LAPICT_E_* code naming
- * the first field out of range (bus_hz, tsc_khz, min_period_ns, advance,
- * missed policy / catch-up bound).
+ * the first field out of range (bus_hz, tsc_khz, min_period_ns, advance
+ * mode / bounds / goal / spin budget, missed policy / catch-up bound).
  */
 LAPICT_API int lapict_config_check(const struct lapict_config *cfg);
 

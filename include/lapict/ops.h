@@ -16,6 +16,31 @@
  * (an atomic store with release ordering) and kicks the vCPU thread, which
  * consumes the flag (acquire) and calls lapict_expire(). The core takes no
  * locks and has no shared mutable state between instances.
+ *
+ * Re-entry: an op must not call into the library for the instance it was
+ * called for (say, lapict_irq_window_open() from inside inject). Such a
+ * call is detected: it returns LAPICT_E_INVAL (register reads return 0)
+ * and changes nothing, and the outer call completes as if it had not been
+ * made. The host does it afterwards, from its own loop. This holds for
+ * every op that acts (timer arm/cancel, inject, spin_until, report); the
+ * ops that only read (now_ns, guest_tsc, tsc_to_host_ns) must simply not
+ * call back. Calls for other instances are fine. lapict_init(), which
+ * takes any memory, is not checked: an op must not re-initialise the
+ * instance it serves.
+ *
+ * Horizon of host time: now_ns wraps at 2^64, so an instant is judged
+ * against the clock by one rule, the half range (as lwIP's timers and
+ * Linux's time_after() do): instant X has passed at time now when
+ * now - X, read as a signed 64-bit number, is >= 0. A count-down measures
+ * the time since its anchor by the same rule, so a host clock behind the
+ * anchor, or a stall of 2^63 ns or more (292 years, which the rule cannot
+ * tell from it), reads as "not yet" everywhere: nothing fires early, and
+ * the host timer is armed once for the expiry, never for "now" again and
+ * again. No host timer is armed more than 2^62 ns ahead: an instant beyond
+ * (a TSC deadline whose host instant lies past 2^64 ns, say) is "not yet"
+ * and is re-checked then, never taken for one that is near. now_ns must be
+ * monotonic; see lapict_before_guest_entry() for what a clock that goes
+ * back does to the wait before entry.
  */
 #ifndef LAPICT_OPS_H
 #define LAPICT_OPS_H
@@ -86,6 +111,8 @@ struct lapict_ops {
      * value above the current guest TSC). Optional: without it the core
      * estimates the instant from tsc_khz and the current TSC, which can be
      * late by up to one TSC period (never early: the TSC is re-checked).
+     * Not asked for a deadline more than 2^62 ns ahead by tsc_khz (the
+     * horizon above): its answer would have wrapped at 2^64.
      */
     uint64_t (*tsc_to_host_ns)(void *ctx, uint64_t guest_tsc);
 };

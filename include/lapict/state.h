@@ -18,7 +18,10 @@
  * expiry unprocessed, 3 clamped, 4 deadline armed, 5 next expiry already
  * injected ahead (advance), 6 tuner estimate valid; others reserved, zero.
  * elapsed_ns and e_tick are 0 unless the count-down is active; the deadline
- * is 0 unless armed.
+ * is 0 unless armed. With flag 5, advance_ns is at least the time left to
+ * the instant of the expiry injected ahead (restore refuses a pre-injection
+ * further away than that), also when saved on a host whose own advance is
+ * smaller.
  *
  * Restore into another configuration:
  * - min_period_ns: a periodic count-down whose clamp is the same on both
@@ -58,7 +61,7 @@
  * - a new field takes reserved bytes and is zero when it carries nothing,
  *   so that a reader that does not know it refuses exactly the blobs that
  *   use it (reserved bytes must be zero); flag bits are never reused;
- * - each version has golden blobs in tests/state_golden_v<N>.h, captured
+ * - each version N has golden blobs in tests/state_golden_vN.h, captured
  *   in every state the fuzzer's oracle knows, never regenerated; the tests
  *   restore every version's blobs and check what they restore to, and fail
  *   when save no longer writes the current version's blobs (a format

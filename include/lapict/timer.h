@@ -18,18 +18,22 @@
 extern "C" {
 #endif
 
-/* Internal counters; read them with lapict_stats_get(). */
+/*
+ * Internal counters; read them with lapict_stats_get(). 64 bits, as the
+ * public ones: they saturate (at 2^64, never reached) and no decision of
+ * the library rests on them.
+ */
 struct lapict__counters {
-    uint32_t expiries, injections, refused, masked, coalesced, dropped;
-    uint32_t illegal_vector, mode_errors, clamps, hv_to_sw, sw_to_hv;
-    uint32_t hv_refused, spins;
+    uint64_t expiries, injections, refused, masked, coalesced, dropped;
+    uint64_t illegal_vector, mode_errors, clamps, hv_to_sw, sw_to_hv;
+    uint64_t hv_refused, spins;
     int32_t last_arrival_ns;
-    int32_t last_error;
+    int16_t last_error;
 };
 
 /*
  * All fields are private: the layout may change between versions, only the
- * size is part of the ABI promise (at most 256 bytes). Hosts embed it and
+ * size is part of the ABI promise (at most 272 bytes). Hosts embed it and
  * pass pointers; they never touch the fields.
  */
 struct lapict_timer {
@@ -37,29 +41,38 @@ struct lapict_timer {
     void *ctx;
     /* Timer clock: ticks_raw = ns * bus_p / bus_q, reduced fraction. */
     uint64_t bus_p;
-    uint64_t bus_rq[2], bus_rp[2];
-    /* Guest TSC to ns: ns = tsc * tsc_a / tsc_b, reduced fraction. */
-    uint64_t tsc_rb[2];
-    uint32_t bus_q, tsc_a, tsc_b;
+    /* Reciprocals floor(2^64 / d) of bus_p and tsc_khz (0: a power of
+     * two). bus_q divides 10^9: 2^k 5^bus_q5, by a constant table. */
+    uint64_t bus_rp, tsc_r;
+    /* Guest TSC to ns: ns = tsc * 10^6 / tsc_khz. */
+    uint32_t bus_q, tsc_khz;
     uint32_t min_period_ns, adv_max_ns;
     /* Instant of the sampled expiry minus when its host timer was due. */
     uint32_t lead_ns;
+    uint32_t magic;
     /* Count-down: anchor, next expiry tick; deadline mode: the MSR. */
     uint64_t anchor_ns, e_tick, deadline_tsc;
-    /* Next count-down expiry (ns after the anchor); deadline instant. */
-    uint64_t next_rel_ns, dl_ns;
+    /* Next count-down expiry (ns after the anchor), or the deadline's host
+     * instant: a count-down and a deadline are never armed together. */
+    union {
+        uint64_t next_rel_ns, dl_ns;
+    };
     /* Host timer target; instant of the last processed expiry. */
     uint64_t armed_ns, last_instant_ns;
+    /* ns of waiting asked of spin_until (a statistic, saturating). */
+    uint64_t spin_ns;
     uint32_t lvtt, tmict;
     /* Adaptive advance: current, latency estimate, mean deviation. */
     uint32_t adv_ns, adv_est, adv_dev;
+    /* Balanced goal: mean spin per interrupt allowed (0: no budget). */
+    uint32_t adv_budget_ns;
     uint16_t pending, catch_up_max;
     uint16_t flags;
-    uint8_t tdcr, adv_mode, missed, armed;
-    uint8_t bus_qshift, bus_pshift, tsc_bshift, adv_outliers;
-    /* log2 of the divider TDCR selects (kept with tdcr). */
-    uint8_t div_shift;
-    uint32_t magic;
+    uint8_t adv_mode, missed, armed, bus_q5, adv_outliers;
+    /* TDCR (stored bits) and the log2 of the divider it selects. */
+    unsigned tdcr : 4, div_shift : 4;
+    /* LAPICT_ADVANCE_GOAL_*: host configuration, not guest state. */
+    uint8_t adv_goal;
     struct lapict__counters c;
 };
 
@@ -77,7 +90,8 @@ struct lapict_stats {
     uint64_t hv_to_sw;        /* hardware -> software timer moves */
     uint64_t sw_to_hv;        /* software -> hardware timer moves */
     uint64_t hv_refused;      /* hardware timer arms the host refused */
-    uint64_t spins;           /* waits in lapict_before_guest_entry() */
+    uint64_t spins;           /* spin_until calls (waits before entry) */
+    uint64_t spin_ns_total;   /* ns of waiting asked of spin_until, summed */
     uint32_t advance_ns;      /* advance in force now */
     uint32_t pending;         /* interrupts held pending now */
     int64_t last_arrival_ns;  /* last (arrival - expiry), ns; <0 = early */
@@ -123,9 +137,17 @@ LAPICT_API int lapict_reset(struct lapict_timer *t);
  *
  * Processes every expiry due (taking the advance into account), delivers or
  * holds them pending, and re-arms the host timer. Safe to call at any time,
- * also spuriously: a stale, early or duplicate call only re-checks.
+ * also spuriously: a stale, early or duplicate call only re-checks. An
+ * expiry injected ahead (advance) is the interrupt of its servicing: if the
+ * host was so late that several periodic expiries passed, the missed-tick
+ * policy counts it as the one delivered (coalesce: no second interrupt;
+ * drop: none more). A periodic timer whose period is not longer than the
+ * advance is never injected ahead.
  *
- * Context: owner thread (see ops.h for callbacks on other threads).
+ * Context: owner thread (see ops.h for callbacks on other threads); not
+ * from inside one of this instance's ops: such a call returns
+ * LAPICT_E_INVAL and changes nothing (ops.h, "Re-entry"). The same holds
+ * for every function of the library that takes the instance.
  * Return: LAPICT_OK or LAPICT_E_INVAL.
  */
 LAPICT_API int lapict_expire(struct lapict_timer *t);
@@ -136,7 +158,9 @@ LAPICT_API int lapict_expire(struct lapict_timer *t);
  *
  * Delivers held (pending) interrupts, reading mask and vector now.
  *
- * Context: owner thread.
+ * Context: owner thread, not from inside an op: an inject op that calls it
+ * gets LAPICT_E_INVAL and nothing changes (ops.h, "Re-entry"); the host
+ * calls it from its loop once the window is open.
  * Return: LAPICT_OK or LAPICT_E_INVAL.
  */
 LAPICT_API int lapict_irq_window_open(struct lapict_timer *t);
@@ -170,19 +194,59 @@ LAPICT_API int lapict_vcpu_unblocked(struct lapict_timer *t);
  * @t: the instance.
  *
  * If a timer interrupt was injected ahead of its expiry instant (advance),
- * waits through the spin_until op until that instant, so the guest never
- * sees it early, and feeds the measured arrival error to the adaptive
- * advance. Otherwise returns at once.
+ * waits through the spin_until op until that instant (a TSC deadline: until
+ * the guest TSC reaches it), calling the op as many times as it takes, so
+ * the guest never sees it early, and feeds the measured arrival error to
+ * the adaptive advance. Otherwise returns at once. An interrupt is only
+ * injected ahead when its instant is at most the advance away, so the wait
+ * is at most the advance on a host whose clock moves forward. A clock or
+ * TSC that went back (or jumped by 2^63 ns or more, see the horizon rule in
+ * ops.h) so that the instant reads further away than advance_max_ns ends
+ * the wait: the guest may then see the interrupt early by the clock's own
+ * error, and it is still delivered once.
  *
- * Context: owner thread, right before each guest entry.
+ * Context: owner thread, right before each guest entry; not from inside an
+ * op (see lapict_expire()).
  * Return: LAPICT_OK or LAPICT_E_INVAL.
  */
 LAPICT_API int lapict_before_guest_entry(struct lapict_timer *t);
 
 /**
+ * lapict_advance_set() - change the adaptive tuner's goal at run time.
+ * @t: the instance.
+ * @goal: LAPICT_ADVANCE_GOAL_LATENCY or LAPICT_ADVANCE_GOAL_BALANCED.
+ * @spin_budget_ns: mean spin per interrupt allowed, ns (0: no budget).
+ *
+ * The budget applies to the balanced goal, which keeps the mean spin per
+ * interrupt under it; the latency goal ignores it. It is at most
+ * LAPICT_ADVANCE_NS_LIMIT. The same fields as advance_goal and
+ * advance_spin_budget_ns of struct lapict_config. The tuner keeps its
+ * latency estimate and applies the new goal from the next sample on; the
+ * advance in force, and an interrupt already injected ahead, are not
+ * touched. An instance that is not adaptive stores the policy and does not
+ * use it. The policy is host configuration: lapict_state_save() does not
+ * carry it and
+ * lapict_state_restore() keeps the instance's own.
+ *
+ * Context: owner thread.
+ * Return: LAPICT_OK; LAPICT_E_INVAL for an invalid @t, an unknown @goal or
+ * a budget above the limit, and then nothing is changed.
+ */
+LAPICT_API int lapict_advance_set(struct lapict_timer *t, uint32_t goal,
+                                  uint32_t spin_budget_ns);
+
+/**
  * lapict_stats_get() - read the statistics of an instance.
  * @t: the instance.
  * @out: filled with a snapshot.
+ *
+ * The cost side of the advance: @out->spins counts the waits asked of the
+ * host's spin_until op before guest entry (a TSC deadline may need more
+ * than one per interrupt when the host clock and the guest TSC disagree),
+ * and @out->spin_ns_total sums the ns each of them asked for (target minus
+ * now at the call; the host's own overshoot is not seen). Their ratio is
+ * the mean spin per wait; divided by @out->injections instead, the host
+ * CPU the advance costs per interrupt.
  *
  * Context: owner thread.
  * Return: LAPICT_OK or LAPICT_E_INVAL.

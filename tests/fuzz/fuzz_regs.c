@@ -37,6 +37,10 @@
  * - no storm of host callbacks: at most 2 per expiry plus a constant per
  *   step (section 6: servicing is O(1) whatever the stall);
  * - the library's pending count never exceeds the oracle's credits;
+ * - an expiry injected ahead is the interrupt of its servicing: with
+ *   coalesce or drop, the other expiries of that servicing give no credit;
+ * - re-entry (ops.h): calls into the library from inside an inject op are
+ *   refused with LAPICT_E_INVAL and change nothing;
  * - ASan/UBSan: no UB anywhere.
  *
  * Weakened or restricted on purpose (kept simple rather than exact):
@@ -46,13 +50,17 @@
  * - pending interrupts are bounded above, not tracked exactly (e.g. an
  *   interrupt held while the window is closed may still be dropped by a
  *   later mask), and the lost check is off while the window is closed;
- * - the guest TSC never wraps within a run (time is capped at a horizon
- *   derived from the TSC offset and rate): wrap-around of the TSC is a
- *   separate question from the timer's rules; and a run spans at most
- *   2^62 ns of host time, since a wrapping clock cannot order instants
- *   2^63 ns apart;
- * - with advance on, the minimum period is kept above twice the advance
- *   (see rg_setup());
+ * - a run spans at most 2^62 ns of host time between ordinary steps, since
+ *   a wrapping clock cannot order instants 2^63 ns apart; the guest TSC may
+ *   wrap within it (offsets up to 2^64 - 1; the oracle keeps the TSC as a
+ *   128-bit count, and a deadline is the first instant the wrapped TSC
+ *   reaches D after the write);
+ * - clock jumps of about 2^63 ns (a stall, or the host clock leaping
+ *   inside an inject op, between a pre-injecting callback and entry) make
+ *   the run "wild": the horizon rule of ops.h reads such a jump as "not
+ *   yet", which the oracle does not model, so from then on only UB, one
+ *   host timer, re-entry, and the storm bound (callbacks per step against
+ *   the library's own expiry count) are checked;
  * - a TDCR write of the value already stored is a no-op (the library's
  *   choice; TIMER.md is silent on whether it re-anchors);
  * - runs with more than RG_MAX_STEP_EXPIRIES expiries in one time step are
@@ -127,6 +135,13 @@ struct rg_ctx {
     uint64_t horizon, dl_slack;
     uint64_t allowance;
     bool stop;
+    /* A clock jump of about 2^63 ns happened: oracle off (header). */
+    bool wild;
+    /* One-shot: the next inject re-enters the library / leaps the clock. */
+    bool reenter;
+    uint64_t leap;
+    /* Storm bound in wild runs: callbacks and library expiries so far. */
+    uint64_t wild_calls, wild_expiries;
 };
 
 static struct rg_ctx rg;
@@ -186,9 +201,15 @@ static bool rg_needs_clamp(const struct rg_oracle *o)
            rg_ns_for_raw(o, o->tmict) < o->min_p;
 }
 
+/* The guest TSC as a count that does not wrap (the guest's wraps). */
+static fz_u128 rg_tsc_full(const struct rg_oracle *o, uint64_t now)
+{
+    return (fz_u128)o->tsc_off + (fz_u128)now * o->tsc_khz / 1000000u;
+}
+
 static uint64_t rg_tsc(const struct rg_oracle *o, uint64_t now)
 {
-    return o->tsc_off + (uint64_t)((fz_u128)now * o->tsc_khz / 1000000u);
+    return (uint64_t)rg_tsc_full(o, now);
 }
 
 /* Instant of the next expiry, or (fz_u128)-1 if none is armed. */
@@ -210,9 +231,13 @@ static void rg_expire(struct rg_oracle *o, fz_u128 k, fz_u128 last)
 
     o->expiries += k > 1000000 ? 1000000 : (uint64_t)k;
     if (o->preinj) {
-        /* Injected ahead of its instant: already in the host's hands. */
+        /* Injected ahead of its instant: already in the host's hands, and
+         * the interrupt of this servicing: coalesce and drop give no more
+         * for it (catch-up still owes each missed one). */
         o->preinj = false;
         k--;
+        if (o->missed != LAPICT_MISSED_CATCH_UP)
+            return;
     }
     if (!k || (o->lvtt & RG_MASK))
         return;
@@ -233,6 +258,8 @@ static void rg_expire(struct rg_oracle *o, fz_u128 k, fz_u128 last)
 /* Process every expiry whose instant is at or before @to. */
 static void rg_advance(struct rg_oracle *o, uint64_t to)
 {
+    if (rg.wild)
+        return;
     if (o->running) {
         fz_u128 inst = o->a + rg_ns_for(o, o->e);
         if (inst <= to) {
@@ -361,11 +388,14 @@ static void rg_o_deadline(struct rg_oracle *o, uint64_t now, uint64_t val)
     if (!val)
         return;
     tsc = rg_tsc(o, now);
-    if (tsc >= val)
+    if (tsc >= val) {
         o->dl_at = now;
-    else
-        o->dl_at = ((fz_u128)(val - o->tsc_off) * 1000000u + o->tsc_khz - 1) /
+    } else {
+        /* D in the TSC's current lap of 2^64 ticks. */
+        fz_u128 full = (rg_tsc_full(o, now) >> 64 << 64) + val;
+        o->dl_at = ((full - o->tsc_off) * 1000000u + o->tsc_khz - 1) /
                    o->tsc_khz;
+    }
 }
 
 static void rg_o_reset(struct rg_oracle *o)
@@ -397,13 +427,67 @@ static bool rg_op_hv_arm(void *ctx, uint64_t host_ns)
     return ok;
 }
 
+/* Calls into the library from inside an op: each refused, nothing changed. */
+static void rg_reenter(void)
+{
+    struct lapict_timer before = *rg.t;
+    struct lapict_stats st;
+    uint64_t v64 = 1;
+    uint32_t v32 = 1;
+
+    RG_TRACE("# re-entry from inject\n");
+    RG_CHECK(lapict_irq_window_open(rg.t) == LAPICT_E_INVAL,
+             "re-entry: irq_window_open not refused");
+    RG_CHECK(lapict_expire(rg.t) == LAPICT_E_INVAL,
+             "re-entry: expire not refused");
+    RG_CHECK(lapict_before_guest_entry(rg.t) == LAPICT_E_INVAL,
+             "re-entry: before_guest_entry not refused");
+    RG_CHECK(lapict_tmict_write(rg.t, 1) == LAPICT_E_INVAL,
+             "re-entry: TMICT write not refused");
+    RG_CHECK(lapict_msr_write(rg.t, LAPICT_MSR_TSC_DEADLINE, 1) ==
+                 LAPICT_E_INVAL,
+             "re-entry: deadline write not refused");
+    RG_CHECK(lapict_xapic_read(rg.t, LAPICT_XAPIC_TMCCT, &v32) ==
+                 LAPICT_E_INVAL,
+             "re-entry: TMCCT read not refused");
+    RG_CHECK(lapict_msr_read(rg.t, LAPICT_MSR_TSC_DEADLINE, &v64) ==
+                 LAPICT_E_INVAL,
+             "re-entry: deadline read not refused");
+    RG_CHECK(lapict_stats_get(rg.t, &st) == LAPICT_E_INVAL,
+             "re-entry: stats not refused");
+    RG_CHECK(memcmp(&before, rg.t, sizeof(before)) == 0,
+             "re-entry changed the instance");
+}
+
 static bool rg_op_inject(void *ctx, uint8_t vector)
 {
     struct rg_oracle *o = &rg.o;
-    bool ok = lapict_sim_ops.inject(ctx, vector);
+    bool ok;
 
-    if (!ok)
-        return false;
+    if (rg.reenter) {
+        rg.reenter = false;
+        rg_reenter();
+    }
+    ok = lapict_sim_ops.inject(ctx, vector);
+    if (ok && rg.leap && rg.sim.now_ns > UINT64_MAX - rg.leap) {
+        /* Not where the simulated clock would wrap: its run_until() in
+         * progress would then take the old target for 2^63 ns ahead and
+         * run every periodic callback up to its guard (slow, not wrong). */
+        rg.leap = 0;
+    }
+    if (ok && rg.leap) {
+        /* The host clock leaps before the guest is entered. */
+        RG_TRACE("# host clock leaps by %llu inside inject\n",
+                 RG_ULL(rg.leap));
+        rg.sim.now_ns += rg.leap;
+        rg.leap = 0;
+        rg.wild = true;
+    }
+    if (!ok || rg.wild) {
+        if (ok)
+            o->inflight++;
+        return ok;
+    }
     rg_advance(o, rg.sim.now_ns);
     RG_CHECK(vector == (o->lvtt & 0xFF) && vector >= 16 && !(o->lvtt & RG_MASK),
              "injected vector %u, LVTT 0x%x", vector, o->lvtt);
@@ -429,6 +513,8 @@ static void rg_on_deliver(void *arg, uint64_t when, uint8_t vector)
 
     (void)arg;
     (void)when;
+    if (rg.wild)
+        return;
     rg_advance(o, now);
     RG_CHECK(o->inflight > 0, "delivery of %u without an injection", vector);
     RG_CHECK(!o->preinj,
@@ -479,9 +565,26 @@ static uint64_t rg_delta(struct fz_in *in)
     }
 }
 
+/* About 2^63 ns, either side. */
+static uint64_t rg_jump(struct fz_in *in)
+{
+    uint32_t r = fz_u32(in);
+    uint64_t off = (uint64_t)(r & 0x7FFFFFFFu) >> (r >> 27 & 15);
+    return (r & 0x80000000u) ? (1ull << 63) + off : (1ull << 63) - off;
+}
+
 static void rg_time_step(struct fz_in *in, bool stall)
 {
-    uint64_t now = rg.sim.now_ns, d = rg_delta(in), to;
+    uint64_t now = rg.sim.now_ns, d, to;
+
+    if (rg.wild) {
+        /* Past the horizon the oracle is off: only run what is due. */
+        d = fz_u16(in);
+        RG_TRACE("stall %llu\n", RG_ULL(d));
+        lapict_sim_stall(&rg.sim, d);
+        return;
+    }
+    d = rg_delta(in);
 
     to = d > rg.horizon - now ? rg.horizon : now + d;
     if (now > rg.horizon)
@@ -608,6 +711,8 @@ static void rg_check_regs(unsigned which, unsigned how)
     }
     rg_enter();
     RG_CHECK(rc == LAPICT_OK, "register read failed: %d", rc);
+    if (rg.wild)
+        return;
     now = rg.sim.now_ns;
     rg_advance(o, now);
     switch (which) {
@@ -708,11 +813,13 @@ static void rg_save_restore(bool fresh)
         lapict_sim_attach(&rg.sim, n);
     }
     rc = lapict_state_restore(n, blob, sizeof(blob));
-    RG_CHECK(rc == LAPICT_OK, "restore of a blob just saved: %d (%s)", rc,
-             lapict_strerror(rc));
+    RG_CHECK(rc == LAPICT_OK || rg.wild,
+             "restore of a blob just saved: %d (%s)", rc, lapict_strerror(rc));
+    /* The restored instance is the one the ops (and a re-entering inject)
+     * act on from here. */
+    rg.t = n;
     if (rg.sim.window_open)
         lapict_irq_window_open(n); /* what state.h asks after a restore */
-    rg.t = n;
     rg_enter();
 }
 
@@ -725,6 +832,20 @@ static void rg_after_step(void)
     rg_advance(o, now);
     rg_one_timer();
     RG_CHECK(lapict_stats_get(rg.t, &st) == LAPICT_OK, "stats");
+    if (rg.wild) {
+        /* O(1) servicing against the library's own expiry count. */
+        uint64_t calls = rg.sim.expire_calls - rg.wild_calls;
+        uint64_t exp = st.expiries - rg.wild_expiries;
+        RG_CHECK(calls <= 16 + 2 * exp,
+                 "%llu host callbacks for %llu expiries in one step after a "
+                 "clock jump",
+                 RG_ULL(calls), RG_ULL(exp));
+        rg.wild_calls = rg.sim.expire_calls;
+        rg.wild_expiries = st.expiries;
+        if (rg.sim.expire_calls > RG_MAX_CALLBACKS)
+            rg.stop = true;
+        return;
+    }
     RG_CHECK(st.pending <= o->credits,
              "library holds %u pending, oracle "
              "allows %u",
@@ -758,6 +879,12 @@ static void rg_step(struct fz_in *in)
     int rc;
 
     rg_advance(o, now);
+    {
+        struct lapict_stats st;
+        if (lapict_stats_get(rg.t, &st) == LAPICT_OK)
+            rg.wild_expiries = st.expiries;
+        rg.wild_calls = rg.sim.expire_calls;
+    }
     switch (op % 16) {
     case 0:
     case 1:
@@ -767,7 +894,8 @@ static void rg_step(struct fz_in *in)
                       lapict_lvtt_write);
         RG_CHECK(rc == LAPICT_OK, "LVTT write: %d", rc);
         rg_enter();
-        rg_o_lvtt(o, now, v);
+        if (!rg.wild)
+            rg_o_lvtt(o, now, v);
         break;
     case 2:
     case 3:
@@ -777,7 +905,8 @@ static void rg_step(struct fz_in *in)
                       lapict_tmict_write);
         RG_CHECK(rc == LAPICT_OK, "TMICT write: %d", rc);
         rg_enter();
-        rg_o_tmict(o, now, v);
+        if (!rg.wild)
+            rg_o_tmict(o, now, v);
         break;
     case 4:
         v = fz_u8(in);
@@ -788,7 +917,8 @@ static void rg_step(struct fz_in *in)
                       lapict_tdcr_write);
         RG_CHECK(rc == LAPICT_OK, "TDCR write: %d", rc);
         rg_enter();
-        rg_o_tdcr(o, now, v);
+        if (!rg.wild)
+            rg_o_tdcr(o, now, v);
         break;
     case 5:
         v64 = rg_near_deadline(rg_deadline_value(in));
@@ -799,7 +929,8 @@ static void rg_step(struct fz_in *in)
         RG_TRACE("read lvtt\nwrite tsc_deadline %llu\n", RG_ULL(v64));
         lapict_lvtt_read(rg.t);
         rg_enter();
-        rg_o_deadline(o, now, v64);
+        if (!rg.wild)
+            rg_o_deadline(o, now, v64);
         rc = (op & 0x10) ? lapict_msr_write(rg.t, LAPICT_MSR_TSC_DEADLINE, v64)
                          : lapict_tsc_deadline_write(rg.t, v64);
         RG_CHECK(rc == LAPICT_OK, "deadline write: %d", rc);
@@ -823,7 +954,23 @@ static void rg_step(struct fz_in *in)
         rg_time_step(in, false);
         break;
     case 11:
-        rg_time_step(in, true);
+        switch ((op >> 4) & 3) {
+        case 1:
+            /* A stall of about 2^63 ns (defects of the horizon rule). */
+            v64 = rg_jump(in);
+            RG_TRACE("stall %llu\n", RG_ULL(v64));
+            rg.wild = true;
+            lapict_sim_stall(&rg.sim, v64);
+            rg_enter();
+            break;
+        case 2:
+            /* The next accepted inject leaps the host clock. */
+            rg.leap = rg_jump(in);
+            break;
+        default:
+            rg_time_step(in, true);
+            break;
+        }
         break;
     case 12:
         RG_TRACE("%s\n", (op & 0x10) ? "block" : "unblock");
@@ -862,9 +1009,15 @@ static void rg_step(struct fz_in *in)
             rc = lapict_reset(rg.t);
             RG_CHECK(rc == LAPICT_OK, "reset: %d", rc);
             rg_enter();
-            rg_o_reset(o);
+            if (!rg.wild)
+                rg_o_reset(o);
             break;
         default:
+            if (op & 0x40) {
+                /* The next inject calls back into the library. */
+                rg.reenter = true;
+                break;
+            }
             /* A spurious (early, duplicate) host callback. */
             RG_TRACE("# spurious lapict_expire()\n");
             lapict_expire(rg.t);
@@ -889,10 +1042,11 @@ static void rg_setup(struct fz_in *in)
         1000000000ull, 100000000ull, 1ull << 27,     25000000ull,
         3000000ull,    1000ull,      10000000000ull, 0};
     static const uint32_t khzs[8] = {1000000u, 2500000u, 1u,   100000000u,
-                                     3000000u, 1234567u, 999u, 0};
+                                     999999u,  1234567u, 999u, 0};
     static const uint32_t min_ps[4] = {0, 200000u, 1000u, 0};
     static const uint64_t lats[8] = {0, 0, 0, 1, 100, 1000, 50000, 0};
-    static const uint64_t offs[4] = {0, 12345u, 1ull << 63,
+    /* Index 1: a guest TSC that wraps within the first 2^32 ticks. */
+    static const uint64_t offs[4] = {0, 0, 1ull << 63,
                                      UINT64_MAX - (1ull << 52)};
     static const uint64_t bases[4] = {0, 1000000000000ull, 1ull << 62,
                                       UINT64_MAX - (1ull << 50)};
@@ -932,25 +1086,14 @@ static void rg_setup(struct fz_in *in)
     if (c->missed_policy == 3)
         c->missed_policy = LAPICT_MISSED_COALESCE;
     c->catch_up_max = 1u + b5;
-    /*
-     * Restriction: a period not longer than the advance makes every expiry
-     * a pre-injection plus a spin through the whole period, so the host
-     * never gets out of its timer callbacks (reported; the simulated host's
-     * run_until then never returns). Keep periods above twice the advance.
-     */
-    if (c->advance_mode != LAPICT_ADVANCE_OFF) {
-        uint32_t adv = c->advance_mode == LAPICT_ADVANCE_FIXED
-                           ? c->advance_ns
-                           : c->advance_max_ns;
-        if (c->min_period_ns <= 2u * adv)
-            c->min_period_ns = 2u * adv + 1u;
-    }
     rc = lapict_config_check(c);
     RG_CHECK(rc == LAPICT_OK, "fuzzer built a bad config: %d", rc);
 
     lapict_sim_config_default(&sc);
     sc.tsc_khz = c->tsc_khz;
     sc.tsc_offset = offs[b9 & 3];
+    if ((b9 & 3) == 1)
+        sc.tsc_offset = UINT64_MAX - fz_u32(in);
     sc.hv_timer = (b8 & 3) == 1 || (b8 & 3) == 2;
     sc.hv_shift = (b8 >> 2) & 7;
     if (b8 & 0x20)
@@ -961,12 +1104,8 @@ static void rg_setup(struct fz_in *in)
     sc.entry_latency_ns = lats[b7 & 7];
     lapict_sim_init(&rg.sim, &sc, rg_on_deliver, NULL);
 
-    /* Guest TSC must not wrap: cap host time (margin for spins). */
-    room = (uint64_t)(((fz_u128)(UINT64_MAX - sc.tsc_offset) * 1000000u) /
-                      c->tsc_khz);
-    if (room > UINT64_MAX - (1ull << 30))
-        room = UINT64_MAX - (1ull << 30);
-    rg.horizon = room - (1ull << 26);
+    /* The guest TSC may wrap; host time keeps a margin for spins. */
+    rg.horizon = UINT64_MAX - (1ull << 30);
     base = bases[(b9 >> 2) & 3];
     if (base > rg.horizon / 2)
         base = rg.horizon / 2;

@@ -12,10 +12,14 @@
  *
  * Command line words (after argv[0]): "initrd=1" makes the module check
  * mandatory; "x2apic=1" / "x2apic=0" states what CPUID must say.
+ * "changemode=N tsc_khz=K [cm_print=P] [cm_prelude=1]" runs only the
+ * looped one-shot -> periodic check instead (check_changemode), N
+ * iterations, K the guest TSC rate in kHz.
  * Interrupts are taken in 64-bit mode only.
  */
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "../guest/cpu.h"
@@ -811,6 +815,393 @@ static void check_timer(void)
     apic_write(R_LVTT, LVT_MASKED);
 }
 
+/* --- one-shot -> periodic at half count, looped ------------------------- */
+
+/*
+ * The change-mode sequence of the upstream APIC test, looped: TMICT =
+ * 0x999999 in one-shot mode (TDCR /1, 1 GHz bus), poll TMCCT down to half
+ * (step 2), switch to periodic by a read-modify-write of LVTT and read it
+ * back (step 3), read TMCCT (step 4: must be non-zero) and again (step 5:
+ * must be below half). The guest TSC is read before and after every access
+ * of an iteration (of the polls, the last two are kept, the others only
+ * feed the longest gap), so that a failure can be told apart: the count
+ * seen at step 2 can only run out (one-shot: TMCCT 0; periodic: a reload
+ * above half) if that many ticks passed between the two reads, i.e. if the
+ * host stalled the vCPU, either there (half a count or more) or between
+ * the last two polls, which then left step 2 a count well below half.
+ * Every count read is also checked against the TSC brackets of the one
+ * before it, so that a count running early or late is a defect even where
+ * both steps pass.
+ *
+ * Lines on COM1 (all key=value, TSC values relative to the iteration's
+ * first TSC reading): "CM-BEGIN", one "CM-REC" per failed iteration (up to
+ * cm_print=N, default 40), "CM-GAP" / "CM-WIN" percentiles and "CM-HIST",
+ * "CM-SUMMARY", then the PASS/FAIL line of the check. cm_prelude=1 runs
+ * the upstream test's earlier steps before each iteration (about 10 ms
+ * more each).
+ */
+#define CM_TMICT 0x999999u
+#define CM_ITERS_MAX 4000u
+#define CM_PRINT_DEFAULT 40u
+/* lapict-vmm's timer clock for both LAPICs: 1 GHz, so a tick is a ns. */
+#define CM_BUS_KHZ 1000000u
+
+enum cm_access {
+    CM_TMICT_W, CM_PREV, CM_POLL, CM_LVTT_R, CM_LVTT_W, CM_LVTT_RB,
+    CM_TMCCT4, CM_TMCCT5, CM_N
+};
+static const char *const cm_name[CM_N] = {
+    "tmict", "prev", "poll", "lvtt_r", "lvtt_w", "lvtt_rb", "tmcct4",
+    "tmcct5",
+};
+
+enum cm_kind { CM_PASS, CM_STALL, CM_DEFECT };
+static const char *const cm_kind_name[] = {"pass", "stall", "defect"};
+
+struct cm_rec {
+    uint64_t t[CM_N][2]; /* guest TSC right before and after the access */
+    uint64_t gap;        /* longest interval between two TSC readings */
+    uint32_t c_prev;     /* the poll before step 2 (TMICT if none) */
+    uint32_t c2, c4, c5, lvtt, lvtt_rb, polls;
+    uint32_t prelude; /* cm_prelude_steps() anomalies */
+    uint8_t kind;
+    uint8_t gap_at; /* the access that ended the longest gap */
+    const char *why;
+};
+static struct cm_rec cm_recs[CM_ITERS_MAX];
+static uint64_t cm_sorted[CM_ITERS_MAX];
+static uint64_t cm_khz;              /* guest TSC rate */
+static uint64_t cm_prev, cm_gap_max; /* longest-gap tracking */
+static uint8_t cm_at, cm_gap_at;     /* current access, where the gap was */
+
+/* Value of the command-line word "@key=N" (decimal); false if absent. */
+static bool word_value(const char *cmdline, const char *key, uint64_t *out)
+{
+    for (const char *s = cmdline; *s; s++) {
+        const char *k = key, *p = s;
+        uint64_t v = 0;
+        bool any = false;
+
+        if (s != cmdline && s[-1] != ' ')
+            continue; /* not the start of a word */
+        while (*k && *p == *k) {
+            k++;
+            p++;
+        }
+        if (*k)
+            continue;
+        while (*p >= '0' && *p <= '9') {
+            v = v * 10 + (uint64_t)(*p++ - '0');
+            any = true;
+        }
+        if (any && (*p == ' ' || *p == 0)) {
+            *out = v;
+            return true;
+        }
+    }
+    return false;
+}
+
+static inline uint64_t cm_tsc(void)
+{
+    uint64_t t = rdtsc();
+    if (t - cm_prev > cm_gap_max) {
+        cm_gap_max = t - cm_prev;
+        cm_gap_at = cm_at;
+    }
+    cm_prev = t;
+    return t;
+}
+
+static uint64_t cm_cyc_to_ticks(uint64_t cyc)
+{
+    return cyc * CM_BUS_KHZ / cm_khz;
+}
+
+static uint64_t cm_ticks_to_cyc(uint64_t ticks)
+{
+    return (ticks * cm_khz + CM_BUS_KHZ - 1) / CM_BUS_KHZ;
+}
+
+static uint64_t cm_cyc_to_us(uint64_t cyc)
+{
+    return cyc * 1000u / cm_khz;
+}
+
+/*
+ * Is the count @c, read between the TSC readings @tk, consistent with the
+ * count @ref read (or written, for TMICT) between the readings @tr? The
+ * ticks between the two must fit the TSC window between them, widened by
+ * 0.2% + 16 ticks for the kHz rounding of the TSC rate and clock slewing;
+ * @reload allows periodic reloads in between. NULL if so, else why not.
+ */
+static const char *cm_check_count(uint32_t ref, const uint64_t tr[2],
+                                  uint32_t c, const uint64_t tk[2],
+                                  bool reload)
+{
+    const uint64_t n = CM_TMICT;
+    uint64_t hi = cm_cyc_to_ticks(tk[1] - tr[0]);
+    uint64_t lo = tk[0] > tr[1] ? cm_cyc_to_ticks(tk[0] - tr[1]) : 0;
+    uint64_t e;
+
+    hi += hi / 512 + 16;
+    lo = lo > lo / 512 + 16 ? lo - lo / 512 - 16 : 0;
+    if (c == 0) /* the one-shot ran out: @ref ticks at least */
+        return ref <= hi ? NULL : "early";
+    if (c > n)
+        return "above-tmict";
+    if (c > ref && !reload)
+        return "went-up";
+    /* Ticks elapsed, with at most one reload; more are checked below. */
+    e = c <= ref ? ref - c : ref + n - c;
+    if (e > hi)
+        return "early";
+    if (e < lo && (!reload || e + (lo - e + n - 1) / n * n > hi))
+        return "late";
+    return NULL;
+}
+
+/*
+ * The steps of the upstream test before the sequence (cm_prelude=1): a
+ * count started, switched to periodic and back, restarted in one-shot and
+ * polled down to 0 (its interrupt taken), so that each iteration starts
+ * from the state the upstream run has. Bit 0: TMICT changed by the switch;
+ * bit 1: TMCCT 0 right after the TMICT write; bit 2: no 0 within ~1 s.
+ */
+static uint32_t cm_prelude_steps(void)
+{
+    uint32_t odd = 0;
+    uint64_t t0;
+
+    apic_write(R_TMICT, CM_TMICT);
+    set_mode(T_PERIODIC);
+    odd |= apic_read(R_TMICT) != CM_TMICT;
+    set_mode(T_ONESHOT);
+    apic_write(R_TMICT, CM_TMICT);
+    odd |= apic_read(R_TMCCT) == 0 ? 2u : 0u;
+    t0 = rdtsc();
+    while (apic_read(R_TMCCT) != 0)
+        if (rdtsc() - t0 > SPIN_CYCLES) {
+            odd |= 4u;
+            break;
+        }
+    return odd;
+}
+
+static void cm_iter(struct cm_rec *r, bool prelude)
+{
+    uint32_t v = CM_TMICT, lvtt;
+    uint64_t b, a;
+
+    if (prelude)
+        r->prelude = cm_prelude_steps();
+    else
+        set_mode(T_ONESHOT);
+    cm_prev = rdtsc();
+    cm_gap_max = 0;
+    /* Step 1. */
+    cm_at = CM_TMICT_W;
+    r->t[CM_TMICT_W][0] = b = cm_tsc();
+    apic_write(R_TMICT, CM_TMICT);
+    r->t[CM_TMICT_W][1] = a = cm_tsc();
+    /* Step 2: poll down to half; keep the poll before the last. */
+    r->polls = 0;
+    cm_at = CM_POLL;
+    do {
+        r->c_prev = v;
+        r->t[CM_PREV][0] = b;
+        r->t[CM_PREV][1] = a;
+        b = cm_tsc();
+        v = apic_read(R_TMCCT);
+        a = cm_tsc();
+        r->polls++;
+    } while (v > CM_TMICT / 2 && a - r->t[CM_TMICT_W][0] < SPIN_CYCLES);
+    r->t[CM_POLL][0] = b;
+    r->t[CM_POLL][1] = a;
+    r->c2 = v;
+    /* Step 3: read-modify-write of LVTT, read back. */
+    cm_at = CM_LVTT_R;
+    r->t[CM_LVTT_R][0] = cm_tsc();
+    lvtt = apic_read(R_LVTT);
+    r->t[CM_LVTT_R][1] = cm_tsc();
+    r->lvtt = lvtt;
+    cm_at = CM_LVTT_W;
+    r->t[CM_LVTT_W][0] = cm_tsc();
+    apic_write(R_LVTT, (lvtt & ~T_MODE) | T_PERIODIC);
+    r->t[CM_LVTT_W][1] = cm_tsc();
+    cm_at = CM_LVTT_RB;
+    r->t[CM_LVTT_RB][0] = cm_tsc();
+    r->lvtt_rb = apic_read(R_LVTT);
+    r->t[CM_LVTT_RB][1] = cm_tsc();
+    /* Steps 4 and 5. */
+    cm_at = CM_TMCCT4;
+    r->t[CM_TMCCT4][0] = cm_tsc();
+    r->c4 = apic_read(R_TMCCT);
+    r->t[CM_TMCCT4][1] = cm_tsc();
+    cm_at = CM_TMCCT5;
+    r->t[CM_TMCCT5][0] = cm_tsc();
+    r->c5 = apic_read(R_TMCCT);
+    r->t[CM_TMCCT5][1] = cm_tsc();
+    r->gap = cm_gap_max;
+    r->gap_at = cm_gap_at;
+    /* The next iteration starts stopped, as after the upstream test. */
+    apic_write(R_TMICT, 0);
+}
+
+static void cm_classify(struct cm_rec *r)
+{
+    const uint64_t *t2 = r->t[CM_POLL];
+    bool f4 = r->c4 == 0, f5 = r->c5 >= CM_TMICT / 2;
+    const char *why = NULL;
+
+    r->kind = CM_DEFECT;
+    if (r->c2 > CM_TMICT / 2)
+        why = "no-half"; /* TMCCT did not fall to half within ~1 s */
+    else if ((r->lvtt_rb & (T_MODE | 0xFFu)) != (T_PERIODIC | V_TIMER))
+        why = "lvtt-readback";
+    else if ((why = cm_check_count(CM_TMICT, r->t[CM_TMICT_W], r->c_prev,
+                                   r->t[CM_PREV], false)) ||
+             (why = cm_check_count(r->c_prev, r->t[CM_PREV], r->c2, t2,
+                                   false)) ||
+             (why = cm_check_count(r->c2, t2, r->c4, r->t[CM_TMCCT4],
+                                   true)) ||
+             (why = cm_check_count(r->c2, t2, r->c5, r->t[CM_TMCCT5],
+                                   true)))
+        ;
+    else if (r->c2 == 0) {
+        /* The whole count ran out before step 2 (checked just above). */
+        r->kind = CM_STALL;
+        why = "out-before-step-2";
+    } else if (f4 || f5) {
+        /* The count seen at step 2 ran out: it takes c2 ticks. */
+        const uint64_t *tf = r->t[f4 ? CM_TMCCT4 : CM_TMCCT5];
+        uint64_t win = tf[1] - t2[0];
+        if (win >= cm_ticks_to_cyc(CM_TMICT / 2)) {
+            r->kind = CM_STALL;
+            why = f4 ? "zero-after-stall" : "reload-after-stall";
+        } else if (win >= cm_ticks_to_cyc(r->c2)) {
+            /* Less than half a count since step 2, but step 2 found the
+             * count already low: the stall came between the last two
+             * polls (c_prev above half; checked against the TSC above). */
+            r->kind = CM_STALL;
+            why = f4 ? "zero-after-stall-before-step-2"
+                     : "reload-after-stall-before-step-2";
+        } else {
+            why = f4 ? "zero" : "reloaded";
+        }
+    } else {
+        r->kind = CM_PASS;
+    }
+    r->why = why;
+}
+
+static void cm_print_rec(unsigned i, const struct cm_rec *r)
+{
+    const uint64_t t0 = r->t[CM_TMICT_W][0], *t2 = r->t[CM_POLL];
+    const uint64_t *tf = r->t[r->c4 == 0 ? CM_TMCCT4 : CM_TMCCT5];
+
+    printk("CM-REC i=%u kind=%s why=%s c2=%u c4=%u c5=%u lvtt=%x lvtt_rb=%x "
+           "polls=%u prelude=%u c_prev=%u gap_cyc=%lu gap_at=%s win_cyc=%lu "
+           "need_cyc=%lu",
+           i, cm_kind_name[r->kind], r->why ? r->why : "-", r->c2, r->c4,
+           r->c5, r->lvtt, r->lvtt_rb, r->polls, r->prelude, r->c_prev,
+           r->gap, cm_name[r->gap_at], tf[1] - t2[0], cm_ticks_to_cyc(r->c2));
+    for (unsigned k = 0; k < CM_N; k++)
+        printk(" %s=%lu/%lu", cm_name[k], r->t[k][0] - t0, r->t[k][1] - t0);
+    printk("\n");
+}
+
+/* Sort @n values (insertion sort: at most a few thousand, once). */
+static void cm_sort(uint64_t *v, unsigned n)
+{
+    for (unsigned i = 1; i < n; i++) {
+        uint64_t x = v[i];
+        unsigned j = i;
+        for (; j && v[j - 1] > x; j--)
+            v[j] = v[j - 1];
+        v[j] = x;
+    }
+}
+
+/* Percentiles (in us) of @n values sorted in place. */
+static void cm_percentiles(const char *tag, uint64_t *v, unsigned n)
+{
+    static const unsigned per_mille[] = {500, 900, 990, 999};
+    static const char *const label[] = {"p50", "p90", "p99", "p99.9"};
+
+    cm_sort(v, n);
+    printk("%s", tag);
+    for (unsigned k = 0; k < 4; k++) {
+        unsigned i = (unsigned)(((uint64_t)n * per_mille[k]) / 1000u);
+        printk(" %s=%lu", label[k], cm_cyc_to_us(v[i < n ? i : n - 1]));
+    }
+    printk(" max=%lu (us)\n", cm_cyc_to_us(v[n - 1]));
+}
+
+static void check_changemode(const char *cmdline, uint64_t iters)
+{
+    static const uint64_t edge_us[] = {100, 200, 500, 1000, 2000};
+    uint64_t print_max = CM_PRINT_DEFAULT, prelude = 0, half_us;
+    uint64_t hist[7] = {0};
+    unsigned n = (unsigned)iters, counts[3] = {0}, printed = 0, odd = 0;
+
+    if (!word_value(cmdline, "tsc_khz=", &cm_khz) || !cm_khz ||
+        cm_khz > 100000000u || !iters || iters > CM_ITERS_MAX) {
+        printk("changemode: needs tsc_khz=<guest TSC kHz> and "
+               "1 <= changemode=N <= %u\n", CM_ITERS_MAX);
+        report(false, "one-shot -> periodic at half, looped: arguments");
+        return;
+    }
+    word_value(cmdline, "cm_print=", &print_max);
+    word_value(cmdline, "cm_prelude=", &prelude);
+    half_us = (uint64_t)(CM_TMICT / 2) * 1000u / CM_BUS_KHZ;
+    printk("CM-BEGIN mode=%s iters=%u tmict=%u tsc_khz=%lu half_us=%lu "
+           "prelude=%u\n",
+           x2 ? "x2apic" : "xapic", n, CM_TMICT, cm_khz, half_us,
+           prelude != 0);
+    sti();
+    apic_write(R_TMICT, 0);
+    apic_write(R_TDCR, 0xB);
+    apic_write(R_LVTT, T_ONESHOT | V_TIMER);
+    for (unsigned i = 0; i < n; i++)
+        cm_iter(&cm_recs[i], prelude != 0);
+    apic_write(R_LVTT, LVT_MASKED);
+    for (unsigned i = 0; i < n; i++) {
+        struct cm_rec *r = &cm_recs[i];
+        unsigned b = 0;
+
+        cm_classify(r);
+        counts[r->kind]++;
+        odd += r->prelude != 0;
+        if (r->kind != CM_PASS && printed < print_max) {
+            cm_print_rec(i, r);
+            printed++;
+        }
+        while (b < 5 && cm_cyc_to_us(r->gap) >= edge_us[b])
+            b++;
+        if (b == 5 && cm_cyc_to_us(r->gap) >= half_us)
+            b = 6;
+        hist[b]++;
+    }
+    for (unsigned i = 0; i < n; i++)
+        cm_sorted[i] = cm_recs[i].gap;
+    cm_percentiles("CM-GAP longest gap per iteration:", cm_sorted, n);
+    for (unsigned i = 0; i < n; i++)
+        cm_sorted[i] = cm_recs[i].t[CM_TMCCT5][1] - cm_recs[i].t[CM_POLL][0];
+    cm_percentiles("CM-WIN step-2 read to step-5 read:", cm_sorted, n);
+    printk("CM-HIST gap_us <100:%lu <200:%lu <500:%lu <1000:%lu <2000:%lu "
+           "<%lu:%lu >=%lu:%lu\n",
+           hist[0], hist[1], hist[2], hist[3], hist[4], half_us, hist[5],
+           half_us, hist[6]);
+    printk("CM-SUMMARY mode=%s iters=%u pass=%u stalls=%u defects=%u "
+           "printed=%u prelude_odd=%u\n",
+           x2 ? "x2apic" : "xapic", n, counts[CM_PASS], counts[CM_STALL],
+           counts[CM_DEFECT], printed, odd);
+    report(counts[CM_DEFECT] == 0,
+           "one-shot -> periodic at half, looped: no reload without a host "
+           "stall");
+}
+
 void kmain(void);
 void kmain(void)
 {
@@ -819,8 +1210,23 @@ void kmain(void)
     const char *cmdline =
         (mbi->flags & 4u) ? (const char *)(uintptr_t)mbi->cmdline : "";
 
+    uint64_t cm_iters;
+
     idt_init();
     printk("lapict-mbtest: multiboot test kernel\n");
+    if (word_value(cmdline, "changemode=", &cm_iters)) {
+        /* Only the looped change-mode check (see check_changemode). */
+        printk("cmdline: %s\n", cmdline);
+        if (has_x2apic_cpuid())
+            enter_x2apic();
+        else
+            reset_xapic();
+        printk("mode: %s\n", x2 ? "x2apic" : "xapic");
+        check_changemode(cmdline, cm_iters);
+        cli();
+        printk("SUMMARY: %u tests, %u failures\n", n_tests, n_fail);
+        debug_exit(n_fail ? 1 : 0);
+    }
     check_boot();
     check_cpuid(cmdline);
     check_apic_base();
