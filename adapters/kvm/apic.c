@@ -507,3 +507,181 @@ bool lapict_apic_irr_test(const struct lapict_apic *a, uint8_t vector)
 {
     return test_bit(a->irr, vector);
 }
+
+/* --- save and restore ---------------------------------------------------- */
+
+enum {
+    S_MAGIC = 0,
+    S_VERSION = 4,
+    S_SIZE = 6,
+    S_BASE = 8,
+    S_ID = 16,
+    S_TPR = 20,
+    S_LDR = 24,
+    S_DFR = 28,
+    S_SVR = 32,
+    S_ESR = 36,
+    S_ESRP = 40,
+    S_ICRLO = 44,
+    S_ICRHI = 48,
+    S_LVT = 52,
+    S_IRR = 76,
+    S_ISR = 108,
+    S_RSVD = 140,
+    S_CRC = 156,
+};
+
+static void put32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+           (uint32_t)p[3] << 24;
+}
+
+/* CRC-32 (IEEE, reflected); a blob is saved once per migration. */
+static uint32_t crc32(const uint8_t *p, size_t n)
+{
+    uint32_t c = 0xFFFFFFFFu;
+    for (size_t i = 0; i < n; i++) {
+        c ^= p[i];
+        for (int k = 0; k < 8; k++)
+            c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1u)));
+    }
+    return ~c;
+}
+
+/* The LVTs in blob order, with their xAPIC offsets. */
+static const uint32_t lvt_offs[6] = {R_CMCI,  R_THERM, R_PERF,
+                                     R_LINT0, R_LINT1, R_LVTERR};
+
+int lapict_apic_save(const struct lapict_apic *a, void *buf, size_t len)
+{
+    uint8_t *b = buf;
+
+    if (!a || !buf)
+        return LAPICT_E_INVAL;
+    if (len < LAPICT_APIC_STATE_SIZE)
+        return LAPICT_E_STATE_SIZE;
+    const uint32_t regs[9] = {a->id,          a->tpr,    a->ldr,
+                              a->dfr,         a->svr,    a->esr,
+                              a->esr_pending, a->icr_lo, a->icr_hi};
+    memset(b, 0, LAPICT_APIC_STATE_SIZE);
+    put32(b + S_MAGIC, LAPICT_APIC_STATE_MAGIC);
+    b[S_VERSION] = (uint8_t)LAPICT_APIC_STATE_VERSION;
+    b[S_SIZE] = (uint8_t)LAPICT_APIC_STATE_SIZE;
+    put32(b + S_BASE, (uint32_t)a->apic_base);
+    put32(b + S_BASE + 4, (uint32_t)(a->apic_base >> 32));
+    for (int i = 0; i < 9; i++)
+        put32(b + S_ID + 4 * i, regs[i]);
+    const uint32_t lvts[6] = {a->lvt_cmci,  a->lvt_thermal, a->lvt_perf,
+                              a->lvt_lint0, a->lvt_lint1,   a->lvt_err};
+    for (int i = 0; i < 6; i++)
+        put32(b + S_LVT + 4 * i, lvts[i]);
+    for (int i = 0; i < 8; i++) {
+        put32(b + S_IRR + 4 * i, a->irr[i]);
+        put32(b + S_ISR + 4 * i, a->isr[i]);
+    }
+    put32(b + S_CRC, crc32(b, S_CRC));
+    return LAPICT_OK;
+}
+
+/* Validate @b into @n (a copy of @a); LAPICT_OK or a LAPICT_E_STATE_*. */
+static int state_parse(const struct lapict_apic *a, const uint8_t *b,
+                       size_t len, struct lapict_apic *n)
+{
+    unsigned bits = a->maxphyaddr ? a->maxphyaddr : 36;
+    uint64_t reserved = 0x2FFull | (bits < 64 ? ~0ull << bits : 0);
+    uint64_t base;
+    bool en, x2;
+
+    if (len != LAPICT_APIC_STATE_SIZE)
+        return LAPICT_E_STATE_SIZE;
+    if (get32(b + S_MAGIC) != LAPICT_APIC_STATE_MAGIC)
+        return LAPICT_E_STATE_MAGIC;
+    if ((b[S_VERSION] | b[S_VERSION + 1] << 8) != LAPICT_APIC_STATE_VERSION)
+        return LAPICT_E_STATE_VERSION;
+    if ((b[S_SIZE] | b[S_SIZE + 1] << 8) != LAPICT_APIC_STATE_SIZE)
+        return LAPICT_E_STATE_SIZE;
+    if (get32(b + S_CRC) != crc32(b, S_CRC))
+        return LAPICT_E_STATE_CHECKSUM;
+    for (unsigned i = S_RSVD; i < S_CRC; i++)
+        if (b[i])
+            return LAPICT_E_STATE_FIELD;
+    *n = *a;
+    base = get32(b + S_BASE) | (uint64_t)get32(b + S_BASE + 4) << 32;
+    en = base & LAPICT_APIC_BASE_EN;
+    x2 = base & LAPICT_APIC_BASE_EXTD;
+    /* The rules of an IA32_APIC_BASE write, for this CPU model. */
+    if (a->x2apic_absent)
+        reserved |= LAPICT_APIC_BASE_EXTD;
+    if ((base & reserved) || (x2 && !en))
+        return LAPICT_E_STATE_FIELD;
+    /* Which CPU is the BSP is the machine's, not the guest's. */
+    if ((base ^ a->apic_base) & LAPICT_APIC_BASE_BSP)
+        return LAPICT_E_STATE_CONFIG;
+    n->apic_base = base;
+    n->id = get32(b + S_ID);
+    n->tpr = get32(b + S_TPR);
+    n->ldr = get32(b + S_LDR);
+    n->dfr = get32(b + S_DFR);
+    n->svr = get32(b + S_SVR);
+    n->esr = get32(b + S_ESR);
+    n->esr_pending = get32(b + S_ESRP);
+    n->icr_lo = get32(b + S_ICRLO);
+    n->icr_hi = get32(b + S_ICRHI);
+    /* Only values the register writes can leave. */
+    if (n->id > 0xFFu || n->tpr > 0xFFu || (n->ldr & 0x00FFFFFFu) ||
+        (n->dfr & 0x0FFFFFFFu) != 0x0FFFFFFFu || (n->svr & ~0x13FFu) ||
+        (n->esr & ~0xEFu) || (n->esr_pending & ~0xEFu) ||
+        (n->icr_lo & ~0x000CCFFFu))
+        return LAPICT_E_STATE_FIELD;
+    if (!(en && x2) && (n->icr_hi & 0x00FFFFFFu))
+        return LAPICT_E_STATE_FIELD; /* xAPIC ICR2: destination 31:24 */
+    for (int i = 0; i < 6; i++) {
+        uint32_t v = get32(b + S_LVT + 4 * i);
+        if ((v & ~lvt_bits(lvt_offs[i])) ||
+            (!(n->svr & SVR_ENABLE) && !(v & LVT_MASK)))
+            return LAPICT_E_STATE_FIELD;
+        *lvt_reg(n, lvt_offs[i]) = v;
+    }
+    for (int i = 0; i < 8; i++) {
+        n->irr[i] = get32(b + S_IRR + 4 * i);
+        n->isr[i] = get32(b + S_ISR + 4 * i);
+    }
+    /* Vectors 0-15 are never accepted ("Error Handling"). */
+    if ((n->irr[0] | n->isr[0]) & 0xFFFFu)
+        return LAPICT_E_STATE_FIELD;
+    return LAPICT_OK;
+}
+
+int lapict_apic_state_check(const struct lapict_apic *a, const void *buf,
+                            size_t len)
+{
+    struct lapict_apic n;
+
+    if (!a || !buf)
+        return LAPICT_E_INVAL;
+    return state_parse(a, buf, len, &n);
+}
+
+int lapict_apic_restore(struct lapict_apic *a, const void *buf, size_t len)
+{
+    struct lapict_apic n;
+    uint64_t old;
+    int rc;
+
+    if (!a || !buf)
+        return LAPICT_E_INVAL;
+    if ((rc = state_parse(a, buf, len, &n)) < 0)
+        return rc;
+    old = a->apic_base;
+    *a = n;
+    if (a->apic_base != old && a->ops->base_changed)
+        return a->ops->base_changed(a->ctx, a->apic_base);
+    return LAPICT_OK;
+}

@@ -14,6 +14,7 @@
 #define LAPICT_APIC_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <lapict/lapict.h>
@@ -172,6 +173,71 @@ void lapict_apic_set_tpr(struct lapict_apic *a, uint32_t tpr);
 
 /** lapict_apic_x2apic() - enabled in x2APIC mode. */
 bool lapict_apic_x2apic(const struct lapict_apic *a);
+
+/*
+ * Save and restore of the model (live migration, snapshots): everything
+ * but the timer, which has its own blob (lapict/state.h). Fixed size,
+ * little-endian, versioned, CRC-32 (IEEE) checked. Version 1, offsets:
+ *   0 magic "LAPA" (0x4150414C)  4 version u16  6 size u16
+ *   8 IA32_APIC_BASE u64  16 id  20 tpr  24 ldr  28 dfr  32 svr  36 esr
+ *  40 esr_pending  44 icr_lo  48 icr_hi  52 LVT CMCI  56 thermal  60 perf
+ *  64 LINT0  68 LINT1  72 error (u32 each)  76 irr[8]  108 isr[8] (u32,
+ *  vector 32*i+b is bit b of word i)  140..155 reserved, zero
+ *  156 CRC-32 of bytes 0..155.
+ * A released layout never changes; a change is a new version, and restore
+ * keeps loading the old ones (the rules of lapict/state.h).
+ */
+#define LAPICT_APIC_STATE_SIZE 160u
+#define LAPICT_APIC_STATE_MAGIC 0x4150414Cu
+#define LAPICT_APIC_STATE_VERSION 1u
+
+/**
+ * lapict_apic_save() - serialise the model (not its timer).
+ * @a: the LAPIC; not modified.
+ * @buf: receives LAPICT_APIC_STATE_SIZE bytes.
+ * @len: size of @buf.
+ *
+ * The order against lapict_state_save() of the timer does not matter: a
+ * timer interrupt is either in IRR here or pending in the timer's blob.
+ *
+ * Return: LAPICT_OK, LAPICT_E_INVAL (NULL), LAPICT_E_STATE_SIZE.
+ */
+int lapict_apic_save(const struct lapict_apic *a, void *buf, size_t len);
+
+/**
+ * lapict_apic_state_check() - would lapict_apic_restore() accept @buf.
+ * @a: the destination LAPIC (its CPU model decides the reserved bits).
+ * @buf: the blob (untrusted).
+ * @len: its length; exactly LAPICT_APIC_STATE_SIZE.
+ *
+ * Accepted are only states the model can reach: every register within
+ * its stored bits (reserved bits zero, DFR bits 27:0 ones, LVTs masked
+ * while SVR software-disables), IA32_APIC_BASE valid for this CPU model
+ * (reserved bits, EXTD only with x2APIC in CPUID and with EN, the BSP
+ * flag of this CPU), the xAPIC ID within 8 bits, the ICR's destination
+ * within 8 bits outside x2APIC mode, no vector 0-15 in IRR or ISR.
+ *
+ * Return: LAPICT_OK, LAPICT_E_INVAL, LAPICT_E_STATE_SIZE, _MAGIC,
+ * _VERSION, _CHECKSUM, _FIELD, or _CONFIG (the BSP flag differs).
+ */
+int lapict_apic_state_check(const struct lapict_apic *a, const void *buf,
+                            size_t len);
+
+/**
+ * lapict_apic_restore() - load a blob saved by lapict_apic_save().
+ * @a: the LAPIC (initialised; its timer, ops, CPU model and statistics
+ * are kept).
+ * @buf: the blob (untrusted).
+ * @len: its length.
+ *
+ * Validates as lapict_apic_state_check(); on an error nothing changes.
+ * The timer is not touched (lapict_state_restore() does it). A base that
+ * differs from the one before is reported through the base_changed op.
+ *
+ * Return: LAPICT_OK, a lapict_apic_state_check() code (state unchanged),
+ * or the base_changed op's error (the state is restored).
+ */
+int lapict_apic_restore(struct lapict_apic *a, const void *buf, size_t len);
 
 #ifdef __cplusplus
 }

@@ -390,6 +390,35 @@ int lapict_kvm_errno(const struct lapict_kvm *k);
  */
 const char *lapict_kvm_errcall(const struct lapict_kvm *k);
 
+/**
+ * lapict_kvm_restore() - load a saved LAPIC into this (new) vCPU's.
+ * @k: the LAPIC, initialised on the destination vCPU after its registers,
+ * TSC and vCPU events were restored (lapict_kvm_init() reads the TSC
+ * offset and the event state).
+ * @apic: the model's blob (lapict_apic_save()); untrusted.
+ * @apic_len: its length.
+ * @timer: the timer's blob (lapict_state_save()); untrusted.
+ * @timer_len: its length.
+ * @halted: the vCPU was saved halted (a LAPICT_KVM_HALTED exit not yet
+ * waited for): the timer is told so first (lapict_vcpu_blocking()).
+ *
+ * Both blobs are validated (each by its own rules, and against each
+ * other: the SVR software-enable state is in both) before anything
+ * changes. Afterwards the timer is treated as one whose interrupt the
+ * host refused: its pending interrupts are offered (lapict_irq_window_open)
+ * at the first moment the guest can take one, the next pre_run or, for a
+ * halted vCPU (IF set), right here.
+ *
+ * Return: LAPICT_OK (call lapict_kvm_pre_run() and enter; a halted vCPU
+ * with something to deliver is running again: lapict_vcpu_unblocked()),
+ * LAPICT_KVM_HALTED (still halted, nothing deliverable: call
+ * lapict_kvm_halt_wait()), or a LAPICT_E_STATE_* / LAPICT_E_INVAL code
+ * with the state unchanged, or the base_changed op's LAPICT_E_SYSTEM
+ * (KVM_SET_MSRS) with the state restored.
+ */
+int lapict_kvm_restore(struct lapict_kvm *k, const void *apic, size_t apic_len,
+                       const void *timer, size_t timer_len, bool halted);
+
 /** lapict_kvm_ops - the host ops; ctx is a struct lapict_kvm *. */
 extern const struct lapict_ops lapict_kvm_ops;
 

@@ -451,3 +451,45 @@ void lapict_kvm_cpuid_fixup(struct kvm_cpuid2 *cpuid, bool x2apic)
     }
 }
 
+/* --- save and restore ---------------------------------------------------- */
+
+int lapict_kvm_restore(struct lapict_kvm *k, const void *apic, size_t apic_len,
+                       const void *timer, size_t timer_len, bool halted)
+{
+    const uint8_t *tb = timer;
+    uint8_t ab[LAPICT_APIC_STATE_SIZE];
+    int rc;
+
+    if (!k || !apic || !timer)
+        return LAPICT_E_INVAL;
+    if ((rc = lapict_apic_state_check(&k->apic, apic, apic_len)) < 0)
+        return rc;
+    memcpy(ab, apic, sizeof(ab));
+    /* The SVR software-enable bit: SVR bit 8 here, timer flag bit 0 (blob
+     * offset 20, lapict/state.h). A pair that disagrees was not saved from
+     * one APIC. */
+    if (timer_len == LAPICT_STATE_SIZE && !!(tb[20] & 1u) != !!(ab[33] & 1u))
+        return LAPICT_E_STATE_FIELD;
+    if (halted)
+        lapict_vcpu_blocking(&k->timer);
+    if ((rc = lapict_state_restore(&k->timer, timer, timer_len)) < 0) {
+        if (halted)
+            lapict_vcpu_unblocked(&k->timer);
+        return rc;
+    }
+    rc = lapict_apic_restore(&k->apic, ab, sizeof(ab));
+    k->injected = false;
+    k->timer_refused = true; /* state.h: window open as soon as it can */
+    if (halted) {
+        /* A HLT exit with IF set: the guest takes an interrupt at once. */
+        k->run->if_flag = 1;
+        k->run->ready_for_interrupt_injection = 1;
+        lapict_kvm__window(k);
+    }
+    if (halted && lapict_apic_deliverable(&k->apic) < 0)
+        return rc < 0 ? rc : LAPICT_KVM_HALTED;
+    /* The halt is over (an interrupt can be taken): running again. */
+    if (halted)
+        lapict_vcpu_unblocked(&k->timer);
+    return rc;
+}

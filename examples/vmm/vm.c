@@ -17,6 +17,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static int fail(char *err, size_t len, const char *fmt, ...)
@@ -260,10 +261,25 @@ int lapict_vmm_vm_run(struct lapict_vmm_vm *v,
                       int (*on_exit)(void *arg, struct kvm_run *run),
                       void *arg)
 {
+    return lapict_vmm_vm_run_points(v, on_exit, NULL, arg);
+}
+
+int lapict_vmm_vm_run_points(struct lapict_vmm_vm *v,
+                             int (*on_exit)(void *arg, struct kvm_run *run),
+                             int (*on_point)(void *arg), void *arg)
+{
     struct kvm_run *r = v->run;
     int rc, e, status;
 
     for (;;) {
+        if (on_point && (status = on_point(arg)) >= 0)
+            return status;
+        if (v->k && v->halted) {
+            if ((rc = lapict_kvm_halt_wait(v->k)) < 0)
+                return kvm_error(v, "lapict_kvm_halt_wait", rc);
+            v->halted = false;
+            continue;
+        }
         if (v->k && (rc = lapict_kvm_pre_run(v->k)) < 0)
             return kvm_error(v, "lapict_kvm_pre_run", rc);
         e = ioctl(v->vcpu, KVM_RUN, 0) < 0 ? -errno : 0;
@@ -272,8 +288,7 @@ int lapict_vmm_vm_run(struct lapict_vmm_vm *v,
             if (rc == LAPICT_KVM_MINE)
                 continue;
             if (rc == LAPICT_KVM_HALTED) {
-                if ((rc = lapict_kvm_halt_wait(v->k)) < 0)
-                    return kvm_error(v, "lapict_kvm_halt_wait", rc);
+                v->halted = true;
                 continue;
             }
             if (rc < 0)
@@ -293,6 +308,309 @@ int lapict_vmm_vm_run(struct lapict_vmm_vm *v,
         if ((status = on_exit(arg, r)) >= 0)
             return status;
     }
+}
+
+/* --- save and restore ----------------------------------------------------- */
+
+uint64_t lapict_vmm_mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * The MSRs a guest of this VMM may have set that SREGS does not carry.
+ * Not IA32_TSC (the offset travels instead), IA32_APIC_BASE and
+ * IA32_TSC_DEADLINE (the LAPIC's blobs). Those KVM cannot read are left out.
+ */
+static const uint32_t snap_msrs[] = {
+    0x174,      0x175,      0x176,                  /* SYSENTER_CS/ESP/EIP */
+    0x277,                                          /* PAT */
+    0xC0000081, 0xC0000082, 0xC0000083, 0xC0000084, /* STAR .. FMASK */
+    0xC0000102,                                     /* KERNEL_GS_BASE */
+    0xC0000103,                                     /* TSC_AUX */
+};
+
+union msr_one {
+    struct kvm_msrs h;
+    uint8_t raw[sizeof(struct kvm_msrs) + sizeof(struct kvm_msr_entry)];
+};
+
+static int msr_io(int vcpu, unsigned long req, struct kvm_msr_entry *e)
+{
+    union msr_one m;
+
+    memset(&m, 0, sizeof(m));
+    m.h.nmsrs = 1;
+    memcpy(m.raw + sizeof(m.h), e, sizeof(*e));
+    if (ioctl(vcpu, req, &m) != 1)
+        return -1;
+    memcpy(e, m.raw + sizeof(m.h), sizeof(*e));
+    return 0;
+}
+
+static int tsc_offset_io(int vcpu, unsigned long req, int64_t *off)
+{
+    uint64_t o = (uint64_t)*off;
+    struct kvm_device_attr a = {.group = KVM_VCPU_TSC_CTRL,
+                                .attr = KVM_VCPU_TSC_OFFSET,
+                                .addr = (uint64_t)(uintptr_t)&o};
+    int rc = ioctl(vcpu, req, &a);
+
+    *off = (int64_t)o;
+    return rc;
+}
+
+int lapict_vmm_vm_save(struct lapict_vmm_vm *v, struct lapict_vmm_snap *s,
+                       bool irr_first, bool service, char *err,
+                       size_t err_len)
+{
+    size_t np = v->ram_bytes / 4096;
+    unsigned char *res = NULL;
+    int rc;
+
+    memset(s, 0, sizeof(*s));
+    if (!v->k)
+        return fail(err, err_len, "save: needs the userspace LAPIC");
+    s->ram_bytes = v->ram_bytes;
+    s->halted = v->halted;
+    s->irr_first = irr_first;
+    /*
+     * KVM completes an I/O, MMIO or MSR exit (writes the data, moves RIP
+     * past the instruction) only at the next KVM_RUN, and keeps that step
+     * in no state userspace can save: a VM saved right after a TMICT write
+     * would write it again when resumed, restarting the count-down. So
+     * re-enter with immediate_exit, which finishes the operation and
+     * returns EINTR before any guest instruction (KVM's API documentation,
+     * "KVM_RUN"). The LAPIC's hooks are not involved: nothing is injected.
+     */
+    __atomic_store_n(&v->run->immediate_exit, 1, __ATOMIC_SEQ_CST);
+    rc = ioctl(v->vcpu, KVM_RUN, 0) < 0 ? errno : 0;
+    __atomic_store_n(&v->run->immediate_exit, 0, __ATOMIC_SEQ_CST);
+    if (rc != EINTR && rc != EAGAIN) {
+        errno = rc ? rc : EPROTO;
+        return fail_errno(err, err_len, "save: KVM_RUN to complete the exit");
+    }
+    /*
+     * The model and the timer, in the order asked (either is right: a due
+     * expiry travels as pending in the timer's blob, a delivered one is in
+     * IRR; the save of the timer has no side effects).
+     */
+    /* Serviced right before the instant of the save, so that nothing can
+     * fall due in between (a preempted thread would leave a gap). */
+    if (service)
+        lapict_irq_window_open(&v->k->timer);
+    s->stop_ns = lapict_vmm_mono_ns();
+    s->stop_tsc = lapict_kvm_guest_tsc(v->k);
+    if (irr_first && lapict_apic_save(&v->k->apic, s->apic, sizeof(s->apic)))
+        return fail(err, err_len, "lapict_apic_save failed");
+    rc = lapict_state_save_at(&v->k->timer, s->stop_ns, s->stop_tsc, s->timer,
+                              sizeof(s->timer));
+    if (rc)
+        return fail(err, err_len, "lapict_state_save_at: %s",
+                    lapict_strerror(rc));
+    if (!irr_first && lapict_apic_save(&v->k->apic, s->apic, sizeof(s->apic)))
+        return fail(err, err_len, "lapict_apic_save failed");
+    if (ioctl(v->vcpu, KVM_GET_REGS, &s->regs) < 0)
+        return fail_errno(err, err_len, "KVM_GET_REGS");
+    if (ioctl(v->vcpu, KVM_GET_SREGS, &s->sregs) < 0)
+        return fail_errno(err, err_len, "KVM_GET_SREGS");
+    if (ioctl(v->vcpu, KVM_GET_FPU, &s->fpu) < 0)
+        return fail_errno(err, err_len, "KVM_GET_FPU");
+    s->have_xcrs = ioctl(v->vcpu, KVM_GET_XCRS, &s->xcrs) == 0;
+    /* An event the LAPIC queued through sync regs and KVM has not taken
+     * yet is the one that counts (the stop points have none). */
+    if (v->run->kvm_dirty_regs & KVM_SYNC_X86_EVENTS)
+        s->events = v->run->s.regs.events;
+    else if (ioctl(v->vcpu, KVM_GET_VCPU_EVENTS, &s->events) < 0)
+        return fail_errno(err, err_len, "KVM_GET_VCPU_EVENTS");
+    for (size_t i = 0; i < sizeof(snap_msrs) / sizeof(snap_msrs[0]); i++) {
+        struct kvm_msr_entry e = {.index = snap_msrs[i]};
+        if (msr_io(v->vcpu, KVM_GET_MSRS, &e) == 0)
+            s->msrs[s->nmsrs++] = e;
+    }
+    if (tsc_offset_io(v->vcpu, KVM_GET_DEVICE_ATTR, &s->tsc_offset) < 0)
+        s->tsc_offset = v->k->tsc_offset; /* the adapter's estimate */
+    /* RAM: the resident pages that are not all zero (the rest reads 0 in
+     * a new VM too); mincore keeps untouched pages untouched. */
+    res = malloc(np);
+    s->page_idx = malloc(np * sizeof(*s->page_idx));
+    if (!res || !s->page_idx || mincore(v->mem, v->ram_bytes, res) < 0) {
+        free(res);
+        lapict_vmm_snap_free(s);
+        return fail_errno(err, err_len, "save: RAM");
+    }
+    for (size_t i = 0; i < np; i++) {
+        static const uint8_t zero[4096];
+        if ((res[i] & 1) && memcmp(v->mem + i * 4096, zero, 4096))
+            s->page_idx[s->npages++] = (uint32_t)i;
+    }
+    free(res);
+    s->pages = malloc((size_t)s->npages * 4096 + 1);
+    if (!s->pages) {
+        lapict_vmm_snap_free(s);
+        return fail(err, err_len, "save: out of memory");
+    }
+    for (uint32_t i = 0; i < s->npages; i++)
+        memcpy(s->pages + (size_t)i * 4096,
+               v->mem + (size_t)s->page_idx[i] * 4096, 4096);
+    return 0;
+}
+
+void lapict_vmm_snap_free(struct lapict_vmm_snap *s)
+{
+    free(s->page_idx);
+    free(s->pages);
+    s->page_idx = NULL;
+    s->pages = NULL;
+    s->npages = 0;
+}
+
+int lapict_vmm_vm_restore(struct lapict_vmm_vm *v,
+                          const struct lapict_vmm_snap *s,
+                          const struct lapict_kvm_config *cfg,
+                          uint64_t *restore_ns, char *err, size_t err_len)
+{
+    struct kvm_vcpu_events ev = s->events;
+    int64_t off = s->tsc_offset, got;
+    uint32_t prev = 0;
+    int rc;
+
+    if (s->ram_bytes != v->ram_bytes || s->nmsrs > LAPICT_VMM_SNAP_MSRS)
+        return fail(err, err_len, "restore: snapshot does not fit the VM");
+    for (uint32_t i = 0; i < s->npages; i++) {
+        if ((uint64_t)s->page_idx[i] >= v->ram_bytes / 4096 ||
+            (i && s->page_idx[i] <= prev))
+            return fail(err, err_len, "restore: bad page list");
+        prev = s->page_idx[i];
+        memcpy(v->mem + (size_t)s->page_idx[i] * 4096,
+               s->pages + (size_t)i * 4096, 4096);
+    }
+    if (ioctl(v->vcpu, KVM_SET_SREGS, &s->sregs) < 0)
+        return fail_errno(err, err_len, "KVM_SET_SREGS");
+    if (ioctl(v->vcpu, KVM_SET_REGS, &s->regs) < 0)
+        return fail_errno(err, err_len, "KVM_SET_REGS");
+    if (ioctl(v->vcpu, KVM_SET_FPU, &s->fpu) < 0)
+        return fail_errno(err, err_len, "KVM_SET_FPU");
+    if (s->have_xcrs && ioctl(v->vcpu, KVM_SET_XCRS, &s->xcrs) < 0)
+        return fail_errno(err, err_len, "KVM_SET_XCRS");
+    for (uint32_t i = 0; i < s->nmsrs; i++) {
+        struct kvm_msr_entry e = s->msrs[i];
+        if (msr_io(v->vcpu, KVM_SET_MSRS, &e) < 0)
+            return fail(err, err_len, "KVM_SET_MSRS 0x%x refused", e.index);
+    }
+    /* What KVM's GET reported as valid, minus what needs an irqchip or a
+     * capability this VM did not enable. */
+    ev.flags &= KVM_VCPUEVENT_VALID_NMI_PENDING | KVM_VCPUEVENT_VALID_SHADOW |
+                KVM_VCPUEVENT_VALID_SMM;
+    if (ioctl(v->vcpu, KVM_SET_VCPU_EVENTS, &ev) < 0)
+        return fail_errno(err, err_len, "KVM_SET_VCPU_EVENTS");
+    /*
+     * The guest TSC stays continuous as a migrating VMM keeps it: the
+     * source's offset to the host TSC (one host, one TSC), so the guest TSC
+     * after = before + the host time that passed. KVM (or PVM, which keeps
+     * the guest TSC at the host's and ignores offsets) must then report it:
+     * a VMM whose offset did not take would hand lapict a wrong clock.
+     */
+    if (tsc_offset_io(v->vcpu, KVM_SET_DEVICE_ATTR, &off) < 0) {
+        struct kvm_msr_entry e = {.index = 0x10,
+                                  .data = __builtin_ia32_rdtsc() +
+                                          (uint64_t)s->tsc_offset};
+        if (msr_io(v->vcpu, KVM_SET_MSRS, &e) < 0)
+            return fail(err, err_len, "restore: cannot set the TSC");
+    }
+    if (lapict_vmm_vm_lapic(v, cfg, err, err_len) < 0)
+        return -1;
+    got = v->k->tsc_offset;
+    if (got != s->tsc_offset &&
+        (got - s->tsc_offset > 100000 || s->tsc_offset - got > 100000))
+        return fail(err, err_len, "restore: guest TSC offset %lld, wanted %lld",
+                    (long long)got, (long long)s->tsc_offset);
+    *restore_ns = lapict_vmm_mono_ns();
+    rc = lapict_kvm_restore(v->k, s->apic, sizeof(s->apic), s->timer,
+                            sizeof(s->timer), s->halted);
+    if (rc < 0)
+        return fail(err, err_len, "lapict_kvm_restore: %s",
+                    lapict_strerror(rc));
+    v->halted = rc == LAPICT_KVM_HALTED;
+    return 0;
+}
+
+/* The file: magic, the fixed part, the page list, pages, the caller's. */
+#define SNAP_MAGIC "LAPICT-VMM-SNAP1"
+
+int lapict_vmm_snap_write(const char *path, const struct lapict_vmm_snap *s,
+                          const void *extra, size_t extra_len)
+{
+    FILE *f = fopen(path, "wb");
+    uint64_t xl = extra_len;
+    bool ok;
+
+    if (!f)
+        return -1;
+    ok = fwrite(SNAP_MAGIC, 16, 1, f) == 1 &&
+         fwrite(s, sizeof(*s), 1, f) == 1 &&
+         (!s->npages ||
+          (fwrite(s->page_idx, sizeof(uint32_t), s->npages, f) == s->npages &&
+           fwrite(s->pages, 4096, s->npages, f) == s->npages)) &&
+         fwrite(&xl, sizeof(xl), 1, f) == 1 &&
+         (!extra_len || fwrite(extra, extra_len, 1, f) == 1);
+    if (fclose(f) != 0 || !ok) {
+        if (!errno)
+            errno = EIO;
+        return -1;
+    }
+    return 0;
+}
+
+int lapict_vmm_snap_read(const char *path, struct lapict_vmm_snap *s,
+                         void *extra, size_t extra_len, char *err,
+                         size_t err_len)
+{
+    FILE *f = fopen(path, "rb");
+    char magic[16];
+    uint64_t xl = 0;
+    const char *why = NULL;
+
+    memset(s, 0, sizeof(*s));
+    if (!f)
+        return fail_errno(err, err_len, path);
+    if (fread(magic, 16, 1, f) != 1 || memcmp(magic, SNAP_MAGIC, 16))
+        why = "not a lapict-vmm snapshot";
+    else if (fread(s, sizeof(*s), 1, f) != 1)
+        why = "truncated";
+    /* Pointers in the file mean nothing (a short read left some). */
+    s->page_idx = NULL;
+    s->pages = NULL;
+    if (!why) {
+        if ((uint64_t)s->npages > s->ram_bytes / 4096 ||
+            s->ram_bytes > (1ull << 34))
+            why = "bad page count";
+    }
+    if (why)
+        s->npages = 0;
+    if (!why && s->npages) {
+        s->page_idx = malloc((size_t)s->npages * sizeof(uint32_t));
+        s->pages = malloc((size_t)s->npages * 4096);
+        if (!s->page_idx || !s->pages)
+            why = "out of memory";
+        else if (fread(s->page_idx, sizeof(uint32_t), s->npages, f) !=
+                     s->npages ||
+                 fread(s->pages, 4096, s->npages, f) != s->npages)
+            why = "truncated";
+    }
+    if (!why && (fread(&xl, sizeof(xl), 1, f) != 1 || xl != extra_len ||
+                 (extra_len && fread(extra, extra_len, 1, f) != 1)))
+        why = "the caller's state does not match";
+    if (!why && fgetc(f) != EOF)
+        why = "trailing bytes";
+    fclose(f);
+    if (why) {
+        lapict_vmm_snap_free(s);
+        return fail(err, err_len, "%s: %s", path, why);
+    }
+    return 0;
 }
 
 static const char *timeout_what = "the guest did not finish";

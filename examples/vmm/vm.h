@@ -30,6 +30,38 @@ struct lapict_vmm_vm {
     struct kvm_cpuid2 *cpuid; /* as given to KVM_SET_CPUID2 */
     bool lapic_kernel;     /* KVM_CREATE_IRQCHIP, else adapters/kvm */
     struct lapict_kvm *k;  /* the userspace LAPIC (lapict_vmm_vm_lapic) */
+    /* The guest halted (LAPICT_KVM_HALTED) and the loop has not waited
+     * for it yet: a VM stopped there is saved halted. */
+    bool halted;
+};
+
+/* MSRs a snapshot carries besides what SREGS has (EFER) and the LAPIC's. */
+#define LAPICT_VMM_SNAP_MSRS 16
+
+/*
+ * A stopped VM with the userspace LAPIC, as a migration carries it: guest
+ * RAM (the resident non-zero pages), registers, FPU, XCRs, MSRs, vCPU
+ * events, the TSC offset, the LAPIC model's blob and the timer's blob.
+ */
+struct lapict_vmm_snap {
+    uint64_t ram_bytes;
+    uint32_t npages;    /* pages[] holds npages pages of 4 KiB */
+    uint32_t *page_idx; /* their page numbers, ascending (malloc) */
+    uint8_t *pages;     /* (malloc) */
+    struct kvm_regs regs;
+    struct kvm_sregs sregs;
+    struct kvm_fpu fpu;
+    struct kvm_vcpu_events events;
+    struct kvm_xcrs xcrs;
+    uint32_t have_xcrs, nmsrs;
+    struct kvm_msr_entry msrs[LAPICT_VMM_SNAP_MSRS];
+    int64_t tsc_offset; /* guest TSC - host TSC (KVM_VCPU_TSC_OFFSET) */
+    uint64_t stop_ns;   /* CLOCK_MONOTONIC of the timer's save */
+    uint64_t stop_tsc;  /* the guest TSC then */
+    uint32_t halted;    /* saved in a halt (struct lapict_vmm_vm) */
+    uint32_t irr_first; /* the model (IRR) was saved before the timer */
+    uint8_t apic[LAPICT_APIC_STATE_SIZE];
+    uint8_t timer[LAPICT_STATE_SIZE];
 };
 
 /**
@@ -112,6 +144,96 @@ uint8_t *lapict_vmm_read_file(const char *path, size_t *len, size_t max);
 int lapict_vmm_vm_run(struct lapict_vmm_vm *v,
                       int (*on_exit)(void *arg, struct kvm_run *run),
                       void *arg);
+
+/**
+ * lapict_vmm_vm_run_points() - lapict_vmm_vm_run() with a stop point.
+ * @v: the VM.
+ * @on_exit: as for lapict_vmm_vm_run().
+ * @on_point: called between exits, where the vCPU is stopped and nothing
+ * is queued for the next entry (before lapict_kvm_pre_run(), or before the
+ * wait of a halt, v->halted set): returns -1 to go on, else the status to
+ * stop with (a migration saves the VM there). NULL: none.
+ * @arg: passed to both.
+ *
+ * Return: as lapict_vmm_vm_run().
+ */
+int lapict_vmm_vm_run_points(struct lapict_vmm_vm *v,
+                             int (*on_exit)(void *arg, struct kvm_run *run),
+                             int (*on_point)(void *arg), void *arg);
+
+/**
+ * lapict_vmm_vm_save() - save a VM stopped at a point (on_point).
+ * @v: the VM, with the userspace LAPIC.
+ * @s: receives the state (lapict_vmm_snap_free() after).
+ * @irr_first: save the LAPIC model (IRR) before the timer, else after.
+ * @service: service the timer first, as the vCPU loop would before the
+ * next entry (lapict_irq_window_open(): due expiries processed and
+ * counted, offered to the guest if it can take one).
+ * @err: receives a message on failure.
+ * @err_len: its size.
+ *
+ * The timer is saved with lapict_state_save_at() at s->stop_ns.
+ *
+ * Return: 0, or -1 with @err set.
+ */
+int lapict_vmm_vm_save(struct lapict_vmm_vm *v, struct lapict_vmm_snap *s,
+                       bool irr_first, bool service, char *err,
+                       size_t err_len);
+
+/**
+ * lapict_vmm_vm_restore() - continue a saved VM in a new one.
+ * @v: a VM just made by lapict_vmm_vm_create() (no LAPIC yet), with the
+ * snapshot's RAM size.
+ * @s: the state (untrusted if read from a file: checked).
+ * @cfg: the LAPIC's configuration.
+ * @restore_ns: receives CLOCK_MONOTONIC right before the timer's restore
+ * (the timer stood still from s->stop_ns to then, TIMER.md section 8).
+ * @err: receives a message on failure.
+ * @err_len: its size.
+ *
+ * Sets the registers, then the TSC offset the source had (the guest TSC
+ * kept continuous: the downtime passes as time), then the LAPIC
+ * (lapict_kvm_restore()).
+ *
+ * Return: 0, or -1 with @err set.
+ */
+int lapict_vmm_vm_restore(struct lapict_vmm_vm *v,
+                          const struct lapict_vmm_snap *s,
+                          const struct lapict_kvm_config *cfg,
+                          uint64_t *restore_ns, char *err, size_t err_len);
+
+/** lapict_vmm_snap_free() - the snapshot's buffers. */
+void lapict_vmm_snap_free(struct lapict_vmm_snap *s);
+
+/**
+ * lapict_vmm_snap_write() - a snapshot and the caller's bytes to a file.
+ * @path: the file (replaced).
+ * @s: the state.
+ * @extra: the caller's own state (e.g. a test's counters), @extra_len bytes.
+ * @extra_len: at most 1 MiB.
+ *
+ * Return: 0 or -1 (errno set).
+ */
+int lapict_vmm_snap_write(const char *path, const struct lapict_vmm_snap *s,
+                          const void *extra, size_t extra_len);
+
+/**
+ * lapict_vmm_snap_read() - the reverse, checking the file's structure.
+ * @path: the file.
+ * @s: receives the state.
+ * @extra: receives exactly @extra_len bytes of the caller's state.
+ * @extra_len: their expected size.
+ * @err: receives a message on failure.
+ * @err_len: its size.
+ *
+ * Return: 0, or -1 with @err set (@s holds nothing to free then).
+ */
+int lapict_vmm_snap_read(const char *path, struct lapict_vmm_snap *s,
+                         void *extra, size_t extra_len, char *err,
+                         size_t err_len);
+
+/** lapict_vmm_mono_ns() - CLOCK_MONOTONIC, ns. */
+uint64_t lapict_vmm_mono_ns(void);
 
 /**
  * lapict_vmm_timeout() - exit with LAPICT_VMM_STATUS_TIMEOUT after @s s.

@@ -342,14 +342,281 @@ static void op_failures_returned(void **state)
                      LAPICT_E_INVAL);
 }
 
+/* --- save and restore ------------------------------------------------- */
+
+/* The blob's CRC-32 recomputed after a test edited a field. */
+static uint32_t t_crc(const uint8_t *p, size_t n)
+{
+    uint32_t c = 0xFFFFFFFFu;
+    for (size_t i = 0; i < n; i++) {
+        c ^= p[i];
+        for (int k = 0; k < 8; k++)
+            c = (c & 1u) ? (c >> 1) ^ 0xEDB88320u : c >> 1;
+    }
+    return ~c;
+}
+
+static void put_le32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void reseal(uint8_t *b)
+{
+    put_le32(b + 156, t_crc(b, 156));
+}
+
+/* A busy model: enabled, TPR, LDR/DFR cluster, ESR latched, ICR, LVTs,
+ * IRR and nested ISR. */
+static void busy_model(void)
+{
+    mmio_wr(0xF0, 0x1FF);
+    mmio_wr(0x20, 0x05000000);
+    mmio_wr(0x80, 0x20);
+    mmio_wr(0xD0, 0x12000000);
+    mmio_wr(0xE0, 0x0FFFFFFF);
+    mmio_wr(0x350, 0x700);
+    mmio_wr(0x370, 0x10033);
+    mmio_wr(0x310, 0x07000000);
+    lapict_apic_error(&F->a, LAPICT_APIC_ESR_RECV_ILLEGAL);
+    mmio_wr(0x280, 0);
+    lapict_apic_error(&F->a, LAPICT_APIC_ESR_SEND_ILLEGAL);
+    assert_true(lapict_apic_set_irq(&F->a, 0x51));
+    lapict_apic_ack(&F->a, 0x51);
+    assert_true(lapict_apic_set_irq(&F->a, 0x90));
+    lapict_apic_ack(&F->a, 0x90);
+    assert_true(lapict_apic_set_irq(&F->a, 0x40));
+    assert_true(lapict_apic_set_irq(&F->a, 0xE1));
+}
+
+/* The registers a guest (or the host) can see, for comparing two models. */
+static void visible(struct lapict_apic *a, uint32_t *out)
+{
+    static const uint32_t offs[] = {0x20,  0x80,  0xA0,  0xD0,  0xE0,
+                                    0xF0,  0x280, 0x2F0, 0x300, 0x310,
+                                    0x330, 0x340, 0x350, 0x360, 0x370};
+    unsigned n = 0;
+
+    for (unsigned i = 0; i < sizeof(offs) / sizeof(offs[0]); i++) {
+        uint32_t v = 0;
+        assert_int_equal(
+            lapict_apic_mmio(a, BASE + offs[i], (uint8_t *)&v, 4, false),
+            LAPICT_OK);
+        out[n++] = v;
+    }
+    for (unsigned i = 0; i < 8; i++) {
+        out[n++] = a->irr[i];
+        out[n++] = a->isr[i];
+    }
+    out[n++] = (uint32_t)a->apic_base;
+    out[n++] = a->esr_pending;
+    out[n++] = (uint32_t)lapict_apic_deliverable(a);
+}
+
+/* Rule (TIMER.md "Save and restore", for the model around the timer):
+ * save has no side effects, restore into a fresh model gives the same
+ * registers, IRR/ISR, priorities and pending ESR bits; the next EOI and
+ * deliveries behave the same on both. */
+static void state_round_trip(void **state)
+{
+    uint8_t b[LAPICT_APIC_STATE_SIZE], b2[LAPICT_APIC_STATE_SIZE];
+    uint32_t v1[64] = {0}, v2[64] = {0};
+    struct lapict_apic d;
+
+    (void)state;
+    busy_model();
+    visible(&F->a, v1);
+    assert_int_equal(lapict_apic_save(&F->a, b, sizeof(b)), LAPICT_OK);
+    visible(&F->a, v2);
+    assert_memory_equal(v1, v2, sizeof(v1)); /* no side effects */
+    assert_int_equal(lapict_apic_init(&d, &F->t, &ops, F), LAPICT_OK);
+    F->bases = 0;
+    assert_int_equal(lapict_apic_restore(&d, b, sizeof(b)), LAPICT_OK);
+    assert_int_equal(F->bases, 0); /* same base: nothing to mirror */
+    visible(&d, v2);
+    assert_memory_equal(v1, v2, sizeof(v1));
+    assert_int_equal(lapict_apic_save(&d, b2, sizeof(b2)), LAPICT_OK);
+    assert_memory_equal(b, b2, sizeof(b));
+    /* Deliverable 0xE1 (above PPR 0x90); EOI pops 0x90 on both. */
+    assert_int_equal(lapict_apic_deliverable(&d), 0xE1);
+    {
+        uint32_t z = 0;
+        assert_int_equal(
+            lapict_apic_mmio(&d, BASE + 0xB0, (uint8_t *)&z, 4, true),
+            LAPICT_OK);
+    }
+    assert_false(lapict_apic_irr_test(&d, 0x90) || (d.isr[4] & 1u << 16));
+    assert_true(d.isr[2] & (1u << 17)); /* 0x51 still in service */
+}
+
+/* Rule: a moved base or x2APIC mode travels, and the host hears of a base
+ * that differs from the destination's (base_changed op). */
+static void state_x2apic_and_base(void **state)
+{
+    uint8_t b[LAPICT_APIC_STATE_SIZE];
+    struct lapict_apic d;
+    uint64_t v;
+
+    (void)state;
+    assert_int_equal(wr(0x1B, BASE | 0xD00), LAPICT_OK); /* x2APIC */
+    assert_int_equal(wr(0x808, 0x30), LAPICT_OK);
+    assert_int_equal(wr(0x830, 0x0000000300000041ull), LAPICT_OK);
+    assert_int_equal(lapict_apic_save(&F->a, b, sizeof(b)), LAPICT_OK);
+    assert_int_equal(lapict_apic_init(&d, &F->t, &ops, F), LAPICT_OK);
+    F->bases = 0;
+    assert_int_equal(lapict_apic_restore(&d, b, sizeof(b)), LAPICT_OK);
+    assert_int_equal(F->bases, 1);
+    assert_int_equal(F->base, BASE | 0xD00);
+    assert_true(lapict_apic_x2apic(&d));
+    assert_int_equal(lapict_apic_rdmsr(&d, 0x830, &v), LAPICT_OK);
+    assert_int_equal(v, 0x0000000300000041ull);
+    assert_int_equal(lapict_apic_rdmsr(&d, 0x808, &v), LAPICT_OK);
+    assert_int_equal(v, 0x30);
+    /* A host that cannot mirror it hears of it; the state is loaded. */
+    assert_int_equal(lapict_apic_init(&d, &F->t, &ops, F), LAPICT_OK);
+    F->base_rc = LAPICT_E_SYSTEM;
+    assert_int_equal(lapict_apic_restore(&d, b, sizeof(b)), LAPICT_E_SYSTEM);
+    assert_true(lapict_apic_x2apic(&d));
+}
+
+/* One edit of a valid blob and the status restore must give for it. */
+struct bad_blob {
+    const char *what;
+    unsigned off;
+    uint32_t val;
+    bool keep_crc;
+    int rc;
+};
+
+/* Rule: an untrusted blob is validated in full (magic, version, size,
+ * checksum, reserved bytes, every register's stored bits, the base rules
+ * of this CPU model, vectors 0-15); a rejected one changes nothing. */
+static void state_rejects_bad_blobs(void **state)
+{
+    static const struct bad_blob bad[] = {
+        {"magic", 0, 0x41504140, false, LAPICT_E_STATE_MAGIC},
+        {"version 2", 4, 0x00A00002, false, LAPICT_E_STATE_VERSION},
+        {"version 0", 4, 0x00A00000, false, LAPICT_E_STATE_VERSION},
+        {"size field", 4, 0x00800001, false, LAPICT_E_STATE_SIZE},
+        {"checksum", 20, 0x30, true, LAPICT_E_STATE_CHECKSUM},
+        {"reserved byte", 140, 1, false, LAPICT_E_STATE_FIELD},
+        {"reserved last", 152, 0x01000000, false, LAPICT_E_STATE_FIELD},
+        {"base reserved bit 9", 8, 0xFEE00B00, false, LAPICT_E_STATE_FIELD},
+        {"base above MAXPHYADDR", 12, 0x10, false, LAPICT_E_STATE_FIELD},
+        {"EXTD without EN", 8, 0xFEE00500, false, LAPICT_E_STATE_FIELD},
+        {"BSP flag differs", 8, 0xFEE00800, false, LAPICT_E_STATE_CONFIG},
+        {"xAPIC id > 8 bits", 16, 0x100, false, LAPICT_E_STATE_FIELD},
+        {"TPR > 0xFF", 20, 0x100, false, LAPICT_E_STATE_FIELD},
+        {"LDR low bits", 24, 0x12000001, false, LAPICT_E_STATE_FIELD},
+        {"DFR low bits", 28, 0xF0000000, false, LAPICT_E_STATE_FIELD},
+        {"SVR reserved", 32, 0x21FF, false, LAPICT_E_STATE_FIELD},
+        {"ESR bit 4", 36, 0x10, false, LAPICT_E_STATE_FIELD},
+        {"ESR pending bit 8", 40, 0x100, false, LAPICT_E_STATE_FIELD},
+        {"ICR busy bit", 44, 0x1000, false, LAPICT_E_STATE_FIELD},
+        {"ICR2 low bits in xAPIC", 48, 0x07000001, false, LAPICT_E_STATE_FIELD},
+        {"LVT CMCI bit 11", 52, 0x10800, false, LAPICT_E_STATE_FIELD},
+        {"LVT error mode bits", 72, 0x10733, false, LAPICT_E_STATE_FIELD},
+        {"IRR vector 3", 76, 0x8, false, LAPICT_E_STATE_FIELD},
+        {"ISR vector 15", 108, 0x8000, false, LAPICT_E_STATE_FIELD},
+    };
+    uint8_t good[LAPICT_APIC_STATE_SIZE], b[LAPICT_APIC_STATE_SIZE + 1];
+    uint8_t before[LAPICT_APIC_STATE_SIZE], after[LAPICT_APIC_STATE_SIZE];
+
+    (void)state;
+    busy_model();
+    assert_int_equal(lapict_apic_save(&F->a, good, sizeof(good)), LAPICT_OK);
+    /* The destination: another model, with its own state. */
+    assert_int_equal(lapict_apic_init(&F->a, &F->t, &ops, F), LAPICT_OK);
+    mmio_wr(0x80, 0x70);
+    assert_int_equal(lapict_apic_save(&F->a, before, sizeof(before)),
+                     LAPICT_OK);
+    for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        memcpy(b, good, sizeof(good));
+        put_le32(b + bad[i].off, bad[i].val);
+        if (!bad[i].keep_crc)
+            reseal(b);
+        assert_int_equal(lapict_apic_state_check(&F->a, b, sizeof(good)),
+                         bad[i].rc);
+        if (lapict_apic_restore(&F->a, b, sizeof(good)) != bad[i].rc)
+            fail_msg("%s: restore gave another status", bad[i].what);
+        assert_int_equal(lapict_apic_save(&F->a, after, sizeof(after)),
+                         LAPICT_OK);
+        if (memcmp(before, after, sizeof(after)))
+            fail_msg("%s: a rejected blob changed the model", bad[i].what);
+    }
+    /* LVTs unmasked while SVR software-disables: not reachable. */
+    memcpy(b, good, sizeof(good));
+    put_le32(b + 32, 0xFF);
+    reseal(b);
+    assert_int_equal(lapict_apic_restore(&F->a, b, sizeof(good)),
+                     LAPICT_E_STATE_FIELD);
+    /* x2APIC mode where CPUID has none. */
+    lapict_apic_set_cpuid(&F->a, false, 0);
+    memcpy(b, good, sizeof(good));
+    put_le32(b + 8, 0xFEE00D00);
+    put_le32(b + 48, 0);
+    reseal(b);
+    assert_int_equal(lapict_apic_restore(&F->a, b, sizeof(good)),
+                     LAPICT_E_STATE_FIELD);
+    lapict_apic_set_cpuid(&F->a, true, 0);
+    assert_int_equal(lapict_apic_restore(&F->a, b, sizeof(good)), LAPICT_OK);
+    assert_int_equal(lapict_apic_init(&F->a, &F->t, &ops, F), LAPICT_OK);
+    /* Lengths, NULLs. */
+    assert_int_equal(lapict_apic_restore(&F->a, good, sizeof(good) - 1),
+                     LAPICT_E_STATE_SIZE);
+    memcpy(b, good, sizeof(good));
+    assert_int_equal(lapict_apic_restore(&F->a, b, sizeof(good) + 1),
+                     LAPICT_E_STATE_SIZE);
+    assert_int_equal(lapict_apic_save(&F->a, b, sizeof(good) - 1),
+                     LAPICT_E_STATE_SIZE);
+    assert_int_equal(lapict_apic_save(NULL, b, sizeof(b)), LAPICT_E_INVAL);
+    assert_int_equal(lapict_apic_restore(&F->a, NULL, sizeof(good)),
+                     LAPICT_E_INVAL);
+    assert_int_equal(lapict_apic_state_check(NULL, good, sizeof(good)),
+                     LAPICT_E_INVAL);
+    assert_int_equal(lapict_apic_restore(&F->a, good, sizeof(good)), LAPICT_OK);
+}
+
+/* Rule: every single-bit flip of a valid blob is rejected (the CRC) and
+ * leaves the model as it was. */
+static void state_bit_flips_rejected(void **state)
+{
+    uint8_t good[LAPICT_APIC_STATE_SIZE], b[LAPICT_APIC_STATE_SIZE];
+    uint8_t before[LAPICT_APIC_STATE_SIZE], after[LAPICT_APIC_STATE_SIZE];
+
+    (void)state;
+    busy_model();
+    assert_int_equal(lapict_apic_save(&F->a, good, sizeof(good)), LAPICT_OK);
+    assert_int_equal(lapict_apic_init(&F->a, &F->t, &ops, F), LAPICT_OK);
+    assert_int_equal(lapict_apic_save(&F->a, before, sizeof(before)),
+                     LAPICT_OK);
+    for (unsigned bit = 0; bit < 8 * LAPICT_APIC_STATE_SIZE; bit++) {
+        memcpy(b, good, sizeof(b));
+        b[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+        assert_true(lapict_apic_restore(&F->a, b, sizeof(b)) < 0);
+        assert_int_equal(lapict_apic_save(&F->a, after, sizeof(after)),
+                         LAPICT_OK);
+        assert_memory_equal(before, after, sizeof(after));
+    }
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
     const struct CMUnitTest tests[] = {
-        T(xapic_mmio_decoding),   T(svr_disable_masks),
-        T(msr_decoding),          T(apic_base_follows_cpuid),
-        T(ipi_destinations),      T(priority_and_ack),
-        T(illegal_vector_sets_receive_bit), T(op_failures_returned),
+        T(xapic_mmio_decoding),
+        T(svr_disable_masks),
+        T(msr_decoding),
+        T(apic_base_follows_cpuid),
+        T(ipi_destinations),
+        T(priority_and_ack),
+        T(illegal_vector_sets_receive_bit),
+        T(op_failures_returned),
+        T(state_round_trip),
+        T(state_x2apic_and_base),
+        T(state_rejects_bad_blobs),
+        T(state_bit_flips_rejected),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -243,17 +243,133 @@ static void hlt_outcomes(void **state)
     assert_int_equal(lapict_kvm_handle_exit(&f->k, 0), LAPICT_KVM_NOT_MINE);
 }
 
+/* A second vCPU's LAPIC on the fake (the destination of a migration). */
+static struct fx *fx_new(void)
+{
+    struct lapict_kvm_config c = {.tsc_khz = 1000000, .sys = &lt_fake_sys};
+    struct fx *d = calloc(1, sizeof(*d));
+
+    assert_non_null(d);
+    assert_int_equal(lapict_kvm_init(&d->k, LT_FAKE_VCPU_FD, &d->run, &c), 0);
+    return d;
+}
+
+static void fx_free(struct fx *d)
+{
+    lapict_kvm_destroy(&d->k);
+    free(d);
+}
+
+/* Both blobs of @f's LAPIC. */
+static void save_both(struct fx *f, uint8_t *a, uint8_t *t)
+{
+    assert_int_equal(lapict_apic_save(&f->k.apic, a, LAPICT_APIC_STATE_SIZE),
+                     LAPICT_OK);
+    assert_int_equal(lapict_state_save(&f->k.timer, t, LAPICT_STATE_SIZE),
+                     LAPICT_OK);
+}
+
+/*
+ * Rule (state.h, TIMER.md "Save and restore"): a timer interrupt held
+ * pending at the save (IF clear) is delivered exactly once after
+ * lapict_kvm_restore(), at the first window; a rejected pair of blobs (one
+ * corrupt, or model and timer that disagree on SVR) changes nothing; a
+ * vCPU restored halted is woken by the pending interrupt, and stays halted
+ * without one.
+ */
+static void restore_pending_once(void **state)
+{
+    struct fx *f = *state, *d = fx_new(), *h = fx_new();
+    uint8_t a[LAPICT_APIC_STATE_SIZE], t[LAPICT_STATE_SIZE];
+    uint8_t b[LAPICT_APIC_STATE_SIZE], a0[LAPICT_APIC_STATE_SIZE];
+    uint8_t t0[LAPICT_STATE_SIZE], a1[LAPICT_APIC_STATE_SIZE];
+    uint8_t t1[LAPICT_STATE_SIZE];
+    uint32_t lvtt = 0;
+
+    mmio_wr(f, 0xF0, 0x1FF);
+    mmio_wr(f, 0x3E0, 0xB);
+    mmio_wr(f, 0x320, 0x40);
+    f->run.if_flag = 0; /* the guest in a cli section */
+    f->run.ready_for_interrupt_injection = 0;
+    mmio_wr(f, 0x380, 20000); /* 20 us */
+    sleep_ns(200000);
+    assert_true(lapict_kvm_poll(&f->k));
+    assert_false(lapict_apic_irr_test(&f->k.apic, 0x40)); /* held */
+    assert_int_equal(lapict_xapic_read(&f->k.timer, 0x320, &lvtt), LAPICT_OK);
+    assert_true(lvtt & 0x1000u);
+    save_both(f, a, t);
+
+    /* Rejected: the destination is left exactly as it was. */
+    save_both(d, a0, t0);
+    memcpy(b, a, sizeof(b));
+    b[20] ^= 1; /* TPR, checksum now wrong */
+    assert_int_equal(
+        lapict_kvm_restore(&d->k, b, sizeof(b), t, sizeof(t), false),
+        LAPICT_E_STATE_CHECKSUM);
+    assert_int_equal(
+        lapict_kvm_restore(&d->k, a, sizeof(a), t, sizeof(t) - 1, false),
+        LAPICT_E_STATE_SIZE);
+    /* The destination's own model (SVR software-disabled) with the
+     * source's timer (enabled): not one APIC. */
+    assert_int_equal(
+        lapict_kvm_restore(&d->k, a0, sizeof(a0), t, sizeof(t), false),
+        LAPICT_E_STATE_FIELD);
+    assert_int_equal(
+        lapict_kvm_restore(NULL, a, sizeof(a), t, sizeof(t), false),
+        LAPICT_E_INVAL);
+    save_both(d, a1, t1);
+    assert_memory_equal(a0, a1, sizeof(a0));
+    assert_memory_equal(t0 + 8, t1 + 8, 16); /* registers and flags */
+
+    /* Accepted: nothing offered before the guest can take it. */
+    assert_int_equal(
+        lapict_kvm_restore(&d->k, a, sizeof(a), t, sizeof(t), false),
+        LAPICT_OK);
+    assert_false(lapict_apic_irr_test(&d->k.apic, 0x40));
+    lapict_kvm__window(&d->k); /* IF still clear: no window yet */
+    assert_false(lapict_apic_irr_test(&d->k.apic, 0x40));
+    d->run.if_flag = 1;
+    d->run.ready_for_interrupt_injection = 1;
+    lapict_kvm__window(&d->k);
+    assert_true(lapict_apic_irr_test(&d->k.apic, 0x40));
+    lt_fake.injections = 0;
+    assert_int_equal(lapict_kvm__deliver(&d->k), 0x40);
+    assert_int_equal(lt_fake.injections, 1);
+    /* Exactly once: another window, an EOI, nothing more to deliver. */
+    d->k.injected = false;
+    mmio_wr(d, 0xB0, 0);
+    lapict_kvm__window(&d->k);
+    assert_int_equal(lapict_kvm__deliver(&d->k), -1);
+    assert_int_equal(lt_fake.injections, 1);
+
+    /* Halted: the pending interrupt wakes it. */
+    assert_int_equal(
+        lapict_kvm_restore(&h->k, a, sizeof(a), t, sizeof(t), true), LAPICT_OK);
+    assert_true(lapict_apic_irr_test(&h->k.apic, 0x40));
+    fx_free(h);
+    /* Halted with nothing pending (the destination after its EOI): it
+     * stays halted. */
+    save_both(d, a, t);
+    h = fx_new();
+    assert_int_equal(
+        lapict_kvm_restore(&h->k, a, sizeof(a), t, sizeof(t), true),
+        LAPICT_KVM_HALTED);
+    assert_int_equal(lapict_apic_deliverable(&h->k.apic), -1);
+    fx_free(h);
+    fx_free(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(other_msr_is_not_mine, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(other_msr_is_not_mine, setup, teardown),
         cmocka_unit_test_setup_teardown(delivery_and_window, setup, teardown),
         cmocka_unit_test_setup_teardown(refused_then_window, setup, teardown),
         cmocka_unit_test_setup_teardown(lapic_exits, setup, teardown),
         cmocka_unit_test_setup_teardown(kick_is_mine_and_not_replayed, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(hlt_outcomes, setup, teardown),
+        cmocka_unit_test_setup_teardown(restore_pending_once, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -28,7 +28,13 @@ static struct mailbox *const mb = (struct mailbox *)(uintptr_t)MB_ADDR;
 static uint64_t *const samples = (uint64_t *)(uintptr_t)SAMPLES_ADDR;
 
 /* What the timer ISR does with an interrupt. */
-enum isr_mode { ISR_COUNT, ISR_LATENCY_DL, ISR_LATENCY_OS, ISR_PERIODIC };
+enum isr_mode {
+    ISR_COUNT,
+    ISR_LATENCY_DL,
+    ISR_LATENCY_OS,
+    ISR_PERIODIC,
+    ISR_MIGRATE
+};
 static volatile int isr_mode;
 static volatile uint64_t n_irq, expected, last_irq_tsc;
 static uint64_t delta, os_ticks, early;
@@ -98,10 +104,18 @@ static void record_latency(uint64_t now)
     n_irq = n + 1;
 }
 
+static void migrate_isr(void);
+
 void timer_isr(void)
 {
-    uint64_t now = rdtsc();
+    uint64_t now;
 
+    if (isr_mode == ISR_MIGRATE) {
+        migrate_isr();
+        apic_write(A_EOI, 0);
+        return;
+    }
+    now = rdtsc();
     switch (isr_mode) {
     case ISR_LATENCY_DL:
         record_latency(now);
@@ -482,6 +496,439 @@ static void test_selftest(void)
     mb->fail = fail;
 }
 
+/* --- migrate ---------------------------------------------------------- */
+
+/*
+ * --test=migrate: the timer kept busy in every mode while the VMM
+ * migrates the VM again and again (vmm.c), each interrupt checked against
+ * its architectural instant. The timer stands still while the VM is
+ * stopped (TIMER.md section 8: count-downs resume where they were) and the
+ * TSC does not (the VMM keeps it continuous), so a count-down's instant is
+ * its arming plus its length plus the time the timer stood still since:
+ * the VMM reports that as bounds (mig.frozen_lo_ns / frozen_hi_ns). A
+ * TSC deadline's instant is the deadline itself.
+ */
+#define PH_DRAIN 4u
+#define LOST_NS 200000000u /* an interrupt this late counts as lost */
+
+static uint64_t rng;
+static volatile uint32_t phase;
+/* Periodic: arming (TSC before the TMICT write), period, arrivals. */
+static volatile uint64_t per_t0, per_f0, per_p_tsc, per_count, per_last;
+/* The standstill as of the last arrival (read before its TSC). */
+static volatile uint64_t per_last_flo;
+/* One-shot / deadline: an interrupt is owed; its instant (count-down:
+ * before the time stood still since os_f0). */
+static volatile uint64_t armed, exp_tsc, os_f0;
+
+static uint64_t rnd(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+
+static uint64_t rnd_in(uint64_t lo, uint64_t hi)
+{
+    return lo + rnd() % (hi - lo + 1);
+}
+
+struct frz {
+    uint64_t seq, lo, hi;
+};
+
+/* The VMM's migration counters, untorn (it writes them while we stop). */
+static void frozen(struct frz *f)
+{
+    volatile uint64_t *m = &mb->mig.seq0;
+    for (;;) {
+        uint64_t s0 = m[0], lo = m[1], hi = m[2], s1 = m[3];
+        if (s0 == s1) {
+            f->seq = s0;
+            f->lo = lo;
+            f->hi = hi;
+            return;
+        }
+    }
+}
+
+static uint64_t tsc_to_ns_ceil(uint64_t tsc)
+{
+    return (tsc * 1000000u + mb->tsc_khz - 1) / mb->tsc_khz;
+}
+
+static void bad(uint64_t *counter, uint64_t what, uint64_t got, uint64_t want)
+{
+    volatile uint64_t *d = counter == &mb->mig.early ? mb->mig.early_detail
+                                                     : mb->mig.bad_detail;
+    *counter = *counter + 1;
+    if (!d[0]) {
+        d[0] = what;
+        d[1] = got;
+        d[2] = want;
+        d[3] = phase;
+    }
+}
+
+static void migrate_isr(void)
+{
+    struct frz f;
+    uint64_t want, now;
+
+    /*
+     * The standstill first, then the TSC: the VMM may stop the vCPU at any
+     * instruction (a kick), and a migration between the two reads must
+     * count in neither (the TSC read after it includes its downtime).
+     */
+    frozen(&f);
+    now = rdtsc();
+    mb->mig.interrupts++;
+    switch (phase) {
+    case MIG_PH_PERIODIC:
+    case PH_DRAIN:
+        /* The j-th arrival is for grid point j or a later one (coalesced
+         * ticks); the grid moved by the time the timer stood still. */
+        per_count = per_count + 1;
+        per_last = now;
+        per_last_flo = f.lo;
+        if (per_count < 256) {
+            samples[2 * per_count] = now;
+            samples[2 * per_count + 1] = f.seq | f.lo << 16;
+        }
+        want = per_t0 + per_count * per_p_tsc + ns_to_tsc_floor(f.lo - per_f0);
+        if (now < want)
+            bad(&mb->mig.early, 1, now - per_t0, want - per_t0);
+        return;
+    case MIG_PH_ONESHOT:
+    case MIG_PH_DEADLINE:
+        if (!armed) {
+            bad(&mb->mig.doubled, 2, now, phase);
+            return;
+        }
+        want = exp_tsc;
+        if (phase == MIG_PH_ONESHOT)
+            want += ns_to_tsc_floor(f.lo - os_f0);
+        if (now < want)
+            bad(&mb->mig.early, 3, now, want);
+        armed = 0;
+        return;
+    default:
+        bad(&mb->mig.doubled, 4, now, 0); /* nothing owed one */
+        return;
+    }
+}
+
+/* Spin with interrupts on for about @ns. */
+static void spin_on(uint64_t ns)
+{
+    uint64_t end = rdtsc() + ns_to_tsc_floor(ns);
+    __asm__ volatile("sti" ::: "memory");
+    while ((int64_t)(rdtsc() - end) < 0)
+        __asm__ volatile("pause" ::: "memory");
+    __asm__ volatile("cli" ::: "memory");
+}
+
+/*
+ * One slice of waiting, in one of the ways a guest waits: halted (only
+ * when an interrupt is owed: @may_halt), spinning with interrupts on, or
+ * in a cli section (an interrupt that comes then waits, pending, for the
+ * sti: the VMM may stop the VM right then).
+ */
+static void wait_slice(bool may_halt)
+{
+    uint64_t r = rnd() % 10;
+
+    if (r < 3 && may_halt) {
+        __asm__ volatile("sti; hlt; cli" ::: "memory");
+    } else if (r < 6) {
+        uint64_t end = rdtsc() + ns_to_tsc_floor(rnd_in(20000, 300000));
+        while ((int64_t)(rdtsc() - end) < 0)
+            __asm__ volatile("pause" ::: "memory");
+        __asm__ volatile("sti; nop; cli" ::: "memory");
+    } else {
+        spin_on(rnd_in(10000, 200000));
+    }
+}
+
+static void mode_switched(uint32_t ph)
+{
+    phase = ph;
+    outl(PORT_MODE, ph);
+}
+
+static uint64_t missed_now(void)
+{
+    outl(PORT_SYNC, 0);
+    return mb->mig.missed_ticks;
+}
+
+/*
+ * Periodic: n ticks of a random period, then stopped right after a tick
+ * (none is pending then). Count check: the timer ran for the time between
+ * arming and stopping less the time it stood still; the ticks delivered
+ * plus those lapict coalesced (the missed-tick policy) cover every grid
+ * point in it, and no more arrived than grid points.
+ */
+static void mig_periodic(void)
+{
+    uint64_t p_ns = rnd_in(300000, 2000000), n = rnd_in(5, 40);
+    uint64_t ticks = p_ns * (mb->bus_hz / 1000000u) / 1000u;
+    uint64_t miss0, t0b, ts0, ts1, f0hi, limit, c, run_min, run_max;
+    uint64_t span, emin, emax, miss, late, slop, early0;
+    struct frz f, fe, fb;
+
+    apic_write(A_TDCR, 0xB);
+    miss0 = missed_now();
+    early0 = mb->mig.early;
+    per_count = 0;
+    per_p_tsc = ns_to_tsc_floor(p_ns);
+    apic_write(A_LVTT, MODE_PERIODIC | VEC);
+    per_t0 = rdtsc();
+    frozen(&f);
+    per_f0 = f.lo;
+    f0hi = f.hi;
+    /* Nothing of the phase before may be left in IRR (or in service). */
+    if ((apic_read(0x220) | apic_read(0x120)) & 1u)
+        bad(&mb->mig.doubled, 10, apic_read(0x220), apic_read(0x120));
+    apic_write(A_TMICT, (uint32_t)ticks);
+    t0b = rdtsc();
+    mode_switched(MIG_PH_PERIODIC);
+    limit = per_t0 + (n + 2) * per_p_tsc + ns_to_tsc_floor(LOST_NS);
+    while (per_count < n) {
+        frozen(&fe);
+        if (rdtsc() > limit + ns_to_tsc_floor(fe.hi - f0hi))
+            break; /* counted as lost below */
+        wait_slice(true);
+    }
+    /*
+     * Stop right after a tick that came within half a period of its grid
+     * point, so that the next grid point is still ahead: a tick that is due
+     * but undelivered when TMICT is written is dropped (TIMER.md section
+     * 3). Should one be dropped all the same (the vCPU held up before the
+     * write), the VMM counts it in mig.missed_ticks. The grid point is
+     * known within the arming's exit and the bounds of the time the timer
+     * stood still.
+     */
+    for (;;) {
+        uint64_t since;
+        c = per_count;
+        __asm__ volatile("sti" ::: "memory");
+        while (per_count == c) {
+            frozen(&fe);
+            if (rdtsc() > limit + ns_to_tsc_floor(fe.hi - f0hi))
+                break;
+            __asm__ volatile("pause" ::: "memory");
+        }
+        __asm__ volatile("cli" ::: "memory");
+        frozen(&fe);
+        if (per_count == c)
+            break; /* timed out: lost, counted below */
+        since = per_last - per_t0 - ns_to_tsc_floor(per_last_flo - per_f0);
+        late = since % per_p_tsc;
+        slop = (t0b - per_t0) +
+               ns_to_tsc_floor((fe.hi - f0hi) - (fe.lo - per_f0)) + 1000u;
+        if (late + slop < per_p_tsc / 2)
+            break;
+    }
+    /* The standstill read before the stop bounds the longest the timer
+     * can have run, the one after it the shortest (a migration in between
+     * then only weakens the check). */
+    frozen(&fb);
+    ts0 = rdtsc();
+    apic_write(A_TMICT, 0);
+    ts1 = rdtsc();
+    frozen(&fe);
+    /* A tick raised before the stop may still be on its way. */
+    phase = PH_DRAIN;
+    spin_on(300000);
+    phase = 0;
+    miss = missed_now() - miss0;
+    span = tsc_to_ns_ceil(ts1 - per_t0);
+    run_max = span > fb.lo - per_f0 ? span - (fb.lo - per_f0) : 0;
+    span = tsc_to_ns_floor(ts0 - t0b);
+    run_min = span > fe.hi - f0hi ? span - (fe.hi - f0hi) : 0;
+    /* 50 ppm between the host clock and the TSC, and the kHz rounding. */
+    emax = (run_max + run_max / 20000u + 1000u) / p_ns;
+    run_min = run_min > run_min / 20000u + 1000u
+                  ? run_min - run_min / 20000u - 1000u
+                  : 0;
+    emin = run_min / p_ns;
+    if (per_count > emax)
+        bad(&mb->mig.doubled, 5, per_count, emax);
+    if (per_count + miss < emin || mb->mig.early != early0) {
+        if (per_count + miss < emin)
+            bad(&mb->mig.lost, 6, per_count + miss, emin);
+        out("migrate: periodic %u ns: %u ticks + %u missed vs %u (migrations "
+            "%u..%u, frozen %u..%u ns)",
+            p_ns, per_count, miss, emin, f.seq, fe.seq, fe.lo - per_f0,
+            fe.hi - f0hi);
+        /* Each arrival: time since arming, migrations and standstill so
+         * far (low 16 bits: the migration count). */
+        for (uint64_t i = 1; i <= per_count && i < 256; i++)
+            out("  tick %u at +%u ns seq %u frozen %u", i,
+                tsc_to_ns_floor(samples[2 * i] - per_t0),
+                samples[2 * i + 1] & 0xFFFF,
+                (samples[2 * i + 1] >> 16) - per_f0);
+    }
+    mb->mig.periodic_ticks += per_count;
+}
+
+struct smp {
+    uint64_t seq, lo, hi, t0, t1;
+    uint32_t c;
+};
+
+static bool tmcct_sample(struct smp *s)
+{
+    struct frz a, b;
+
+    frozen(&a);
+    s->t0 = rdtsc();
+    s->c = apic_read(A_TMCCT);
+    s->t1 = rdtsc();
+    frozen(&b);
+    /* A migration right at the read: its place in between is unknown. */
+    if (a.seq != b.seq)
+        return false;
+    s->seq = a.seq;
+    s->lo = a.lo;
+    s->hi = a.hi;
+    return true;
+}
+
+/*
+ * TMCCT of a one-shot (÷1) drains one tick per bus-clock ns of the time
+ * the timer ran: between two reads, their TSC distance less the time it
+ * stood still (migrations in between). Across a migration this is the
+ * rule "TMCCT after restore = TMCCT before less the time run, the
+ * downtime not counted".
+ */
+static void tmcct_check(const struct smp *a, const struct smp *b)
+{
+    uint64_t dlo = b->lo - a->lo, dhi = b->hi - a->hi;
+    uint64_t smin = tsc_to_ns_floor(b->t0 - a->t1);
+    uint64_t smax = tsc_to_ns_ceil(b->t1 - a->t0);
+    uint64_t rmin = smin > dhi ? smin - dhi : 0;
+    uint64_t rmax = smax > dlo ? smax - dlo : 0;
+    uint64_t khz = mb->bus_hz / 1000000u;
+    uint64_t mind = rmin * khz / 1000u, maxd = (rmax * khz + 999u) / 1000u;
+    uint64_t slack = 2 + maxd / 20000u, lo_c, hi_c;
+
+    mind = mind > slack ? mind - slack : 0;
+    maxd += slack;
+    hi_c = a->c > mind ? a->c - mind : 0;
+    lo_c = a->c > maxd ? a->c - maxd : 0;
+    mb->mig.tmcct_checks++;
+    if (a->seq != b->seq)
+        mb->mig.tmcct_across++;
+    if (b->c < lo_c || b->c > hi_c)
+        bad(&mb->mig.tmcct_bad, 7, b->c, b->c < lo_c ? lo_c : hi_c);
+}
+
+/* Wait for the owed interrupt; lost if it has not come by @limit (TSC,
+ * plus the time the timer stood still when @frozen_counts). */
+static void wait_owed(uint64_t limit, bool frozen_counts, uint64_t f0hi,
+                      bool sample)
+{
+    struct smp prev, cur;
+    bool have = false;
+    struct frz f;
+
+    while (armed) {
+        if (sample && tmcct_sample(&cur)) {
+            if (have)
+                tmcct_check(&prev, &cur);
+            prev = cur;
+            have = true;
+        }
+        frozen(&f);
+        if (rdtsc() >
+            limit + (frozen_counts ? ns_to_tsc_floor(f.hi - f0hi) : 0)) {
+            if (armed)
+                bad(&mb->mig.lost, 8, rdtsc(), limit);
+            armed = 0;
+            return;
+        }
+        wait_slice(true);
+    }
+}
+
+static void mig_oneshot(void)
+{
+    uint64_t m = rnd_in(3, 10), khz = mb->bus_hz / 1000000u;
+    struct frz f;
+
+    apic_write(A_TDCR, 0xB);
+    apic_write(A_LVTT, MODE_ONESHOT | VEC);
+    mode_switched(MIG_PH_ONESHOT);
+    for (uint64_t i = 0; i < m; i++) {
+        uint64_t ns = rnd_in(30000, 3000000), ticks = ns * khz / 1000u;
+        uint64_t t0 = rdtsc();
+        frozen(&f);
+        os_f0 = f.lo;
+        exp_tsc = t0 + ticks_to_tsc_floor(ticks);
+        armed = 1;
+        apic_write(A_TMICT, (uint32_t)ticks);
+        wait_owed(exp_tsc + ns_to_tsc_floor(LOST_NS), true, f.hi, true);
+        mb->mig.oneshots++;
+    }
+    apic_write(A_TMICT, 0);
+}
+
+static void mig_deadline(void)
+{
+    uint64_t m = rnd_in(3, 12);
+    struct frz f;
+
+    apic_write(A_LVTT, MODE_TSCDL | VEC);
+    mode_switched(MIG_PH_DEADLINE);
+    for (uint64_t i = 0; i < m; i++) {
+        uint64_t k = rnd() % 10, now = rdtsc(), d;
+        if (k == 0)
+            d = now - 1000; /* in the past: at once */
+        else if (k < 6)
+            d = now + ns_to_tsc_floor(rnd_in(5000, 100000)); /* near */
+        else if (k < 9)
+            d = now + ns_to_tsc_floor(rnd_in(1000000, 10000000)); /* far */
+        else
+            d = now + ns_to_tsc_floor(rnd_in(20000000, 40000000));
+        armed = 1;
+        exp_tsc = d;
+        if (rnd() % 4 == 0) {
+            /* Re-armed before it fired: only the second one is owed. */
+            wrmsr(MSR_TSC_DEADLINE, now + ns_to_tsc_floor(50000000));
+            spin_on(rnd_in(0, 50000));
+            exp_tsc = d;
+        }
+        wrmsr(MSR_TSC_DEADLINE, d);
+        /* A deadline does not move, but a long downtime delays delivery. */
+        frozen(&f);
+        wait_owed(d + ns_to_tsc_floor(LOST_NS), true, f.hi, false);
+        if (rdmsr(MSR_TSC_DEADLINE) != 0)
+            bad(&mb->mig.doubled, 9, rdmsr(MSR_TSC_DEADLINE), d);
+        mb->mig.deadlines++;
+    }
+    wrmsr(MSR_TSC_DEADLINE, 0);
+}
+
+static void test_migrate(void)
+{
+    isr_mode = ISR_MIGRATE;
+    rng = mb->mig.seed | 1;
+    for (uint64_t k = rnd() % 3; !mb->mig.stop; k++) {
+        if (k % 3 == 0)
+            mig_periodic();
+        else if (k % 3 == 1)
+            mig_oneshot();
+        else
+            mig_deadline();
+        mb->mig.phases++;
+    }
+    apic_write(A_LVTT, MASKED);
+    phase = 0;
+}
+
 void guest_main(void)
 {
     if (mb->magic != MB_MAGIC) {
@@ -508,6 +955,9 @@ void guest_main(void)
         break;
     case T_EXIT:
         test_exit();
+        break;
+    case T_MIGRATE:
+        test_migrate();
         break;
     default:
         puts_("unknown test");

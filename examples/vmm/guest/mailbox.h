@@ -21,6 +21,11 @@
 #define PORT_PUTS 0x500u /* value: guest address of a NUL-terminated line */
 #define PORT_DONE 0x504u /* value: 0 ok, else failure code */
 #define PORT_PING 0x508u /* the exit-round-trip test target */
+/* --test=migrate: the guest just switched the timer's mode (value: the
+ * phase, MIG_PH_*): a stop point the VMM may take. */
+#define PORT_MODE 0x50Cu
+/* --test=migrate: the VMM refreshes mig.missed_ticks now. */
+#define PORT_SYNC 0x514u
 
 enum mb_test {
     T_TSCDEADLINE = 0,
@@ -28,6 +33,14 @@ enum mb_test {
     T_PERIODIC = 2,
     T_SELFTEST = 3,
     T_EXIT = 4,
+    T_MIGRATE = 5,
+};
+
+/* --test=migrate phases (the timer mode the guest keeps busy). */
+enum mb_mig_phase {
+    MIG_PH_PERIODIC = 1,
+    MIG_PH_ONESHOT = 2,
+    MIG_PH_DEADLINE = 3
 };
 
 enum mb_wait { W_HLT = 0, W_SPIN = 1 };
@@ -42,6 +55,23 @@ struct mailbox {
     uint64_t t_first, t_last, t_start;
     /* VMM -> guest: virtual timers of the bare-metal guest (0: default). */
     uint64_t timers;
+    /*
+     * --test=migrate. VMM -> guest, written while the guest is stopped:
+     * the migrations so far (count first and last, so that a reader sees
+     * a torn update as a changed count), the time the timer stood still
+     * across them (TIMER.md section 8: count-downs resume where they
+     * were), as lower and upper bounds in ns, the periodic ticks lapict
+     * coalesced or dropped (the missed-tick policy), the seed and stop.
+     * Guest -> VMM: what its checks found.
+     */
+    struct {
+        uint64_t seq0, frozen_lo_ns, frozen_hi_ns, seq1;
+        uint64_t missed_ticks, seed, stop;
+        uint64_t interrupts, lost, doubled, early, phases;
+        uint64_t tmcct_checks, tmcct_across, tmcct_bad;
+        uint64_t periodic_ticks, oneshots, deadlines;
+        uint64_t bad_detail[4], early_detail[4];
+    } mig;
 };
 
 #endif
