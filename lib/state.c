@@ -23,7 +23,9 @@
 #define OFF_ADV_EST 64
 #define OFF_ADV_DEV 68
 #define OFF_CLAMP_P 72
-#define OFF_RESERVED 76
+/* What the save's settling counted (expiries, masked, coalesced, dropped). */
+#define OFF_SETTLED 76
+#define OFF_RESERVED 92
 #define OFF_CRC 124
 
 /* Blob flag bits (stable on the wire, independent of internal flags). */
@@ -152,6 +154,19 @@ int lapict_state_save_at(const struct lapict_timer *cur, uint64_t now,
     /* The clamped clock is this host's: the destination may have another. */
     put32(b + OFF_CLAMP_P,
           (t->flags & LAPICT__F_CLAMPED) ? t->min_period_ns : 0);
+    if (t == &st) {
+        /* Statistics of the settling: the destination counts them, since
+         * the source (unchanged by a save) never will. */
+        const uint64_t *was[4] = {&cur->c.expiries, &cur->c.masked,
+                                  &cur->c.coalesced, &cur->c.dropped};
+        const uint64_t now_c[4] = {st.c.expiries, st.c.masked, st.c.coalesced,
+                                   st.c.dropped};
+        for (i = 0; i < 4; i++) {
+            uint64_t d = now_c[i] - *was[i];
+            put32(b + OFF_SETTLED + 4 * i,
+                  d > UINT32_MAX ? UINT32_MAX : (uint32_t)d);
+        }
+    }
     put32(b + OFF_CRC, lapict__crc32(b, OFF_CRC));
     return LAPICT_OK;
 }
@@ -368,6 +383,11 @@ int lapict_state_restore(struct lapict_timer *t, const void *buf, size_t len)
         pending = n.catch_up_max;
     }
     n.pending = (uint16_t)pending;
+    /* The source's save settled these (any value is a statistic only). */
+    lapict__add_sat(&n.c.expiries, get32(b + OFF_SETTLED));
+    lapict__add_sat(&n.c.masked, get32(b + OFF_SETTLED + 4));
+    lapict__add_sat(&n.c.coalesced, get32(b + OFF_SETTLED + 8));
+    lapict__add_sat(&n.c.dropped, get32(b + OFF_SETTLED + 12));
     if (n.adv_mode == LAPICT_ADVANCE_ADAPTIVE) {
         adv = get32(b + OFF_ADV);
         n.adv_ns = adv > n.adv_max_ns ? n.adv_max_ns : adv;

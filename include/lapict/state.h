@@ -13,7 +13,11 @@
  *  64 adaptive latency estimate u32  68 its mean deviation u32
  *  72 clamp_period_ns u32: while clamped (flag 3), the min_period_ns the
  *     source clamped with (N ticks last exactly that long), else 0
- *  76..123 reserved, zero  124 CRC-32 (IEEE) of bytes 0..123
+ *  76 expiries, 80 masked, 84 coalesced, 88 dropped, u32 each: what the
+ *     save counted when it settled a due expiry (statistics only; restore
+ *     adds them to the destination's, since the unchanged source never
+ *     counts them), else 0
+ *  92..123 reserved, zero  124 CRC-32 (IEEE) of bytes 0..123
  * flags: bit 0 APIC software-enabled, 1 count-down active, 2 count-down
  * expiry unprocessed, 3 clamped, 4 deadline armed, 5 next expiry already
  * injected ahead (advance), 6 tuner estimate valid; others reserved, zero.
