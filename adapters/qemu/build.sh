@@ -120,6 +120,10 @@ if [ ! -x "$bin" ]; then
 
     # --- lapict, static and PIC (QEMU links as PIE) -------------------------
     log "building lapict from $repo"
+    # A fresh build dir each time (seconds): the cache is shared by every
+    # checkout of this machine, and CMake refuses a tree configured for
+    # another source directory.
+    rm -rf "$tree/lapict-build" "$tree/lapict-prefix"
     nice -n 10 cmake -S "$repo" -B "$tree/lapict-build" -DCMAKE_BUILD_TYPE=Release \
         -DBUILD_SHARED_LIBS=OFF -DCMAKE_POSITION_INDEPENDENT_CODE=ON \
         -DLAPICT_BUILD_TESTS=OFF -DLAPICT_BUILD_EXAMPLES=OFF \
