@@ -282,6 +282,8 @@ int lapict_vmm_vm_run_points(struct lapict_vmm_vm *v,
         }
         if (v->k && (rc = lapict_kvm_pre_run(v->k)) < 0)
             return kvm_error(v, "lapict_kvm_pre_run", rc);
+        if (v->k && v->k->injected)
+            v->inject_tsc = __builtin_ia32_rdtsc();
         e = ioctl(v->vcpu, KVM_RUN, 0) < 0 ? -errno : 0;
         if (v->k) {
             rc = lapict_kvm_handle_exit(v->k, e);

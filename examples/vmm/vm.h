@@ -33,6 +33,9 @@ struct lapict_vmm_vm {
     /* The guest halted (LAPICT_KVM_HALTED) and the loop has not waited
      * for it yet: a VM stopped there is saved halted. */
     bool halted;
+    /* Host TSC right before the last KVM_RUN that carried an injected
+     * interrupt (userspace LAPIC only): the start of the entry floor. */
+    uint64_t inject_tsc;
 };
 
 /* MSRs a snapshot carries besides what SREGS has (EFER) and the LAPIC's. */

@@ -3,7 +3,8 @@
  * lapict-vmm on /dev/kvm: it runs its guest with the timer emulated by
  * lapict (adapters/kvm, driven by lapict-vmm's own loop through the
  * adapter's hooks): the in-guest selftest passes, short tscdeadline and
- * periodic runs report early=0 and the requested sample count. Where KVM
+ * periodic runs report early=0 and the requested sample count, and
+ * --test=entry reports its floor. Where KVM
  * is unusable the test exits with LT_SKIP_RC, which ctest reports as
  * skipped. The adapter's own rules are in tests/adapters/test_kvm_*.c.
  */
@@ -65,6 +66,27 @@ START_TEST(vmm_periodic_lib)
 }
 END_TEST
 
+/* --test=entry reports the floor it measured: a RESULT line with samples
+ * and a positive median (a lost interrupt hangs the guest: rc != 0). */
+START_TEST(vmm_entry_lib)
+{
+    int rc;
+    unsigned long long n = 0;
+    long long med = 0;
+    char *o = vmm("--lapic=lib --test=entry --samples=300 --quiet", &rc);
+    const char *l = strstr(o, "RESULT test=entry lapic=lib ");
+    ck_assert_msg(rc == 0, "%s", o);
+    ck_assert_msg(l, "%s", o);
+    ck_assert_msg(sscanf(l, "RESULT test=entry lapic=lib samples=%llu "
+                            "median=%lld ",
+                         &n, &med) == 2,
+                  "%s", o);
+    ck_assert_msg(n == 300 && med > 0, "%s", o);
+    ck_assert_msg(strstr(l, " p99="), "%s", o);
+    free(o);
+}
+END_TEST
+
 int main(void)
 {
     const char *why = lt_kvm_unusable();
@@ -82,6 +104,7 @@ int main(void)
     tcase_add_test(v, vmm_selftest_lib);
     tcase_add_test(v, vmm_tscdeadline_lib);
     tcase_add_test(v, vmm_periodic_lib);
+    tcase_add_test(v, vmm_entry_lib);
     tcase_set_timeout(v, 60);
     suite_add_tcase(s, v);
     r = srunner_create(s);

@@ -219,6 +219,50 @@ static void test_exit(void)
     n_irq = mb->samples;
 }
 
+/* --- entry ----------------------------------------------------------- */
+
+/*
+ * --test=entry: the floor of a timer interrupt under a userspace LAPIC,
+ * the entry that carries an injected interrupt. The VMM stamps its TSC
+ * right before that KVM_RUN; the handler's first instruction stamps the
+ * guest TSC. The only code the handler can interrupt is test_entry()'s
+ * wait, which gives up RAX and RDX to it, so nothing is saved before the
+ * stamp. EOI is left to the wait, after the stamp.
+ */
+__attribute__((used)) volatile uint64_t entry_tsc;
+void entry_stub(void);
+__asm__(".text\n"
+        ".globl entry_stub\n"
+        "entry_stub:\n"
+        "    rdtsc\n"
+        "    shl $32, %rdx\n"
+        "    or %rdx, %rax\n"
+        "    mov %rax, entry_tsc(%rip)\n"
+        "    iretq\n");
+
+static void test_entry(void)
+{
+    setup_gate(ENTRY_VEC, entry_stub);
+    for (uint64_t i = 0; i < mb->samples; i++) {
+        uint64_t a = ENTRY_RAISE, d = PORT_ENTRY;
+        entry_tsc = 0;
+        /* The NOP ends STI's interrupt shadow before the exit, so the
+         * entry after it may carry the interrupt. */
+        __asm__ volatile("sti\n"
+                         "nop\n"
+                         "outl %%eax, %%dx\n"
+                         "1: cmpq $0, entry_tsc(%%rip)\n"
+                         "je 1b\n"
+                         "cli\n"
+                         : "+a"(a), "+d"(d)
+                         :
+                         : "memory", "cc");
+        mb->entry_isr_tsc = entry_tsc;
+        apic_write(A_EOI, 0);
+    }
+    outl(PORT_ENTRY, ENTRY_LAST);
+}
+
 /* --- selftest -------------------------------------------------------- */
 
 static uint64_t pass, fail;
@@ -958,6 +1002,9 @@ void guest_main(void)
         break;
     case T_MIGRATE:
         test_migrate();
+        break;
+    case T_ENTRY:
+        test_entry();
         break;
     default:
         puts_("unknown test");

@@ -26,6 +26,13 @@
 #define PORT_MODE 0x50Cu
 /* --test=migrate: the VMM refreshes mig.missed_ticks now. */
 #define PORT_SYNC 0x514u
+/* --test=entry: value ENTRY_RAISE: the VMM records the previous round's
+ * sample (if any) and raises ENTRY_VEC for the next entry; ENTRY_LAST:
+ * it records the previous round only. */
+#define PORT_ENTRY 0x518u
+#define ENTRY_RAISE 0u
+#define ENTRY_LAST 1u
+#define ENTRY_VEC 0x41u
 
 enum mb_test {
     T_TSCDEADLINE = 0,
@@ -34,6 +41,7 @@ enum mb_test {
     T_SELFTEST = 3,
     T_EXIT = 4,
     T_MIGRATE = 5,
+    T_ENTRY = 6,
 };
 
 /* --test=migrate phases (the timer mode the guest keeps busy). */
@@ -72,6 +80,9 @@ struct mailbox {
         uint64_t periodic_ticks, oneshots, deadlines;
         uint64_t bad_detail[4], early_detail[4];
     } mig;
+    /* --test=entry, guest -> VMM: the guest TSC at the first instruction
+     * of the ENTRY_VEC handler (0: not run yet this round). */
+    uint64_t entry_isr_tsc;
 };
 
 #endif

@@ -75,6 +75,11 @@ static void set_gate(unsigned v, uint64_t fn)
     idt[v].zero = 0;
 }
 
+void setup_gate(uint8_t vec, void (*fn)(void))
+{
+    set_gate(vec, (uint64_t)(uintptr_t)fn);
+}
+
 void setup_idt(uint8_t timer_vec)
 {
     struct __attribute__((packed)) {

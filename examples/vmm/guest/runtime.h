@@ -27,6 +27,9 @@ void out(const char *fmt, ...);
  * goes to timer_isr() (entry.S: timer_stub), 0xFF is the spurious vector.
  */
 void setup_idt(uint8_t timer_vec);
+/* One more interrupt gate, for a handler of the guest's own (after
+ * setup_idt, which loads the table the gate is in). */
+void setup_gate(uint8_t vec, void (*fn)(void));
 
 /* Called by entry.S for an exception: reports it, PORT_DONE 100 + vector. */
 void exception(uint64_t vec);
