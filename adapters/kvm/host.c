@@ -307,12 +307,22 @@ const struct lapict_ops lapict_kvm_ops = {
     .tsc_to_host_ns = op_tsc_to_ns,
 };
 
+/* The first fire since the VMM zeroed fired_tsc (async-signal-safe). */
+static void note_fired(struct lapict_kvm *k)
+{
+    uint64_t zero = 0;
+
+    atomic_compare_exchange_strong(&k->fired_tsc, &zero, __rdtsc());
+}
+
 /* Async-signal-safe: flag, and make the next or current entry exit. */
 static void kick(struct lapict_kvm *k, bool timer)
 {
     /* The kick timer itself: the host timer fired. */
-    if (timer)
+    if (timer) {
+        note_fired(k);
         atomic_store_explicit(&k->expired, 1, memory_order_seq_cst);
+    }
     /* KVM_RUN returns -EINTR at once if entered after this; halt_wait() needs
      * no exit, it watches the flags. */
     if (!atomic_load_explicit(&k->in_halt, memory_order_seq_cst))
@@ -445,6 +455,7 @@ static void timer_due(struct lapict_kvm *k, uint64_t *fired)
         _mm_pause();
     }
     *fired = tgt;
+    note_fired(k);
     atomic_store_explicit(&k->expired, 1, memory_order_seq_cst);
     if (!atomic_load_explicit(&k->in_halt, memory_order_seq_cst))
         kick_vcpu(k);
@@ -736,6 +747,7 @@ int lapict_kvm_halt_wait(struct lapict_kvm *k)
         tgt = atomic_load_explicit(&k->target_ns, memory_order_relaxed);
         now = mono_ns();
         if (tgt && (int64_t)(now - tgt) >= 0) {
+            note_fired(k);
             k->st.kicks_seen++;
             lapict_expire(&k->timer);
             continue;
@@ -743,6 +755,8 @@ int lapict_kvm_halt_wait(struct lapict_kvm *k)
         if (tgt && tgt - now <= k->halt_poll_ns) {
             while ((int64_t)(mono_ns() - tgt) < 0 && !wake_flagged(k))
                 _mm_pause();
+            if ((int64_t)(mono_ns() - tgt) >= 0)
+                note_fired(k);
             continue;
         }
         if (tgt) {

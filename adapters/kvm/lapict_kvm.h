@@ -179,6 +179,11 @@ struct lapict_kvm {
     int64_t tsc_offset;   /* guest TSC - host TSC */
     bool timer_refused;   /* the core holds an interrupt for the window */
     bool injected;        /* an injection is queued for the coming entry */
+    /* Host TSC at the first host-timer fire since it was last zeroed (by
+     * the VMM, 0: none): the timer thread reached its target, the kick
+     * timer's signal came, or halt_wait() saw the target pass. For a
+     * VMM's latency breakdown only; nothing here reads it. */
+    _Atomic uint64_t fired_tsc;
     struct lapict_kvm_stats st;
     /* The last failed system call (lapict_kvm_errno/errcall). */
     int sys_errno;

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -277,14 +278,21 @@ int lapict_vmm_vm_run_points(struct lapict_vmm_vm *v,
         if (v->k && v->halted) {
             if ((rc = lapict_kvm_halt_wait(v->k)) < 0)
                 return kvm_error(v, "lapict_kvm_halt_wait", rc);
+            v->woke_tsc = __builtin_ia32_rdtsc();
             v->halted = false;
             continue;
         }
         if (v->k && (rc = lapict_kvm_pre_run(v->k)) < 0)
             return kvm_error(v, "lapict_kvm_pre_run", rc);
-        if (v->k && v->k->injected)
+        if (v->k && v->k->injected) {
             v->inject_tsc = __builtin_ia32_rdtsc();
+            if (v->seg && v->nseg < v->seg_max)
+                v->seg[v->nseg++] = (struct lapict_vmm_seg){
+                    atomic_exchange(&v->k->fired_tsc, 0), v->woke_tsc,
+                    v->inject_tsc};
+        }
         e = ioctl(v->vcpu, KVM_RUN, 0) < 0 ? -errno : 0;
+        v->woke_tsc = __builtin_ia32_rdtsc();
         if (v->k) {
             rc = lapict_kvm_handle_exit(v->k, e);
             if (rc == LAPICT_KVM_MINE)

@@ -36,6 +36,16 @@ struct lapict_vmm_vm {
     /* Host TSC right before the last KVM_RUN that carried an injected
      * interrupt (userspace LAPIC only): the start of the entry floor. */
     uint64_t inject_tsc;
+    /* Host TSC when the vCPU thread last came back from KVM_RUN or
+     * lapict_kvm_halt_wait(). */
+    uint64_t woke_tsc;
+    /* Optional (caller's array, NULL: none): per injecting KVM_RUN, the
+     * host timer fire (k->fired_tsc, 0: none since the last injection),
+     * woke_tsc and inject_tsc. */
+    struct lapict_vmm_seg {
+        uint64_t fired_tsc, woke_tsc, inject_tsc;
+    } *seg;
+    uint64_t nseg, seg_max;
 };
 
 /* MSRs a snapshot carries besides what SREGS has (EFER) and the LAPIC's. */

@@ -87,6 +87,23 @@ START_TEST(vmm_entry_lib)
 }
 END_TEST
 
+/* --compare --test=tscdeadline breaks the lib path down per sample and
+ * sets it against the entry floor measured in the same run. */
+START_TEST(vmm_compare_floor)
+{
+    int rc;
+    char *o = vmm("--compare --test=tscdeadline --samples=200 --quiet", &rc);
+    ck_assert_msg(rc == 0, "%s", o);
+    ck_assert_msg(strstr(o, "RESULT test=entry lapic=lib samples=200 "), "%s",
+                  o);
+    ck_assert_msg(strstr(o, "BREAKDOWN lapic=lib samples=200 "), "%s", o);
+    ck_assert_msg(strstr(o, " kvm_run->isr="), "%s", o);
+    ck_assert_msg(strstr(o, "RESULT test=floor lib_median/entry_median="),
+                  "%s", o);
+    free(o);
+}
+END_TEST
+
 int main(void)
 {
     const char *why = lt_kvm_unusable();
@@ -105,6 +122,7 @@ int main(void)
     tcase_add_test(v, vmm_tscdeadline_lib);
     tcase_add_test(v, vmm_periodic_lib);
     tcase_add_test(v, vmm_entry_lib);
+    tcase_add_test(v, vmm_compare_floor);
     tcase_set_timeout(v, 60);
     suite_add_tcase(s, v);
     r = srunner_create(s);

@@ -26,6 +26,7 @@
 
 static struct mailbox *const mb = (struct mailbox *)(uintptr_t)MB_ADDR;
 static uint64_t *const samples = (uint64_t *)(uintptr_t)SAMPLES_ADDR;
+static uint64_t *const deadlines = (uint64_t *)(uintptr_t)DEADLINES_ADDR;
 
 /* What the timer ISR does with an interrupt. */
 enum isr_mode {
@@ -99,8 +100,10 @@ static void record_latency(uint64_t now)
     uint64_t n = n_irq;
     if ((int64_t)(now - expected) < 0)
         early++;
-    if (n < mb->samples)
+    if (n < mb->samples) {
         samples[n] = now - expected;
+        deadlines[n] = expected;
+    }
     n_irq = n + 1;
 }
 

@@ -15,7 +15,10 @@
 #define GUEST_STACK_TOP 0x9F000u
 #define SAMPLES_ADDR 0x1000000u /* 16 MiB */
 #define GUEST_RAM (64u << 20)
-#define SAMPLES_MAX ((GUEST_RAM - SAMPLES_ADDR) / 8u)
+#define SAMPLES_MAX ((GUEST_RAM - SAMPLES_ADDR) / 16u)
+/* --test=tscdeadline: the deadline of each sample (guest TSC), after the
+ * samples' lateness. */
+#define DEADLINES_ADDR (SAMPLES_ADDR + SAMPLES_MAX * 8u)
 
 /* Ports (32-bit OUT). */
 #define PORT_PUTS 0x500u /* value: guest address of a NUL-terminated line */
