@@ -104,6 +104,25 @@ START_TEST(vmm_compare_floor)
 }
 END_TEST
 
+/* --test=immed reports cycles per iteration (a lost interrupt hangs the
+ * guest: rc != 0). */
+START_TEST(vmm_immed_lib)
+{
+    int rc;
+    unsigned long long n = 0;
+    long long med = 0;
+    char *o = vmm("--lapic=lib --test=immed --samples=200 --quiet", &rc);
+    const char *l = strstr(o, "RESULT test=immed lapic=lib ");
+    ck_assert_msg(rc == 0 && l, "%s", o);
+    ck_assert_msg(sscanf(l, "RESULT test=immed lapic=lib samples=%llu "
+                            "median=%lld ",
+                         &n, &med) == 2,
+                  "%s", o);
+    ck_assert_msg(n == 200 && med > 0, "%s", o);
+    free(o);
+}
+END_TEST
+
 int main(void)
 {
     const char *why = lt_kvm_unusable();
@@ -123,6 +142,7 @@ int main(void)
     tcase_add_test(v, vmm_periodic_lib);
     tcase_add_test(v, vmm_entry_lib);
     tcase_add_test(v, vmm_compare_floor);
+    tcase_add_test(v, vmm_immed_lib);
     tcase_set_timeout(v, 60);
     suite_add_tcase(s, v);
     r = srunner_create(s);

@@ -189,6 +189,31 @@ static void test_tscdeadline(void)
     wait_irqs(mb->samples);
 }
 
+/*
+ * kvm-unit-tests' vmexit tscdeadline_immed, per iteration: a deadline of
+ * now (due at once), CPUID, the ISR, its EOI; the sample is the whole
+ * iteration in cycles.
+ */
+static void test_immed(void)
+{
+    isr_mode = ISR_COUNT;
+    apic_write(A_LVTT, MODE_TSCDL | VEC);
+    __asm__ volatile("sti" ::: "memory");
+    for (uint64_t i = 0; i < mb->samples; i++) {
+        uint64_t t0 = rdtsc();
+        uint32_t a = 0, b, c = 0, d;
+        wrmsr(MSR_TSC_DEADLINE, rdtsc());
+        __asm__ volatile("cpuid"
+                         : "+a"(a), "=b"(b), "+c"(c), "=d"(d)
+                         :
+                         : "memory");
+        while (n_irq <= i)
+            __asm__ volatile("pause" ::: "memory");
+        samples[i] = rdtsc() - t0;
+    }
+    __asm__ volatile("cli" ::: "memory");
+}
+
 static void test_oneshot(void)
 {
     isr_mode = ISR_LATENCY_OS;
@@ -1008,6 +1033,9 @@ void guest_main(void)
         break;
     case T_ENTRY:
         test_entry();
+        break;
+    case T_IMMED:
+        test_immed();
         break;
     default:
         puts_("unknown test");

@@ -45,6 +45,7 @@ enum mb_test {
     T_EXIT = 4,
     T_MIGRATE = 5,
     T_ENTRY = 6,
+    T_IMMED = 7,
 };
 
 /* --test=migrate phases (the timer mode the guest keeps busy). */
