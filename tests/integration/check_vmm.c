@@ -119,6 +119,8 @@ START_TEST(vmm_immed_lib)
                          &n, &med) == 2,
                   "%s", o);
     ck_assert_msg(n == 200 && med > 0, "%s", o);
+    ck_assert_msg(strstr(o, "BREAKDOWN test=immed lapic=lib samples=200 "),
+                  "%s", o);
     free(o);
 }
 END_TEST

@@ -34,10 +34,11 @@ enum isr_mode {
     ISR_LATENCY_DL,
     ISR_LATENCY_OS,
     ISR_PERIODIC,
-    ISR_MIGRATE
+    ISR_MIGRATE,
+    ISR_IMMED
 };
 static volatile int isr_mode;
-static volatile uint64_t n_irq, expected, last_irq_tsc;
+static volatile uint64_t n_irq, expected, last_irq_tsc, immed_eoi_tsc;
 static uint64_t delta, os_ticks, early;
 
 /*
@@ -144,6 +145,13 @@ void timer_isr(void)
             apic_write(A_TMICT, 0);
         apic_write(A_EOI, 0);
         return;
+    case ISR_IMMED:
+        /* --test=immed: when the ISR ran, when its EOI was done. */
+        last_irq_tsc = now;
+        apic_write(A_EOI, 0);
+        immed_eoi_tsc = rdtsc();
+        n_irq = n_irq + 1;
+        return;
     default:
         last_irq_tsc = now;
         n_irq = n_irq + 1;
@@ -198,11 +206,13 @@ static void test_immed(void)
 {
     bool spin = mb->wait == W_SPIN;
 
-    isr_mode = ISR_COUNT;
+    uint64_t *parts = (uint64_t *)(uintptr_t)IMMED_PARTS_ADDR;
+
+    isr_mode = ISR_IMMED;
     apic_write(A_LVTT, MODE_TSCDL | VEC);
     __asm__ volatile("sti" ::: "memory");
     for (uint64_t i = 0; i < mb->samples; i++) {
-        uint64_t t0 = rdtsc();
+        uint64_t t0 = rdtsc(), t3;
         uint32_t a = 0, b, c = 0, d;
         wrmsr(MSR_TSC_DEADLINE, rdtsc());
         __asm__ volatile("cpuid"
@@ -220,7 +230,13 @@ static void test_immed(void)
                 __asm__ volatile("sti; hlt; cli" ::: "memory");
             __asm__ volatile("sti" ::: "memory");
         }
-        samples[i] = rdtsc() - t0;
+        t3 = rdtsc();
+        samples[i] = t3 - t0;
+        if (i < SAMPLES_MAX / 3) {
+            parts[3 * i] = last_irq_tsc - t0;
+            parts[3 * i + 1] = immed_eoi_tsc - last_irq_tsc;
+            parts[3 * i + 2] = t3 - immed_eoi_tsc;
+        }
     }
     __asm__ volatile("cli" ::: "memory");
 }

@@ -19,6 +19,10 @@
 /* --test=tscdeadline: the deadline of each sample (guest TSC), after the
  * samples' lateness. */
 #define DEADLINES_ADDR (SAMPLES_ADDR + SAMPLES_MAX * 8u)
+/* --test=immed: the same area holds three segments per iteration (from
+ * the WRMSR to the ISR, the ISR's EOI, the rest), for the first
+ * SAMPLES_MAX / 3 iterations. */
+#define IMMED_PARTS_ADDR DEADLINES_ADDR
 
 /* Ports (32-bit OUT). */
 #define PORT_PUTS 0x500u /* value: guest address of a NUL-terminated line */
