@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -539,10 +540,478 @@ START_TEST(migrate_corrupt_blob)
 }
 END_TEST
 
+
+/* ---- repeated migration ---------------------------------------------------- */
+
+/*
+ * hmp() for a monitor that may not be listening yet (a QEMU just started):
+ * connects with retries for up to @seconds; copies the answer to @ans.
+ */
+static bool hmp_try(const char *sock, const char *cmd, char *ans, size_t cap,
+                    int seconds)
+{
+    struct sockaddr_un a = { .sun_family = AF_UNIX };
+    char buf[8192];
+    size_t got = 0;
+    int fd = -1, prompts = 0;
+
+    snprintf(a.sun_path, sizeof(a.sun_path), "%s", sock);
+    for (int i = 0; i < seconds * 50; i++) {
+        fd = socket(AF_UNIX, SOCK_STREAM, 0);
+        ck_assert_int_ge(fd, 0);
+        if (connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0)
+            break;
+        close(fd);
+        fd = -1;
+        usleep(20000);
+    }
+    if (fd < 0)
+        return false;
+    if (ans && cap)
+        ans[0] = 0;
+    while (prompts < 2) {
+        ssize_t n = read(fd, buf + got, sizeof(buf) - 1 - got);
+        char *pr;
+
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+        buf[got] = 0;
+        while (prompts < 2 && (pr = strstr(buf, "(qemu) "))) {
+            prompts++;
+            if (prompts == 1) {
+                ck_assert_int_eq(write(fd, cmd, strlen(cmd)),
+                                 (int)strlen(cmd));
+                ck_assert_int_eq(write(fd, "\n", 1), 1);
+            } else if (ans && cap) {
+                size_t k = (size_t)(pr - buf) < cap - 1 ? (size_t)(pr - buf)
+                                                        : cap - 1;
+
+                memcpy(ans, buf, k);
+                ans[k] = 0;
+            }
+            memmove(buf, pr + 7, strlen(pr + 7) + 1);
+            got = strlen(buf);
+        }
+        if (got > sizeof(buf) / 2) {
+            memmove(buf, buf + got - 64, 65);
+            got = 64;
+        }
+    }
+    close(fd);
+    return prompts == 2;
+}
+
+static double now_s(void)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* Hop @i of a chain: QEMU with serial @dir/serial<i>, monitor @dir/mon<i>,
+ * and for i > 0 -incoming from @dir/state<i-1>. */
+static pid_t chain_start(const char *dir, int i, const char *append,
+                         unsigned duration)
+{
+    char cmd[2048], inc[160] = "";
+    pid_t pid;
+
+    if (i > 0)
+        snprintf(inc, sizeof(inc), "-incoming 'exec:cat %s/state%d'", dir,
+                 i - 1);
+    snprintf(cmd, sizeof(cmd),
+             "exec timeout -s KILL 400 %s -M q35 -accel tcg -cpu max -m 512 "
+             "-display none -serial file:%s/serial%d "
+             "-monitor unix:%s/mon%d,server,nowait -no-reboot -kernel %s "
+             "-initrd %s -append 'console=ttyS0 panic=-1 lapict.duration=%u "
+             "lapict.ticks=1 %s' %s </dev/null >%s/out%d 2>&1",
+             QEMU, dir, i, dir, i, KERNEL, INITRD, duration, append, inc, dir,
+             i);
+    pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (!pid) {
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+/* Waits until the monitor of @sock reports "running"; false after @secs. */
+static bool wait_running(const char *sock, int secs)
+{
+    char ans[512];
+    double end = now_s() + secs;
+
+    while (now_s() < end) {
+        if (hmp_try(sock, "info status", ans, sizeof(ans), 5) &&
+            strstr(ans, "VM status: running"))
+            return true;
+        usleep(5000);
+    }
+    return false;
+}
+
+/* A kernel line on the raw console about a clock or an RCU stall. */
+static const char *kernel_complaint(const char *serial)
+{
+    static const char *const bad[] = {
+        "clocksource watchdog", "Marking clocksource", "unstable",
+        "rcu_sched self-detected stall", "rcu_preempt self-detected stall",
+        "detected stalls", "RCU Stall", "rcu: INFO", "soft lockup",
+        "hard LOCKUP", "LAPICT dmesg",
+    };
+
+    for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++)
+        if (strcasestr(serial, bad[i]))
+            return bad[i];
+    return NULL;
+}
+
+
+/*
+ * A relay from the unix socket @from (the source connects) to @to (the
+ * destination listens), both directions (the return path flows back);
+ * on the way to the destination it flips one bit of the lapict blob: the
+ * 8th byte after the subsection's name and version (LVTT, as in
+ * migrate_corrupt_blob). Runs in a child process; exits when both close.
+ */
+static void relay_corrupt(const char *from, const char *to)
+{
+    static const char pat[] = "apic_lapict";
+    struct sockaddr_un a = { .sun_family = AF_UNIX };
+    int ls = socket(AF_UNIX, SOCK_STREAM, 0), src, dst = -1;
+    size_t match = 0;
+    long after = -1;
+    char buf[65536];
+    struct pollfd pf[2];
+
+    /* The destination closes on its failure while data is still coming. */
+    signal(SIGPIPE, SIG_IGN);
+    snprintf(a.sun_path, sizeof(a.sun_path), "%s", from);
+    if (ls < 0 || bind(ls, (struct sockaddr *)&a, sizeof(a)) || listen(ls, 1))
+        _exit(2);
+    src = accept(ls, NULL, NULL);
+    snprintf(a.sun_path, sizeof(a.sun_path), "%s", to);
+    for (int i = 0; i < 500 && dst < 0; i++) {
+        dst = socket(AF_UNIX, SOCK_STREAM, 0);
+        if (connect(dst, (struct sockaddr *)&a, sizeof(a))) {
+            close(dst);
+            dst = -1;
+            usleep(20000);
+        }
+    }
+    if (src < 0 || dst < 0)
+        _exit(3);
+    pf[0] = (struct pollfd){ .fd = src, .events = POLLIN };
+    pf[1] = (struct pollfd){ .fd = dst, .events = POLLIN };
+    while (pf[0].fd >= 0 || pf[1].fd >= 0) {
+        if (poll(pf, 2, -1) < 0)
+            _exit(4);
+        for (int k = 0; k < 2; k++) {
+            ssize_t n;
+
+            if (pf[k].fd < 0 || !(pf[k].revents & (POLLIN | POLLHUP | POLLERR)))
+                continue;
+            n = read(pf[k].fd, buf, sizeof(buf));
+            if (n <= 0) {
+                /* One side closed: pass the close on, both ways. */
+                shutdown(k ? src : dst, SHUT_WR);
+                pf[k].fd = -1;
+                continue;
+            }
+            for (ssize_t j = 0; k == 0 && j < n; j++) {
+                if (after >= 0 && ++after == 13)
+                    buf[j] ^= 0x40;
+                if (after >= 0)
+                    continue;
+                match = buf[j] == pat[match] ? match + 1
+                                             : (buf[j] == pat[0] ? 1 : 0);
+                if (match == sizeof(pat) - 1)
+                    after = 0;
+            }
+            if (write(k ? src : dst, buf, (size_t)n) != n) {
+                pf[k].fd = -1;
+                shutdown(k ? src : dst, SHUT_WR);
+            }
+        }
+    }
+    _exit(after >= 13 ? 0 : 5);
+}
+
+/*
+ * Rule: a live migration whose lapict subsection was corrupted on the way
+ * fails the destination's -incoming with lapict's message, and the source
+ * VM keeps running (QEMU's return path reports the failure, the source
+ * resumes): its guest goes on and finishes cyclictest with no complaint.
+ */
+START_TEST(migrate_corrupt_live_source_runs)
+{
+    const char *append = "lapic=notscdeadline";
+    char dir[64], cmd[2048], sock[96], s_in[96], s_out[96], path[96];
+    char ans[2048], *o, *src;
+    pid_t spid, dpid, rpid;
+    int status;
+
+    snprintf(dir, sizeof(dir), "/tmp/lapict-qemu-live-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(sock, sizeof(sock), "%s/mon0", dir);
+    snprintf(s_in, sizeof(s_in), "%s/relay", dir);
+    snprintf(s_out, sizeof(s_out), "%s/incoming", dir);
+    snprintf(path, sizeof(path), "%s/serial0", dir);
+    snprintf(cmd, sizeof(cmd),
+             "exec timeout -s KILL 200 %s -M q35 -accel tcg -cpu max -m 512 "
+             "-display none -serial file:%s -monitor unix:%s,server,nowait "
+             "-global migration.x-return-path=on -no-reboot -kernel %s "
+             "-initrd %s -append 'console=ttyS0 panic=-1 lapict.duration=12 "
+             "%s' </dev/null >%s/out0 2>&1",
+             QEMU, path, sock, KERNEL, INITRD, append, dir);
+    spid = fork();
+    ck_assert_int_ge(spid, 0);
+    if (!spid) {
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    ck_assert_msg(wait_for(path, "LAPICT start", 120),
+                  "the source guest did not start cyclictest");
+    rpid = fork();
+    ck_assert_int_ge(rpid, 0);
+    if (!rpid)
+        relay_corrupt(s_in, s_out);
+    snprintf(cmd, sizeof(cmd),
+             "exec timeout -s KILL 120 %s -M q35 -accel tcg -cpu max -m 512 "
+             "-display none -monitor none -serial file:%s/serial1 "
+             "-global migration.x-return-path=on -no-reboot -kernel %s "
+             "-initrd %s -append 'console=ttyS0 panic=-1 lapict.duration=12 "
+             "%s' -incoming unix:%s </dev/null >%s/out1 2>&1",
+             QEMU, dir, KERNEL, INITRD, append, s_out, dir);
+    dpid = fork();
+    ck_assert_int_ge(dpid, 0);
+    if (!dpid) {
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    sleep(1);
+    snprintf(cmd, sizeof(cmd), "migrate unix:%s", s_in);
+    ck_assert(hmp_try(sock, cmd, ans, sizeof(ans), 5));
+    ck_assert_int_eq(waitpid(dpid, &status, 0), dpid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) != 0 &&
+                  WEXITSTATUS(status) != 124 && WEXITSTATUS(status) != 137,
+                  "destination status %d (want a clean failure exit)", status);
+    snprintf(path, sizeof(path), "%s/out1", dir);
+    o = slurp(path, NULL);
+    ck_assert_msg(strstr(o, "lapict timer state rejected") &&
+                  strstr(o, "checksum"), "destination said:\n%s", o);
+    free(o);
+    ck_assert_int_eq(waitpid(rpid, &status, 0), rpid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                  "relay status %d (blob not found or not flipped)", status);
+    ck_assert(hmp_try(sock, "info migrate", ans, sizeof(ans), 5));
+    ck_assert_msg(strstr(ans, "Migration status: failed"), "%s", ans);
+    ck_assert(hmp_try(sock, "info status", ans, sizeof(ans), 5));
+    ck_assert_msg(strstr(ans, "VM status: running"), "source: %s", ans);
+    /* The source guest itself goes on to the end of cyclictest. */
+    ck_assert_int_eq(waitpid(spid, &status, 0), spid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                  "source status %d", status);
+    snprintf(path, sizeof(path), "%s/serial0", dir);
+    src = slurp(path, NULL);
+    ck_assert_msg(strstr(src, "LAPICT cyclictest rc=0") &&
+                  strstr(src, "LAPICT done"), "source:\n%s", shown(src));
+    ck_assert_msg(!kernel_complaint(src), "source: \"%s\":\n%s",
+                  kernel_complaint(src), shown(src));
+    free(src);
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    free(lt_run_capture(cmd, &status));
+}
+END_TEST
+
+struct chain_mode {
+    const char *name, *append;
+    bool periodic;
+};
+
+static const struct chain_mode chain_modes[] = {
+    { "periodic", "lapic=notscdeadline nohz=off highres=off", true },
+    { "lapic-deadline", "", false },
+    { "lapic", "lapic=notscdeadline", false },
+};
+
+#define CHAIN_HOPS 20
+
+/*
+ * Rule: a Linux guest migrated CHAIN_HOPS times in one boot, each
+ * destination QEMU (-incoming) the next source, keeps running: every hop's
+ * guest prints LOC samples that keep rising at the mode's rate across
+ * every move, cyclictest (started before the first move) completes on the
+ * last destination, and no hop's console shows a clocksource-watchdog, RCU
+ * stall or lockup complaint. CI runs the periodic mode (its rate is HZ,
+ * checked to 1 %); LAPICT_QEMU_MIGRATE_ALL=1 runs all three modes.
+ */
+START_TEST(migrate_chain)
+{
+    const struct chain_mode *md = &chain_modes[_i];
+    /* 20 hops take about 30 s of guest time: cyclictest outlasts them. */
+    const unsigned duration = 45;
+    char dir[64], sock[96], cmd[256], ans[2048], path[96];
+    char *serial[CHAIN_HOPS + 1], *all;
+    pid_t pid[CHAIN_HOPS + 1];
+    double src_down_max = 0, outage_max = 0, outage_sum = 0;
+    uint64_t prev_ns = 0, prev_loc = 0, first_ns = 0, first_loc = 0;
+    uint64_t ns = 0, loc = 0, samples = 0, ct_count, ct_min, ct_avg, ct_max;
+    double rate, lo = md->periodic ? HZ * 0.5 : 400.0;
+    size_t total = 0;
+    int status;
+
+    snprintf(dir, sizeof(dir), "/tmp/lapict-qemu-chain-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    pid[0] = chain_start(dir, 0, md->append, duration);
+    snprintf(path, sizeof(path), "%s/serial0", dir);
+    ck_assert_msg(wait_for(path, "LAPICT start", 120),
+                  "%s: the guest did not start cyclictest", md->name);
+    for (int i = 0; i < CHAIN_HOPS; i++) {
+        double t0, t1;
+        char *dm;
+
+        /*
+         * The guest runs on this hop: a LOC sample arrives on its console
+         * (a guest whose timer interrupt went missing stays halted).
+         */
+        snprintf(path, sizeof(path), "%s/serial%d", dir, i);
+        if (i > 0 && !wait_for(path, "LAPICT tick", 10)) {
+            snprintf(sock, sizeof(sock), "%s/mon%d", dir, i);
+            hmp_try(sock, "info lapic", ans, sizeof(ans), 5);
+            ck_abort_msg("%s: the guest makes no progress after migration "
+                         "%d; its APIC:\n%s", md->name, i, ans);
+        }
+        /* About a second of guest time on each hop, timers in flight. */
+        usleep(500000);
+        ck_assert_msg(waitpid(pid[i], &status, WNOHANG) == 0, "%s: hop %d's "
+                      "QEMU exited before migration %d (status %d)",
+                      md->name, i, i + 1, status);
+        snprintf(sock, sizeof(sock), "%s/mon%d", dir, i);
+        snprintf(cmd, sizeof(cmd), "migrate \"exec:cat > %s/state%d\"", dir,
+                 i);
+        ck_assert_msg(hmp_try(sock, cmd, ans, sizeof(ans), 5),
+                      "%s hop %d: no monitor", md->name, i);
+        t0 = now_s();
+        ck_assert_msg(hmp_try(sock, "info migrate", ans, sizeof(ans), 5),
+                      "%s hop %d: no monitor", md->name, i);
+        ck_assert_msg(strstr(ans, "Migration status: completed"),
+                      "%s hop %d: %s", md->name, i, ans);
+        dm = strstr(ans, "downtime: ");
+        ck_assert_msg(dm, "%s hop %d: no downtime in %s", md->name, i, ans);
+        if (atof(dm + 10) > src_down_max)
+            src_down_max = atof(dm + 10);
+        pid[i + 1] = chain_start(dir, i + 1, md->append, duration);
+        snprintf(sock, sizeof(sock), "%s/mon%d", dir, i + 1);
+        ck_assert_msg(wait_running(sock, 60), "%s hop %d: the destination "
+                      "does not run", md->name, i + 1);
+        t1 = now_s();
+        outage_sum += t1 - t0;
+        if (t1 - t0 > outage_max)
+            outage_max = t1 - t0;
+        snprintf(sock, sizeof(sock), "%s/mon%d", dir, i);
+        hmp_try(sock, "quit", NULL, 0, 5);
+        ck_assert_int_eq(waitpid(pid[i], &status, 0), pid[i]);
+    }
+    ck_assert_int_eq(waitpid(pid[CHAIN_HOPS], &status, 0), pid[CHAIN_HOPS]);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                  "%s: last destination status %d", md->name, status);
+    for (int i = 0; i <= CHAIN_HOPS; i++) {
+        const char *bad;
+
+        snprintf(path, sizeof(path), "%s/serial%d", dir, i);
+        serial[i] = slurp(path, NULL);
+        total += strlen(serial[i]);
+        bad = kernel_complaint(serial[i]);
+        ck_assert_msg(!bad, "%s hop %d: kernel complaint \"%s\":\n%s",
+                      md->name, i, bad, shown(serial[i]));
+        /* Every hop before the last ran cyclictest all the time it ran. */
+        if (i < CHAIN_HOPS)
+            ck_assert_msg(!strstr(serial[i], "LAPICT end"), "%s: cyclictest "
+                          "ended on hop %d, before the last move", md->name, i);
+    }
+    all = calloc(1, total + 1);
+    ck_assert_ptr_nonnull(all);
+    for (int i = 0; i <= CHAIN_HOPS; i++) {
+        strcat(all, serial[i]);
+        free(serial[i]);
+    }
+    ck_assert_msg(strstr(all, "LAPICT done"), "%s: no end:\n%s", md->name,
+                  shown(all));
+    ck_assert_msg(strstr(all, "LAPICT cyclictest rc=0"), "%s:\n%s", md->name,
+                  shown(all));
+    ck_assert_str_eq(field(all, "LAPICT boot ", "clockevent"),
+                     md->periodic ? "lapic" : md->name);
+    /* LOC between consecutive samples (start, ticks, end), across moves. */
+    for (const char *l = strstr(all, "LAPICT start "); l;
+         l = strstr(l + 1, "\nLAPICT ")) {
+        if (*l == '\n')
+            l++;
+        if (strncmp(l, "LAPICT start ", 13) && strncmp(l, "LAPICT tick ", 12) &&
+            strncmp(l, "LAPICT end ", 11))
+            continue;
+        ns = ufield(l, "LAPICT ", "mono_ns");
+        loc = ufield(l, "LAPICT ", "cpu0");
+        if (samples) {
+            ck_assert_msg(ns > prev_ns && loc > prev_loc, "%s: sample %" PRIu64
+                          ": mono %" PRIu64 " -> %" PRIu64 ", LOC %" PRIu64
+                          " -> %" PRIu64, md->name, samples, prev_ns, ns,
+                          prev_loc, loc);
+            /* Over at least 0.4 s: a sampling loop that ran late. */
+            if (ns - prev_ns >= 400000000u) {
+                rate = (double)(loc - prev_loc) * 1e9 / (double)(ns - prev_ns);
+                ck_assert_msg(rate > lo, "%s: sample %" PRIu64 ": %.1f LOC/s "
+                              "over %" PRIu64 " ns", md->name, samples, rate,
+                              ns - prev_ns);
+            }
+        } else {
+            first_ns = ns;
+            first_loc = loc;
+        }
+        prev_ns = ns;
+        prev_loc = loc;
+        samples++;
+        if (!strncmp(l, "LAPICT end ", 11))
+            break;
+    }
+    ck_assert_msg(samples >= CHAIN_HOPS, "%s: %" PRIu64 " LOC samples",
+                  md->name, samples);
+    rate = (double)(loc - first_loc) * 1e9 / (double)(ns - first_ns);
+    if (md->periodic)
+        ck_assert_msg(rate > HZ * 0.99 && rate < HZ * 1.01, "%s: %.2f LOC/s "
+                      "over the run, not HZ", md->name, rate);
+    else
+        ck_assert_msg(rate > 500, "%s: %.2f LOC/s over the run", md->name,
+                      rate);
+    assert_cyclictest(all, 1, md->periodic ? duration * HZ * 9u / 10
+                                           : duration * 1000u / 2);
+    ct_count = ufield(all, "LAPICT cyclictest thread=", "count");
+    ct_min = ufield(all, "LAPICT cyclictest thread=", "min_us");
+    ct_avg = ufield(all, "LAPICT cyclictest thread=", "avg_us");
+    ct_max = ufield(all, "LAPICT cyclictest thread=", "max_us");
+    printf("RESULT test=qemu-migrate-chain mode=%s migrations=%d "
+           "loc_per_s=%.2f loc_samples=%" PRIu64 " guest_s=%.1f "
+           "ct_count=%" PRIu64 " ct_min_us=%" PRIu64 " ct_avg_us=%" PRIu64
+           " ct_max_us=%" PRIu64 " src_downtime_max_ms=%.0f "
+           "outage_avg_ms=%.0f outage_max_ms=%.0f\n", md->name, CHAIN_HOPS,
+           rate, samples, (double)(ns - first_ns) * 1e-9, ct_count, ct_min,
+           ct_avg, ct_max, src_down_max, outage_sum * 1000 / CHAIN_HOPS,
+           outage_max * 1000);
+    fflush(stdout);
+    free(all);
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    free(lt_run_capture(cmd, &status));
+}
+END_TEST
+
 static Suite *suite(bool kvm)
 {
     Suite *s = suite_create(kvm ? "qemu-kvm" : "qemu");
-    TCase *l, *mb, *mi, *k;
+    TCase *l, *mb, *mi, *ch, *k;
+    bool all;
 
     if (kvm) {
         k = tcase_create("kvm");
@@ -566,6 +1035,13 @@ static Suite *suite(bool kvm)
     tcase_add_test(mi, migrate_timer_armed);
     tcase_add_test(mi, migrate_corrupt_blob);
     suite_add_tcase(s, mi);
+    ch = tcase_create("migration-chain");
+    all = getenv("LAPICT_QEMU_MIGRATE_ALL") &&
+          !strcmp(getenv("LAPICT_QEMU_MIGRATE_ALL"), "1");
+    tcase_set_timeout(ch, all ? 900 : 300);
+    tcase_add_loop_test(ch, migrate_chain, 0, all ? 3 : 1);
+    tcase_add_test(ch, migrate_corrupt_live_source_runs);
+    suite_add_tcase(s, ch);
     return s;
 }
 
