@@ -833,6 +833,15 @@ static bool e2e_inject(void *ctx, uint8_t vector)
     return true;
 }
 
+/* LVTT of virtual timer @i: its mode, and a vector of its own. */
+static uint32_t e2e_lvtt(const struct vcpu *v, unsigned i)
+{
+    return (v->mode == M_PERIODIC   ? LAPICT_LVTT_PERIODIC
+            : v->mode == M_DEADLINE ? LAPICT_LVTT_TSC_DEADLINE
+                                    : LAPICT_LVTT_ONESHOT) |
+           (VEC + (i % 16));
+}
+
 static void e2e_start(unsigned i)
 {
     struct vcpu *v = &vcpus[i];
@@ -894,13 +903,8 @@ static void e2e_instances_through_mux(void **state)
                              LAPICT_OK);
             assert_int_equal(lapict_tdcr_write(&v->t, tdcr_of[i % 8]),
                              LAPICT_OK);
-            assert_int_equal(
-                lapict_lvtt_write(
-                    &v->t, (v->mode == M_PERIODIC   ? LAPICT_LVTT_PERIODIC
-                            : v->mode == M_DEADLINE ? LAPICT_LVTT_TSC_DEADLINE
-                                                    : LAPICT_LVTT_ONESHOT) |
-                               (VEC + (i % 16))),
-                LAPICT_OK);
+            assert_int_equal(lapict_lvtt_write(&v->t, e2e_lvtt(v, i)),
+                             LAPICT_OK);
             e2e_start(i);
         }
         end = now_ns(&r) + 500000000u; /* 0.5 s of host time */
@@ -1500,13 +1504,8 @@ static void preempt_scheduled_instances(void **state)
             assert_int_equal(lapict_bm_node_put(&r.nodes[i]), LAPICT_OK);
             assert_int_equal(lapict_tdcr_write(&v->t, tdcr_of[i % 8]),
                              LAPICT_OK);
-            assert_int_equal(
-                lapict_lvtt_write(
-                    &v->t, (v->mode == M_PERIODIC   ? LAPICT_LVTT_PERIODIC
-                            : v->mode == M_DEADLINE ? LAPICT_LVTT_TSC_DEADLINE
-                                                    : LAPICT_LVTT_ONESHOT) |
-                               (VEC + (i % 16))),
-                LAPICT_OK);
+            assert_int_equal(lapict_lvtt_write(&v->t, e2e_lvtt(v, i)),
+                             LAPICT_OK);
             e2e_start(i);
         }
         end = now_ns(&r) + 200000000u; /* 0.2 s of host time */
