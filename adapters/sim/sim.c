@@ -33,9 +33,22 @@ static uint64_t op_tsc(void *ctx)
 static uint64_t op_tsc_to_ns(void *ctx, uint64_t tsc)
 {
     struct lapict_sim *s = S(ctx);
-    /* Ticks since host time 0 (the TSC may have wrapped past 2^64). */
-    unsigned __int128 p = (unsigned __int128)(tsc - s->cfg.tsc_offset) * 1000000u;
-    return (uint64_t)((p + s->cfg.tsc_khz - 1) / s->cfg.tsc_khz);
+    /*
+     * The first instant from now on at which the guest TSC reads @tsc (the
+     * op's contract). Work in ticks since host time 0 without the wrap:
+     * that count passes 2^64 (one lap of the TSC, 7.4 * 10^18 ns at
+     * 2.5 GHz) well inside the 2^64 ns clock, so @tsc is placed in the lap
+     * the TSC is in now, or the next one if the TSC has already passed it.
+     */
+    unsigned __int128 cur = (unsigned __int128)s->cfg.tsc_offset +
+                            (unsigned __int128)s->now_ns * s->cfg.tsc_khz /
+                                1000000u;
+    unsigned __int128 want = (cur >> 64 << 64) + tsc;
+
+    if (want < cur)
+        want += (unsigned __int128)1 << 64;
+    want = (want - s->cfg.tsc_offset) * 1000000u;
+    return (uint64_t)((want + s->cfg.tsc_khz - 1) / s->cfg.tsc_khz);
 }
 
 static uint64_t later(const struct lapict_sim *s, uint64_t x)

@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * adapters/sim: the simulated host's answers follow the ops contract
+ * (ops.h) everywhere on its clock, including after the guest TSC has made
+ * a full lap of 2^64 ticks (7.4 * 10^18 ns at 2.5 GHz, well inside the
+ * 2^64 ns clock).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdbool.h>
+
+#include "lapict/lapict.h"
+#include "lapict_sim.h"
+
+/* Guest TSC at @ns on @s's clock. */
+static uint64_t tsc_at(struct lapict_sim *s, uint64_t ns)
+{
+    uint64_t keep = s->now_ns, v;
+
+    s->now_ns = ns;
+    v = lapict_sim_guest_tsc(s);
+    s->now_ns = keep;
+    return v;
+}
+
+/*
+ * tsc_to_host_ns(D) is the first instant from now on at which the TSC
+ * reaches D: at that instant it has, one ns before it had not. Checked at
+ * clocks before and after the TSC's laps, for deadlines 1 tick to 2^40
+ * ticks ahead.
+ */
+static void tsc_to_host_ns_first_instant_in_every_lap(void **state)
+{
+    static const uint32_t khz[] = {2500000u, 2100000u, 1000000u, 999999u};
+    static const uint64_t off[] = {0, 1ull << 63, 0xFFFFFFFF00000000ull};
+    static const uint64_t ahead[] = {1, 2, 3, 1000, 1ull << 20, 1ull << 40};
+    unsigned i, j, k, lap, laps = 0;
+    (void)state;
+
+    for (i = 0; i < sizeof(khz) / sizeof(khz[0]); i++) {
+        for (j = 0; j < sizeof(off) / sizeof(off[0]); j++) {
+            struct lapict_sim_config c;
+            struct lapict_sim s;
+            /* One lap of the TSC in ns (about; 2^64 and more at <= 1 GHz). */
+            unsigned __int128 lap_ns =
+                ((unsigned __int128)1 << 64) * 1000000u / khz[i];
+
+            lapict_sim_config_default(&c);
+            c.tsc_khz = khz[i];
+            c.tsc_offset = off[j];
+            lapict_sim_init(&s, &c, NULL, NULL);
+            for (lap = 0; lap < 3; lap++) {
+                /* Early in the lap, just before its end, and past it. */
+                const uint64_t base[] = {
+                    (uint64_t)(lap * lap_ns + 12345),
+                    (uint64_t)((lap + 1) * lap_ns - 777),
+                    (uint64_t)((lap + 1) * lap_ns + 58000000u)};
+                /* The clock (2^64 ns) holds fewer laps at <= 1 GHz: its
+                 * own wrap is the end of the first. */
+                if (lap > 0 && (unsigned __int128)(lap + 1) * lap_ns +
+                                       58000000u + (1ull << 40) >=
+                                   (unsigned __int128)1 << 64)
+                    break;
+                for (k = 0; k < 3 * 6; k++) {
+                    uint64_t d, at;
+
+                    s.now_ns = base[k / 6];
+                    d = lapict_sim_guest_tsc(&s) + ahead[k % 6];
+                    at = lapict_sim_ops.tsc_to_host_ns(&s, d);
+                    /* Ahead on the wrapping clock (ops.h's rule). */
+                    assert_true((int64_t)(at - s.now_ns) > 0);
+                    assert_true(at - s.now_ns <
+                                ahead[k % 6] * 1000000u / khz[i] + 2);
+                    /* Reached at @at (within a ns of ticks), short of
+                     * it one ns before, modulo the TSC's 2^64. */
+                    assert_true(tsc_at(&s, at) - d <= khz[i] / 1000000u);
+                    assert_true(d - tsc_at(&s, at - 1) - 1 <=
+                                khz[i] / 1000000u);
+                }
+                laps += lap > 0;
+            }
+        }
+    }
+    /* Clocks past a full lap were checked (2.5 and 2.1 GHz). */
+    assert_true(laps >= 2 * 3);
+}
+
+static unsigned delivered;
+static uint64_t delivered_at;
+
+static void on_deliver(void *arg, uint64_t now, uint8_t vector)
+{
+    (void)arg;
+    (void)vector;
+    delivered++;
+    delivered_at = now;
+}
+
+/*
+ * End to end with the core: after a lap of the TSC a deadline fires at the
+ * instant the TSC reaches it, not a ns later (the core falls back to its
+ * own estimate when the host's answer lies in the past; found by fuzz_regs,
+ * tests/fuzz/regressions/regs/deadline-after-tsc-lap-sim-answer-past).
+ */
+static void deadline_after_a_tsc_lap_fires_at_its_instant(void **state)
+{
+    struct lapict_sim_config c;
+    struct lapict_config cfg;
+    struct lapict_sim s;
+    struct lapict_timer t;
+    uint64_t now, d, at;
+    (void)state;
+
+    lapict_sim_config_default(&c);
+    c.tsc_khz = 2500000u;
+    c.tsc_offset = 1ull << 63;
+    lapict_sim_init(&s, &c, on_deliver, NULL);
+    lapict_config_default(&cfg);
+    cfg.tsc_khz = c.tsc_khz;
+    cfg.tsc_deadline = true;
+    cfg.advance_mode = LAPICT_ADVANCE_OFF;
+    assert_int_equal(lapict_init(&t, &cfg, &lapict_sim_ops, &s), LAPICT_OK);
+    lapict_sim_attach(&s, &t);
+    /* The instant of the fuzz input: 2^63 ns and a bit, 1.25 TSC laps. */
+    s.now_ns = 9223876161375361849ull;
+    assert_int_equal(lapict_lvtt_write(&t, 0x4002Eu), LAPICT_OK);
+    at = 9223876161880198764ull;
+    d = tsc_at(&s, at);
+    assert_true(tsc_at(&s, at - 1) < d);
+    assert_int_equal(lapict_tsc_deadline_write(&t, d), LAPICT_OK);
+    delivered = 0;
+    lapict_sim_run_until(&s, at - 1);
+    assert_int_equal(delivered, 0);
+    lapict_sim_run_until(&s, at);
+    assert_int_equal(delivered, 1);
+    assert_int_equal(delivered_at, at);
+    now = s.now_ns;
+    lapict_sim_run_until(&s, now + 1000000000u);
+    assert_int_equal(delivered, 1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(tsc_to_host_ns_first_instant_in_every_lap),
+        cmocka_unit_test(deadline_after_a_tsc_lap_fires_at_its_instant),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
