@@ -66,20 +66,32 @@ START_TEST(vmm_periodic_lib)
 }
 END_TEST
 
-/* --test=entry reports the floor it measured: a RESULT line with samples
- * and a positive median (a lost interrupt hangs the guest: rc != 0). */
+/* --test=entry reports the floor it measured after the exit --wait names,
+ * with the handler --entry-isr names: a RESULT line with samples and a
+ * positive median (a lost interrupt hangs the guest: rc != 0). */
 START_TEST(vmm_entry_lib)
 {
+    static const char *const waits[2] = {"spin", "hlt"};
+    static const char *const exits[2] = {"pio", "hlt"};
+    static const char *const isrs[2] = {"stub", "timer"};
     int rc;
     unsigned long long n = 0;
     long long med = 0;
-    char *o = vmm("--lapic=lib --test=entry --samples=300 --quiet", &rc);
-    const char *l = strstr(o, "RESULT test=entry lapic=lib ");
-    ck_assert_msg(rc == 0, "%s", o);
-    ck_assert_msg(l, "%s", o);
-    ck_assert_msg(sscanf(l, "RESULT test=entry lapic=lib samples=%llu "
-                            "median=%lld ",
-                         &n, &med) == 2,
+    char args[160], head[64], *o;
+    const char *l;
+
+    snprintf(args, sizeof(args),
+             "--lapic=lib --test=entry --wait=%s --entry-isr=%s "
+             "--samples=300 --quiet",
+             waits[_i & 1], isrs[_i >> 1]);
+    o = vmm(args, &rc);
+    snprintf(head, sizeof(head), "RESULT test=entry lapic=lib exit=%s isr=%s ",
+             exits[_i & 1], isrs[_i >> 1]);
+    l = strstr(o, head);
+    ck_assert_msg(rc == 0, "%s: %s", args, o);
+    ck_assert_msg(l, "%s: %s", args, o);
+    ck_assert_msg(sscanf(l + strlen(head), "samples=%llu median=%lld ", &n,
+                         &med) == 2,
                   "%s", o);
     ck_assert_msg(n == 300 && med > 0, "%s", o);
     ck_assert_msg(strstr(l, " p99="), "%s", o);
@@ -94,12 +106,18 @@ START_TEST(vmm_compare_floor)
     int rc;
     char *o = vmm("--compare --test=tscdeadline --samples=200 --quiet", &rc);
     ck_assert_msg(rc == 0, "%s", o);
-    ck_assert_msg(strstr(o, "RESULT test=entry lapic=lib samples=200 "), "%s",
-                  o);
+    /* Both floors, after the HLT exit the lib path's entry follows. */
+    ck_assert_msg(strstr(o, "RESULT test=entry lapic=lib exit=hlt isr=stub "
+                            "samples=200 "),
+                  "%s", o);
+    ck_assert_msg(strstr(o, "RESULT test=entry lapic=lib exit=hlt isr=timer "
+                            "samples=200 "),
+                  "%s", o);
     ck_assert_msg(strstr(o, "BREAKDOWN lapic=lib samples=200 "), "%s", o);
     ck_assert_msg(strstr(o, " kvm_run->isr="), "%s", o);
     ck_assert_msg(strstr(o, "RESULT test=floor lib_median/entry_median="),
                   "%s", o);
+    ck_assert_msg(strstr(o, " lib_median/entry_timer_isr_median="), "%s", o);
     free(o);
 }
 END_TEST
@@ -142,7 +160,7 @@ int main(void)
     tcase_add_test(v, vmm_selftest_lib);
     tcase_add_test(v, vmm_tscdeadline_lib);
     tcase_add_test(v, vmm_periodic_lib);
-    tcase_add_test(v, vmm_entry_lib);
+    tcase_add_loop_test(v, vmm_entry_lib, 0, 4);
     tcase_add_test(v, vmm_compare_floor);
     tcase_add_test(v, vmm_immed_lib);
     tcase_set_timeout(v, 60);

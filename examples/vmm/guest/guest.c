@@ -35,9 +35,12 @@ enum isr_mode {
     ISR_LATENCY_OS,
     ISR_PERIODIC,
     ISR_MIGRATE,
-    ISR_IMMED
+    ISR_IMMED,
+    ISR_ENTRY
 };
 static volatile int isr_mode;
+/* --test=entry: the TSC its handler stamped (0: not run yet this round). */
+__attribute__((used)) volatile uint64_t entry_tsc;
 static volatile uint64_t n_irq, expected, last_irq_tsc, immed_eoi_tsc;
 static uint64_t delta, os_ticks, early;
 
@@ -144,6 +147,10 @@ void timer_isr(void)
         if (n_irq >= mb->samples)
             apic_write(A_TMICT, 0);
         apic_write(A_EOI, 0);
+        return;
+    case ISR_ENTRY:
+        /* --test=entry with ENTRY_ISR_TIMER: the wait EOIs. */
+        entry_tsc = now;
         return;
     case ISR_IMMED:
         /* --test=immed: when the ISR ran, when its EOI was done. */
@@ -279,13 +286,18 @@ static void test_exit(void)
 /*
  * --test=entry: the floor of a timer interrupt under a userspace LAPIC,
  * the entry that carries an injected interrupt. The VMM stamps its TSC
- * right before that KVM_RUN; the handler's first instruction stamps the
- * guest TSC. The only code the handler can interrupt is test_entry()'s
- * wait, which gives up RAX and RDX to it, so nothing is saved before the
- * stamp. EOI is left to the wait, after the stamp.
+ * right before that KVM_RUN. With ENTRY_ISR_STUB the handler's first
+ * instruction stamps the guest TSC: the only code it can interrupt is
+ * test_entry()'s wait, which gives up RAX and RDX to it, so nothing is
+ * saved before the stamp. With ENTRY_ISR_TIMER the handler is the timer's
+ * own (timer_stub saves the registers, timer_isr() stamps), so the floor
+ * includes what every latency test's ISR does before its stamp: on PVM
+ * the first stack writes after an exit to userspace cost ~10 k cycles.
+ * EOI is left to the wait, after the stamp. mb->wait picks the exit the
+ * entry follows: a PIO exit (W_SPIN) or a HLT exit (W_HLT).
  */
-__attribute__((used)) volatile uint64_t entry_tsc;
 void entry_stub(void);
+extern void timer_stub(void);
 __asm__(".text\n"
         ".globl entry_stub\n"
         "entry_stub:\n"
@@ -297,21 +309,45 @@ __asm__(".text\n"
 
 static void test_entry(void)
 {
-    setup_gate(ENTRY_VEC, entry_stub);
+    if (mb->entry_isr == ENTRY_ISR_TIMER) {
+        isr_mode = ISR_ENTRY;
+        setup_gate(ENTRY_VEC, timer_stub);
+    } else {
+        setup_gate(ENTRY_VEC, entry_stub);
+    }
     for (uint64_t i = 0; i < mb->samples; i++) {
         uint64_t a = ENTRY_RAISE, d = PORT_ENTRY;
         entry_tsc = 0;
-        /* The NOP ends STI's interrupt shadow before the exit, so the
-         * entry after it may carry the interrupt. */
-        __asm__ volatile("sti\n"
-                         "nop\n"
-                         "outl %%eax, %%dx\n"
-                         "1: cmpq $0, entry_tsc(%%rip)\n"
-                         "je 1b\n"
-                         "cli\n"
-                         : "+a"(a), "+d"(d)
-                         :
-                         : "memory", "cc");
+        if (mb->wait == W_SPIN) {
+            /* The NOP ends STI's interrupt shadow before the exit, so the
+             * entry after it may carry the interrupt. */
+            __asm__ volatile("sti\n"
+                             "nop\n"
+                             "outl %%eax, %%dx\n"
+                             "1: cmpq $0, entry_tsc(%%rip)\n"
+                             "je 1b\n"
+                             "cli\n"
+                             : "+a"(a), "+d"(d)
+                             :
+                             : "memory", "cc");
+        } else {
+            /*
+             * As a halted guest's timer interrupt arrives: raised with IF
+             * clear (the entry after the OUT cannot carry it), then STI;HLT
+             * (the HLT in STI's shadow), so the entry that carries it is
+             * the one after the HLT exit.
+             */
+            __asm__ volatile("cli\n"
+                             "outl %%eax, %%dx\n"
+                             "sti\n"
+                             "hlt\n"
+                             "1: cmpq $0, entry_tsc(%%rip)\n"
+                             "je 1b\n"
+                             "cli\n"
+                             : "+a"(a), "+d"(d)
+                             :
+                             : "memory", "cc");
+        }
         mb->entry_isr_tsc = entry_tsc;
         apic_write(A_EOI, 0);
     }

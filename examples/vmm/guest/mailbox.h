@@ -40,6 +40,12 @@
 #define ENTRY_RAISE 0u
 #define ENTRY_LAST 1u
 #define ENTRY_VEC 0x41u
+/* The handler stamps the TSC as its first instruction (a stub that may
+ * clobber RAX/RDX); or the timer interrupt's own path (entry.S's
+ * timer_stub: registers saved, then timer_isr(), which stamps where every
+ * latency test does). */
+#define ENTRY_ISR_STUB 0u
+#define ENTRY_ISR_TIMER 1u
 
 enum mb_test {
     T_TSCDEADLINE = 0,
@@ -63,7 +69,9 @@ enum mb_wait { W_HLT = 0, W_SPIN = 1 };
 
 struct mailbox {
     /* VMM -> guest. */
-    uint32_t magic, test, wait, pad;
+    uint32_t magic, test, wait;
+    /* --test=entry: ENTRY_ISR_STUB or ENTRY_ISR_TIMER (which handler). */
+    uint32_t entry_isr;
     uint64_t samples, delta, period_ns, tsc_khz, bus_hz;
     /* guest -> VMM: samples[] at SAMPLES_ADDR (lateness, signed cycles, or
      * for periodic the raw arrival TSC), counts. */
