@@ -291,6 +291,10 @@ int lapict_vmm_vm_run_points(struct lapict_vmm_vm *v,
                     atomic_exchange(&v->k->fired_tsc, 0), v->woke_tsc,
                     v->inject_tsc};
         }
+        if (v->woke_tsc) {
+            v->user_cycles += __builtin_ia32_rdtsc() - v->woke_tsc;
+            v->user_runs++;
+        }
         e = ioctl(v->vcpu, KVM_RUN, 0) < 0 ? -errno : 0;
         v->woke_tsc = __builtin_ia32_rdtsc();
         if (v->k) {

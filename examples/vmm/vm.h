@@ -39,6 +39,10 @@ struct lapict_vmm_vm {
     /* Host TSC when the vCPU thread last came back from KVM_RUN or
      * lapict_kvm_halt_wait(). */
     uint64_t woke_tsc;
+    /* Host TSC cycles the vCPU thread spent between KVM_RUNs (back from
+     * one to the next, halt waits left out) and the KVM_RUNs counted: what
+     * the VMM and the LAPIC cost on top of the exits themselves. */
+    uint64_t user_cycles, user_runs;
     /* Optional (caller's array, NULL: none): per injecting KVM_RUN, the
      * host timer fire (k->fired_tsc, 0: none since the last injection),
      * woke_tsc and inject_tsc. */

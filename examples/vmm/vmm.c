@@ -78,6 +78,8 @@ struct result {
     uint64_t seg_n, seg_nofire;
     /* --test=immed: medians of WRMSR -> ISR, the EOI, the rest. */
     int64_t imm_med[3];
+    /* vm.c's userspace cycles between KVM_RUNs and the KVM_RUNs. */
+    uint64_t user_cycles, user_runs;
     uint64_t imm_n;
 };
 
@@ -363,9 +365,14 @@ static void print_result(const struct opts *o, int lapic,
         if (r->imm_n)
             printf("BREAKDOWN test=immed lapic=%s samples=%" PRIu64
                    " wrmsr->isr=%" PRId64 " eoi=%" PRId64 " rest=%" PRId64
-                   " (medians of each segment, guest TSC cycles)\n",
+                   " vmm_per_iter=%" PRIu64 " exits_per_iter=%.2f"
+                   " (medians of each segment, guest TSC cycles; the"
+                   " VMM's userspace cycles between KVM_RUNs and its"
+                   " KVM_RUNs per iteration, means)\n",
                    lapic == LAPIC_LIB ? "lib" : "kernel", r->imm_n,
-                   r->imm_med[0], r->imm_med[1], r->imm_med[2]);
+                   r->imm_med[0], r->imm_med[1], r->imm_med[2],
+                   r->n ? r->user_cycles / r->n : 0,
+                   r->n ? (double)r->user_runs / (double)r->n : 0.0);
         fflush(stdout);
         return;
     }
@@ -491,6 +498,8 @@ static int run_one(const struct opts *o, int lapic, const char *csv,
         breakdown(&v, res);
     if (o->test == T_IMMED)
         immed_parts(&v, res);
+    res->user_cycles = v.user_cycles;
+    res->user_runs = v.user_runs;
     free(v.seg);
     v.seg = NULL;
     summarise(&v, o, mb, csv, res);
