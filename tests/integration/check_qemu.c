@@ -846,9 +846,8 @@ static const struct chain_mode chain_modes[] = {
  * guest prints LOC samples that keep rising at the mode's rate across
  * every move, cyclictest (started before the first move) completes on the
  * last destination, and no hop's console shows a clocksource-watchdog, RCU
- * stall or lockup complaint. LAPICT_QEMU_MIGRATE_CHAIN=1 runs the periodic
- * mode (its rate is HZ, checked to 1 %), LAPICT_QEMU_MIGRATE_ALL=1 all
- * three modes (see main(): not in CI yet).
+ * stall or lockup complaint, in each of the three clockevent modes (the
+ * periodic one's rate is HZ, checked to 1 %).
  */
 START_TEST(migrate_chain)
 {
@@ -1012,7 +1011,6 @@ static Suite *suite(bool kvm)
 {
     Suite *s = suite_create(kvm ? "qemu-kvm" : "qemu");
     TCase *l, *mb, *mi, *ch, *k;
-    bool all;
 
     if (kvm) {
         k = tcase_create("kvm");
@@ -1037,19 +1035,9 @@ static Suite *suite(bool kvm)
     tcase_add_test(mi, migrate_corrupt_blob);
     suite_add_tcase(s, mi);
     ch = tcase_create("migration-chain");
-    all = getenv("LAPICT_QEMU_MIGRATE_ALL") &&
-          !strcmp(getenv("LAPICT_QEMU_MIGRATE_ALL"), "1");
-    tcase_set_timeout(ch, all ? 900 : 300);
-    /*
-     * The chain is run by hand until patch 0002's restore of a pending
-     * timer interrupt into a halted vCPU is fixed (a lapic-deadline guest
-     * hung after 1 of 3 x 20 moves: vector in the IRR, nothing woke the
-     * CPU; adapters/qemu/README.md, "Limits"): LAPICT_QEMU_MIGRATE_CHAIN=1
-     * for the periodic mode, LAPICT_QEMU_MIGRATE_ALL=1 for all three.
-     */
-    if (all || (getenv("LAPICT_QEMU_MIGRATE_CHAIN") &&
-                !strcmp(getenv("LAPICT_QEMU_MIGRATE_CHAIN"), "1")))
-        tcase_add_loop_test(ch, migrate_chain, 0, all ? 3 : 1);
+    /* Three modes of about a minute each, and the corrupt live move. */
+    tcase_set_timeout(ch, 900);
+    tcase_add_loop_test(ch, migrate_chain, 0, 3);
     tcase_add_test(ch, migrate_corrupt_live_source_runs);
     suite_add_tcase(s, ch);
     return s;
