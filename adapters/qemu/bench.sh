@@ -6,10 +6,17 @@
 #   adapters/qemu/bench.sh linux [SECONDS]   every clockevent mode, -smp 1
 #                                            and 2: cyclictest, LOC rate,
 #                                            guest clock drift vs the host
+#                                            (SMPS="1 2", MODES="default
+#                                            oneshot periodic" choose)
 #   adapters/qemu/bench.sh advance [SECONDS] patched default mode with
 #                                            lapict's advance off / fixed
 #   adapters/qemu/bench.sh mbtest            mbtest under TCG and KVM
 #                                            kernel-irqchip=off, both QEMUs
+# HIST=1 (linux, advance): cyclictest also keeps a 1 us histogram in the
+# guest (lapict.hist=20000); each configuration's samples of all its runs go
+# to $OUT/<title>-<label>.txt (OUT default build/qemu/bench) and
+# examples/bench/cdf.sh draws them as one CDF per comparison,
+# $OUT/<title>.png.
 # Drift: the guest prints CLOCK_MONOTONIC at the start and the end of
 # cyclictest; the host stamps each line with its own CLOCK_MONOTONIC when it
 # arrives on the serial console; drift = (guest interval - host interval) /
@@ -28,27 +35,29 @@ guest=$repo/build/qemu/guest
 [ -f "$guest/initrd.img" ] || bash "$here/guest/mkimage.sh"
 
 export PATCHED=$patched STOCK=$stock GUEST=$guest SECS=$secs WHAT=$what
+export OUT=${OUT:-$repo/build/qemu/bench} CDF=$repo/examples/bench/cdf.sh
 export MBTEST=${LAPICT_MBTEST:-$repo/build/examples/vmm/lapict-mbtest.flat}
 exec python3 - <<'EOF'
 import os, re, subprocess, sys, tempfile, time
 
 P, S, G = os.environ["PATCHED"], os.environ["STOCK"], os.environ["GUEST"]
 secs, what = int(os.environ["SECS"]), os.environ["WHAT"]
+hist = os.environ.get("HIST", "0") == "1"
 
 def linux(qemu, smp, append, extra=()):
     cmd = [qemu, "-M", "q35", "-accel", "tcg", "-cpu", "max", "-smp", str(smp),
            "-m", "512", "-display", "none", "-monitor", "none",
            "-serial", "stdio", "-no-reboot", *extra,
            "-kernel", G + "/vmlinuz", "-initrd", G + "/initrd.img",
-           "-append", "console=ttyS0 panic=-1 lapict.duration=%d %s"
-           % (secs, append)]
+           "-append", "console=ttyS0 panic=-1 lapict.duration=%d %s%s"
+           % (secs, "lapict.hist=20000 " if hist else "", append)]
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     lines = []
     for raw in p.stdout:
         lines.append((time.clock_gettime_ns(time.CLOCK_MONOTONIC),
                       raw.decode(errors="replace").rstrip("\r\n")))
     p.wait()
-    r = {"status": p.returncode, "ct": []}
+    r = {"status": p.returncode, "ct": [], "hist": {}, "over": 0}
     for t, l in lines:
         if not l.startswith("LAPICT "):
             continue
@@ -60,6 +69,11 @@ def linux(qemu, smp, append, extra=()):
             r["boot"] = kv
         elif tag == "cyclictest" and "thread" in kv:
             r["ct"].append(kv)
+        elif tag == "hist":
+            us = int(kv.pop("us"))
+            r["hist"][us] = r["hist"].get(us, 0) + sum(map(int, kv.values()))
+        elif tag == "hist_overflow":
+            r["over"] += sum(map(int, kv.values()))
         elif tag == "dmesg":
             r.setdefault("dmesg", []).append(l)
     return r
@@ -94,10 +108,17 @@ def compare(title, configs, smp):
     """Runs each (label, qemu, append, extra) config reps times, alternating,
     prints every run and the medians."""
     res = {c[0]: [] for c in configs}
+    samples = {c[0]: {} for c in configs}
     for rep in range(reps):
         for label, q, app, extra in configs:
             r = linux(q, smp, app, extra)
             s = summary(r, smp)
+            for us, n in r["hist"].items():
+                samples[label][us] = samples[label].get(us, 0) + n
+            if r["over"] and r["ct"]:
+                # Beyond the histogram: counted at the run's maximum.
+                mx = max(int(c["max_us"]) for c in r["ct"])
+                samples[label][mx] = samples[label].get(mx, 0) + r["over"]
             print("%s rep %d %-22s %s" % (title, rep, label,
                   s if isinstance(s, str) else s[0]), flush=True)
             if not isinstance(s, str):
@@ -115,13 +136,34 @@ def compare(title, configs, smp):
               "(avg %.2fx, max %.2fx of %s; n=%d)"
               % (title, label, a, m, d, a / base[0], m / base[1],
                  configs[0][0], len(v)), flush=True)
+    if hist and any(samples.values()):
+        os.makedirs(os.environ["OUT"], exist_ok=True)
+        name = re.sub(r"[^A-Za-z0-9]+", "-", title.strip()).strip("-")
+        series = []
+        for label, *_ in configs:
+            if not samples[label]:
+                continue
+            f = "%s/%s-%s.txt" % (os.environ["OUT"], name,
+                                  re.sub(r"[^A-Za-z0-9]+", "-", label).strip("-"))
+            with open(f, "w") as o:
+                for us in sorted(samples[label]):
+                    o.write(("%d\n" % us) * samples[label][us])
+            series.append("%s=%s" % (label, f))
+        png = "%s/%s.png" % (os.environ["OUT"], name)
+        subprocess.run(["bash", os.environ["CDF"], png,
+                        "cyclictest under QEMU TCG: %s (%d runs of %d s each)"
+                        % (title.strip(), reps, secs),
+                        "latency (us)", *series], check=True)
+        print("%s CDF %s" % (title, png), flush=True)
 
 if what == "linux":
     print("cyclictest -S -m -p 90 -i 1000 -D %d under TCG, -cpu max, %d "
           "alternating runs each; stock = %s, lapict = %s"
           % (secs, reps, S, P))
-    for smp in (1, 2):
+    for smp in map(int, os.environ.get("SMPS", "1 2").split()):
         for name, app in modes:
+            if name not in os.environ.get("MODES", "default oneshot periodic").split():
+                continue
             compare("smp%d %-8s" % (smp, name),
                     [("stock", S, app, ()), ("lapict", P, app, ())], smp)
 elif what == "advance":
