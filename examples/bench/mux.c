@@ -8,9 +8,12 @@
  * One operation = the physical timer fires for the earliest timer, the
  * multiplexer takes it off, its callback re-arms it at now + a random
  * delay (as a periodic or re-armed one-shot guest timer does), and the
- * physical deadline is rewritten. Both sides run on the same fake LAPIC
+ * physical deadline is rewritten. Every side runs on the same fake LAPIC
  * (a TSC variable the bench sets to the programmed deadline: no waiting)
- * with the same random delays.
+ * with the same random delays, and around its structure the same platform
+ * layer as the multiplexer: the LAPIC through its ops table, keys in host
+ * ns converted by the multiplexer's clock, each expiry's callback through
+ * a pointer. Only the structure differs.
  *
  *   lapict-bench --mux [--smoke] [--callgrind] [--n=N]
  *
@@ -194,6 +197,16 @@ struct base_timer {
 };
 
 struct base {
+    /* The platform, as the multiplexer reaches it: the fake LAPIC's ops
+     * table (read the TSC, write the deadline, EOI), and the timers'
+     * callback, each called through its pointer as the anchors call
+     * theirs (hrtimer ->function, libuv's timer_cb). */
+    const struct lapict_bm_hw *hw;
+    uint64_t (*fire)(struct base_timer *t, uint64_t now);
+    /* Keys are host ns, as hrtimers' are: the TSC is converted to ns when
+     * the handler reads the clock and back when it programs the timer,
+     * with the multiplexer's own clock (the same arithmetic). */
+    struct lapict_bm_clock clk;
     struct base_timer *timers;
     struct base_timer *root;  /* binheap: the minimum; rbtree: the root */
     struct base_timer *first; /* rbtree: cached leftmost; list: unused */
@@ -596,8 +609,17 @@ static void base_program(struct base *b, const struct base_ops *o)
     struct base_timer *m = o->min(b);
     if (m && m->key != b->programmed) {
         b->programmed = m->key;
-        mhw_write(&mhw, b->programmed);
+        b->hw->write_tsc_deadline(&mhw,
+                                  lapict_bm_clock_tsc(&b->clk, b->programmed));
     }
+}
+
+/* A timer's callback: the re-arm at now + a random delay, which
+ * mux_fire() makes for the multiplexer's nodes. */
+static uint64_t base_fire(struct base_timer *t, uint64_t now)
+{
+    (void)t;
+    return now + mux_delay();
 }
 
 static int base_cmp(const void *a, const void *b)
@@ -615,6 +637,10 @@ static int base_setup(struct base *b, const struct base_ops *o, uint32_t n)
     uint32_t i;
 
     memset(b, 0, sizeof(*b));
+    b->hw = &mux_hw_ops;
+    b->fire = base_fire;
+    if (lapict_bm_clock_init(&b->clk, 1000000u, 0, 0) != LAPICT_OK)
+        return -1;
     o->init(b);
     b->timers = calloc(n, sizeof(*b->timers));
     order = calloc(n, sizeof(*order));
@@ -657,17 +683,18 @@ base_run(struct base *b, const struct base_ops *o, uint64_t ops)
         uint64_t now;
         if ((int64_t)(mhw.deadline - mhw.tsc) > 0)
             mhw.tsc = mhw.deadline;
-        now = mhw.tsc;
+        now = lapict_bm_clock_ns(&b->clk, b->hw->read_tsc(&mhw));
         while ((t = o->min(b)) && t->key <= now) {
             o->pop(b, t);
             /* Keys come out in order, or the structure is broken. */
             b->disorder += t->key < b->last_key;
             b->last_key = t->key;
             b->fired++;
-            t->key = now + mux_delay();
+            t->key = b->fire(t, now);
             o->insert(b, t);
         }
         base_program(b, o);
+        b->hw->eoi(&mhw);
     }
 }
 
