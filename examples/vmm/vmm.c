@@ -46,6 +46,8 @@ struct opts {
     uint32_t advance_ns, advance_max_ns;
     const char *csv, *guest;
     bool compare, quiet, no_thread, kick_thread;
+    /* --x2apic=on for the built-in guest (immed, tscdeadline). */
+    bool x2apic;
     unsigned timeout_s;
     /* --guest=baremetal: its lines as they are, its status; --timers. */
     bool plain;
@@ -358,10 +360,10 @@ static void print_result(const struct opts *o, int lapic,
     if (o->test == T_IMMED) {
         printf("RESULT test=immed lapic=%s samples=%" PRIu64
                " median=%" PRId64 " p99=%" PRId64 " min=%" PRId64
-               " max=%" PRId64 " (cycles per iteration: TSC deadline ="
-               " now, CPUID, ISR, EOI)\n",
+               " max=%" PRId64 " apic=%s (cycles per iteration: TSC"
+               " deadline = now, CPUID, ISR, EOI)\n",
                lapic == LAPIC_LIB ? "lib" : "kernel", r->n, r->median,
-               r->p99, r->min, r->max);
+               r->p99, r->min, r->max, o->x2apic ? "x2apic" : "xapic");
         if (r->imm_n)
             printf("BREAKDOWN test=immed lapic=%s samples=%" PRIu64
                    " wrmsr->isr=%" PRId64 " eoi=%" PRId64 " rest=%" PRId64
@@ -445,8 +447,8 @@ static int run_one(const struct opts *o, int lapic, const char *csv,
     res->oneway = calloc(ONEWAY_MAX, sizeof(int64_t));
     if (!res->oneway)
         die("calloc");
-    if (lapict_vmm_vm_create(&v, GUEST_RAM, lapic == LAPIC_KERNEL, false, err,
-                             sizeof(err)) < 0) {
+    if (lapict_vmm_vm_create(&v, GUEST_RAM, lapic == LAPIC_KERNEL, o->x2apic,
+                             err, sizeof(err)) < 0) {
         fprintf(stderr, "lapict-vmm: %s\n", err);
         exit(2);
     }
@@ -460,6 +462,7 @@ static int run_one(const struct opts *o, int lapic, const char *csv,
     mb->test = (uint32_t)o->test;
     mb->wait = (uint32_t)o->wait;
     mb->entry_isr = (uint32_t)o->entry_isr;
+    mb->x2apic = o->x2apic;
     mb->samples = o->samples;
     mb->delta = o->delta;
     mb->period_ns = o->period_ns;
@@ -1100,6 +1103,7 @@ int main(int argc, char **argv)
         case 'I': mb.initrd = optarg; break;
         case 'X':
             mb.x2apic = parse_enum(optarg, onoff, 2, "--x2apic") == 0;
+            o.x2apic = mb.x2apic;
             break;
         case 'T': o.timeout_s = (unsigned)parse_u64(optarg, "--timeout"); break;
         case 'q': o.quiet = true; break;
@@ -1165,6 +1169,12 @@ int main(int argc, char **argv)
         return lapict_vmm_boot(&mb);
     }
 
+    if (o.x2apic && !mb.kernel && o.test != T_IMMED &&
+        o.test != T_TSCDEADLINE) {
+        fprintf(stderr, "lapict-vmm: --x2apic=on: with --kernel, or with "
+                        "--test=immed or tscdeadline\n");
+        return 2;
+    }
     if (o.test == T_ENTRY && (o.lapic != LAPIC_LIB || o.compare || o.plain)) {
         fprintf(stderr, "lapict-vmm: --test=entry measures the userspace "
                         "LAPIC's injection: --lapic=lib only, no --compare "

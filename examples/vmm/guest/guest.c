@@ -63,10 +63,18 @@ static inline void gap_note(uint64_t now)
     gap_prev = now;
 }
 
+/* In x2APIC mode (mb->x2apic) the registers are MSRs 0x800 + offset/16. */
+static bool x2;
+
 static inline uint32_t apic_read(uint32_t off)
 {
+    uint32_t v;
+
     gap_note(rdtsc());
-    uint32_t v = *(volatile uint32_t *)(uintptr_t)(APIC + off);
+    if (x2)
+        v = (uint32_t)rdmsr(0x800u + (off >> 4));
+    else
+        v = *(volatile uint32_t *)(uintptr_t)(APIC + off);
     gap_note(rdtsc());
     return v;
 }
@@ -74,7 +82,10 @@ static inline uint32_t apic_read(uint32_t off)
 static inline void apic_write(uint32_t off, uint32_t v)
 {
     gap_note(rdtsc());
-    *(volatile uint32_t *)(uintptr_t)(APIC + off) = v;
+    if (x2)
+        wrmsr(0x800u + (off >> 4), v);
+    else
+        *(volatile uint32_t *)(uintptr_t)(APIC + off) = v;
     gap_note(rdtsc());
 }
 
@@ -1073,6 +1084,11 @@ void guest_main(void)
     }
     setup_idt(VEC);
     delta = mb->delta;
+    if (mb->x2apic) {
+        /* xAPIC -> x2APIC: EN stays set, EXTD set (IA32_APIC_BASE). */
+        wrmsr(0x1Bu, rdmsr(0x1Bu) | (1u << 10));
+        x2 = true;
+    }
     apic_write(A_SVR, 0x1FF); /* software-enable, spurious vector 0xFF */
     apic_write(A_ESR, 0);
     switch (mb->test) {

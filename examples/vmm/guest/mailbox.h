@@ -72,6 +72,9 @@ struct mailbox {
     uint32_t magic, test, wait;
     /* --test=entry: ENTRY_ISR_STUB or ENTRY_ISR_TIMER (which handler). */
     uint32_t entry_isr;
+    /* Non-zero: the guest switches its APIC to x2APIC mode and reaches it
+     * through MSRs (--x2apic=on with --test=immed or tscdeadline). */
+    uint32_t x2apic;
     uint64_t samples, delta, period_ns, tsc_khz, bus_hz;
     /* guest -> VMM: samples[] at SAMPLES_ADDR (lateness, signed cycles, or
      * for periodic the raw arrival TSC), counts. */
