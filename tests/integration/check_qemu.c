@@ -257,7 +257,7 @@ static const char *const qemu_known[] = {
     "relocate: 0xFEE00000 is unassigned",
 };
 
-static char *run_mbtest(const char *accel, int *fails, int *unknown)
+static char *run_mbtest(const char *accel, bool x2, int *fails, int *unknown)
 {
     char cmd[1536], *o, *line;
     char env[] = "/tmp/lapict-qemu-mbtest-env-XXXXXX";
@@ -272,13 +272,15 @@ static char *run_mbtest(const char *accel, int *fails, int *unknown)
              "timeout -s KILL 120 %s -M pc -accel %s -m 128 "
              "-display none -monitor none -serial stdio -no-reboot "
              "-device isa-debug-exit,iobase=0xf4,iosize=4 "
-             "-kernel %s -initrd %s -append 'initrd=1 x2apic=0' </dev/null",
-             QEMU, accel, LAPICT_MBTEST, env);
+             "%s -kernel %s -initrd %s -append 'initrd=1 x2apic=%d' </dev/null",
+             QEMU, accel, x2 ? "-global apic.lapict-x2apic=on" : "",
+             LAPICT_MBTEST, env, x2);
     o = lt_run_capture(cmd, &status);
     unlink(env);
     ck_assert_msg(strstr(o, "SUMMARY: "), "did not finish (%d):\n%s", status,
                   o);
-    ck_assert_msg(strstr(o, "mode: xapic"), "%s", shown(o));
+    ck_assert_msg(strstr(o, x2 ? "mode: x2apic" : "mode: xapic"), "%s",
+                  shown(o));
     *fails = *unknown = 0;
     for (line = strstr(o, "FAIL: "); line; line = strstr(line + 1, "FAIL: ")) {
         size_t len = strcspn(line + 6, "\r\n");
@@ -303,7 +305,23 @@ static char *run_mbtest(const char *accel, int *fails, int *unknown)
 START_TEST(mbtest_tcg_xapic)
 {
     int fails, unknown;
-    char *o = run_mbtest("tcg -cpu max", &fails, &unknown);
+    char *o = run_mbtest("tcg -cpu max", false, &fails, &unknown);
+
+    ck_assert_msg(unknown == 0, "%d unexpected failures:\n%s", unknown, shown(o));
+    ck_assert_msg(strstr(o, "PASS: tsc deadline: fires, not early"), "no deadline check:\n%s",
+                  o);
+    free(o);
+}
+END_TEST
+
+/*
+ * Rule: under TCG with the APIC's x2APIC mode (patch 0008, property
+ * lapict-x2apic) mbtest runs in x2APIC and every timer check passes.
+ */
+START_TEST(mbtest_tcg_x2apic)
+{
+    int fails, unknown;
+    char *o = run_mbtest("tcg -cpu max", true, &fails, &unknown);
 
     ck_assert_msg(unknown == 0, "%d unexpected failures:\n%s", unknown, shown(o));
     ck_assert_msg(strstr(o, "PASS: tsc deadline: fires, not early"), "no deadline check:\n%s",
@@ -320,7 +338,23 @@ START_TEST(mbtest_kvm_irqchip_off_xapic)
 
     /* -cpu max asks KVM for MSRs this host's KVM (PVM) refuses. */
     o = run_mbtest("kvm -M pc,kernel-irqchip=off -cpu qemu64,+tsc-deadline",
-                   &fails, &unknown);
+                   false, &fails, &unknown);
+    ck_assert_msg(unknown == 0, "%d unexpected failures:\n%s", unknown, shown(o));
+    ck_assert_msg(strstr(o, "PASS: tsc deadline: fires, not early"), "no deadline check:\n%s",
+                  o);
+    free(o);
+}
+END_TEST
+
+/* Rule: the same in x2APIC mode (patch 0008: the x2APIC MSRs reach the
+ * userspace APIC through KVM's invalid/unknown MSR exits). */
+START_TEST(mbtest_kvm_irqchip_off_x2apic)
+{
+    int fails, unknown;
+    char *o;
+
+    o = run_mbtest("kvm -M pc,kernel-irqchip=off -cpu qemu64,+tsc-deadline",
+                   true, &fails, &unknown);
     ck_assert_msg(unknown == 0, "%d unexpected failures:\n%s", unknown, shown(o));
     ck_assert_msg(strstr(o, "PASS: tsc deadline: fires, not early"), "no deadline check:\n%s",
                   o);
@@ -1028,6 +1062,7 @@ static Suite *suite(bool kvm)
         k = tcase_create("kvm");
         tcase_set_timeout(k, 150);
         tcase_add_test(k, mbtest_kvm_irqchip_off_xapic);
+        tcase_add_test(k, mbtest_kvm_irqchip_off_x2apic);
         suite_add_tcase(s, k);
         return s;
     }
@@ -1040,6 +1075,7 @@ static Suite *suite(bool kvm)
     mb = tcase_create("mbtest");
     tcase_set_timeout(mb, 150);
     tcase_add_test(mb, mbtest_tcg_xapic);
+    tcase_add_test(mb, mbtest_tcg_x2apic);
     suite_add_tcase(s, mb);
     mi = tcase_create("migration");
     tcase_set_timeout(mi, 300);
