@@ -349,7 +349,7 @@ static void print_result(const struct opts *o, int lapic,
         printf("RESULT test=entry lapic=lib exit=%s isr=%s samples=%" PRIu64
                " median=%" PRId64 " p99=%" PRId64 " min=%" PRId64
                " max=%" PRId64 " (cycles, KVM_RUN with an injected"
-               " interrupt to the guest ISR's first instruction;"
+               " interrupt to the guest handler's TSC stamp;"
                " guest TSC = host TSC)\n",
                o->wait == W_SPIN ? "pio" : "hlt",
                o->entry_isr == ENTRY_ISR_TIMER ? "timer" : "stub", r->n,
