@@ -337,6 +337,19 @@ END_TEST
 
 /* ---- migration ------------------------------------------------------------- */
 
+/* Runs @cmd with sh -c in a child; its pid (the shell execs the QEMU). */
+static pid_t spawn_sh(const char *cmd)
+{
+    pid_t pid = fork();
+
+    ck_assert_int_ge(pid, 0);
+    if (!pid) {
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
 static char *slurp(const char *path, size_t *len)
 {
     FILE *f = fopen(path, "rb");
@@ -437,12 +450,7 @@ static void migrate_out(struct mig *m, const char *append)
              "-no-reboot -kernel %s -initrd %s -append 'console=ttyS0 "
              "panic=-1 lapict.duration=8 %s' </dev/null >%s/out 2>&1",
              QEMU, m->serial, m->sock, KERNEL, INITRD, append, m->dir);
-    pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (!pid) {
-        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
-        _exit(127);
-    }
+    pid = spawn_sh(cmd);
     ck_assert_msg(wait_for(m->serial, "LAPICT start", 120),
                   "the source guest did not start cyclictest");
     /* Into cyclictest's run, so its timer and the tick are armed. */
@@ -635,7 +643,6 @@ static pid_t chain_start(const char *dir, int i, const char *append,
                          unsigned duration)
 {
     char cmd[2048], inc[160] = "";
-    pid_t pid;
 
     if (i > 0)
         snprintf(inc, sizeof(inc), "-incoming 'exec:cat %s/state%d'", dir,
@@ -648,13 +655,7 @@ static pid_t chain_start(const char *dir, int i, const char *append,
              "lapict.ticks=1 %s' %s </dev/null >%s/out%d 2>&1",
              QEMU, dir, i, dir, i, KERNEL, INITRD, duration, append, inc, dir,
              i);
-    pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (!pid) {
-        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
-        _exit(127);
-    }
-    return pid;
+    return spawn_sh(cmd);
 }
 
 /* Waits until the monitor of @sock reports "running"; false after @secs. */
@@ -786,12 +787,7 @@ START_TEST(migrate_corrupt_live_source_runs)
              "-initrd %s -append 'console=ttyS0 panic=-1 lapict.duration=12 "
              "%s' </dev/null >%s/out0 2>&1",
              QEMU, path, sock, KERNEL, INITRD, append, dir);
-    spid = fork();
-    ck_assert_int_ge(spid, 0);
-    if (!spid) {
-        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
-        _exit(127);
-    }
+    spid = spawn_sh(cmd);
     ck_assert_msg(wait_for(path, "LAPICT start", 120),
                   "the source guest did not start cyclictest");
     rpid = fork();
@@ -805,12 +801,7 @@ START_TEST(migrate_corrupt_live_source_runs)
              "-initrd %s -append 'console=ttyS0 panic=-1 lapict.duration=12 "
              "%s' -incoming unix:%s </dev/null >%s/out1 2>&1",
              QEMU, dir, KERNEL, INITRD, append, s_out, dir);
-    dpid = fork();
-    ck_assert_int_ge(dpid, 0);
-    if (!dpid) {
-        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
-        _exit(127);
-    }
+    dpid = spawn_sh(cmd);
     sleep(1);
     snprintf(cmd, sizeof(cmd), "migrate unix:%s", s_in);
     ck_assert(hmp_try(sock, cmd, ans, sizeof(ans), 5));
