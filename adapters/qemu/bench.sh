@@ -12,6 +12,9 @@
 #                                            lapict's advance off / fixed
 #   adapters/qemu/bench.sh mbtest            mbtest under TCG and KVM
 #                                            kernel-irqchip=off, both QEMUs
+# HOSTREF=1 (linux, advance): each round also sleeps on the host, no VM,
+# to each next 1 ms instant for SECONDS ("host sleeps"): the host's own
+# wake-up tail, which every timer in QEMU's main loop inherits.
 # HIST=1 (linux, advance): cyclictest also keeps a 1 us histogram in the
 # guest (lapict.hist=20000); each configuration's samples of all its runs go
 # to $OUT/<title>-<label>.txt (OUT default build/qemu/bench) and
@@ -104,15 +107,41 @@ def med(v):
     v = sorted(v)
     return v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
 
+def host_sleeps():
+    """The host's own wake-up tail, no VM: what cyclictest -i 1000 does, on
+    the host, for the same span (sleep to each next 1 ms instant, lateness
+    in us). Returns a run in the shape of summary()'s, and the histogram."""
+    step, n = 1000000, secs * 1000
+    lat = {}
+    nxt = time.clock_gettime_ns(time.CLOCK_MONOTONIC) + step
+    for _ in range(n):
+        left = nxt - time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        if left > 0:
+            time.sleep(left / 1e9)
+        us = (time.clock_gettime_ns(time.CLOCK_MONOTONIC) - nxt) // 1000
+        lat[us] = lat.get(us, 0) + 1
+        nxt += step
+    tot = sum(u * c for u, c in lat.items())
+    mn, mx, avg = min(lat), max(lat), tot / n
+    return (("%-14s min %4d avg %6.1f max %6d us  (%d sleeps)"
+             % ("no VM", mn, avg, mx, n)), avg, mx, 0.0), lat
+
 def compare(title, configs, smp):
     """Runs each (label, qemu, append, extra) config reps times, alternating,
-    prints every run and the medians."""
+    prints every run and the medians. HOSTREF=1 adds the host's own
+    wake-up tail (host_sleeps) as a last configuration of each round."""
+    if os.environ.get("HOSTREF", "0") == "1":
+        configs = configs + [("host sleeps", None, "", ())]
     res = {c[0]: [] for c in configs}
     samples = {c[0]: {} for c in configs}
     for rep in range(reps):
         for label, q, app, extra in configs:
-            r = linux(q, smp, app, extra)
-            s = summary(r, smp)
+            if q is None:
+                s, h = host_sleeps()
+                r = {"hist": h, "over": 0, "ct": []}
+            else:
+                r = linux(q, smp, app, extra)
+                s = summary(r, smp)
             for us, n in r["hist"].items():
                 samples[label][us] = samples[label].get(us, 0) + n
             if r["over"] and r["ct"]:
