@@ -1170,8 +1170,7 @@ int main(int argc, char **argv)
         return lapict_vmm_boot(&mb);
     }
 
-    if (o.x2apic && !mb.kernel && o.test != T_IMMED &&
-        o.test != T_TSCDEADLINE) {
+    if (o.x2apic && o.test != T_IMMED && o.test != T_TSCDEADLINE) {
         fprintf(stderr, "lapict-vmm: --x2apic=on: with --kernel, or with "
                         "--test=immed or tscdeadline\n");
         return 2;
