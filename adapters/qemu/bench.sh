@@ -126,6 +126,10 @@ def host_sleeps():
     return (("%-14s min %4d avg %6.1f max %6d us  (%d sleeps)"
              % ("no VM", mn, avg, mx, n)), avg, mx, 0.0), lat
 
+def slug(s):
+    """@s as a file-name part: runs of other characters become one '-'."""
+    return re.sub(r"[^A-Za-z0-9]+", "-", s.strip()).strip("-")
+
 def compare(title, configs, smp):
     """Runs each (label, qemu, append, extra) config reps times, alternating,
     prints every run and the medians. HOSTREF=1 adds the host's own
@@ -167,13 +171,12 @@ def compare(title, configs, smp):
                  configs[0][0], len(v)), flush=True)
     if hist and any(samples.values()):
         os.makedirs(os.environ["OUT"], exist_ok=True)
-        name = re.sub(r"[^A-Za-z0-9]+", "-", title.strip()).strip("-")
+        name = slug(title)
         series = []
         for label, *_ in configs:
             if not samples[label]:
                 continue
-            f = "%s/%s-%s.txt" % (os.environ["OUT"], name,
-                                  re.sub(r"[^A-Za-z0-9]+", "-", label).strip("-"))
+            f = "%s/%s-%s.txt" % (os.environ["OUT"], name, slug(label))
             with open(f, "w") as o:
                 for us in sorted(samples[label]):
                     o.write(("%d\n" % us) * samples[label][us])
