@@ -14,7 +14,8 @@
  * mandatory; "x2apic=1" / "x2apic=0" states what CPUID must say.
  * "changemode=N tsc_khz=K [cm_print=P] [cm_prelude=1]" runs only the
  * looped one-shot -> periodic check instead (check_changemode), N
- * iterations, K the guest TSC rate in kHz.
+ * iterations, K the guest TSC rate in kHz. "memsoak=1" runs only the
+ * memory-coherence loop for migration checks (see memsoak()).
  * Interrupts are taken in 64-bit mode only.
  */
 #include <stdarg.h>
@@ -1202,6 +1203,54 @@ static void check_changemode(const char *cmdline, uint64_t iters)
            "stall");
 }
 
+/*
+ * "memsoak=1": guest memory against migration (check_qemu's migration
+ * checks). Three pages: two buffers and a generation counter, written in
+ * the order buffers then counter, so a consistent image holds the counter's
+ * value in every word of both buffers. A destination whose pages came over
+ * from different moments (a page written after its last transfer without
+ * being marked dirty) shows a mismatch at the next check: "FAIL: memsoak"
+ * and exit 1. The loop has no end; "MEMSOAK gen=<n>" every SOAK_PRINT
+ * generations shows progress. Interrupts stay off.
+ */
+#define SOAK_WORDS 512u /* a 4 KiB page of uint64_t */
+#define SOAK_PRINT 0x4000u
+static volatile uint64_t soak_a[SOAK_WORDS] __attribute__((aligned(4096)));
+static volatile uint64_t soak_b[SOAK_WORDS] __attribute__((aligned(4096)));
+static volatile uint64_t soak_gen[SOAK_WORDS] __attribute__((aligned(4096)));
+
+static void memsoak(void)
+{
+    uint64_t g = 0;
+
+    for (unsigned i = 0; i < SOAK_WORDS; i++)
+        soak_a[i] = soak_b[i] = 0;
+    soak_gen[0] = 0;
+    printk("MEMSOAK begin pages=%lx,%lx,%lx\n", (uint64_t)(uintptr_t)soak_a,
+           (uint64_t)(uintptr_t)soak_b, (uint64_t)(uintptr_t)soak_gen);
+    for (;;) {
+        g = soak_gen[0];
+        for (unsigned i = 0; i < SOAK_WORDS; i++) {
+            uint64_t a = soak_a[i], b = soak_b[i];
+
+            if (a != g || b != g) {
+                printk("FAIL: memsoak gen=%lu word %u: a=%lu b=%lu\n", g,
+                       i, a, b);
+                printk("SUMMARY: 1 tests, 1 failures\n");
+                debug_exit(1);
+            }
+        }
+        g++;
+        for (unsigned i = 0; i < SOAK_WORDS; i++)
+            soak_a[i] = g;
+        for (unsigned i = 0; i < SOAK_WORDS; i++)
+            soak_b[i] = g;
+        soak_gen[0] = g;
+        if (!(g % SOAK_PRINT))
+            printk("MEMSOAK gen=%lu\n", g);
+    }
+}
+
 void kmain(void);
 void kmain(void)
 {
@@ -1214,6 +1263,10 @@ void kmain(void)
 
     idt_init();
     printk("lapict-mbtest: multiboot test kernel\n");
+    if (has_word(cmdline, "memsoak=1")) {
+        printk("cmdline: %s\n", cmdline);
+        memsoak();
+    }
     if (word_value(cmdline, "changemode=", &cm_iters)) {
         /* Only the looped change-mode check (see check_changemode). */
         printk("cmdline: %s\n", cmdline);
