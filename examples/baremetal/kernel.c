@@ -613,9 +613,10 @@ void guest_main(void)
          * Wait as the main loop does, halted with interrupts open. This
          * host's KVM (on PVM) left the timer's vector in the IRR, never
          * injected, through whole drains of "sti; pause; cli" turns, and
-         * of turns with a CPUID exit in them; a halt took it at once. An
-         * outstanding instant has its node armed, so the physical timer is
-         * armed at or before it: the halt ends.
+         * of turns with a CPUID exit in them; a halt right after such a
+         * drain took it. An outstanding instant has its node armed, so the
+         * physical timer is armed at or before it, or its vector is
+         * pending: the halt ends.
          */
         __asm__ volatile("sti; hlt; cli" ::: "memory");
         now = now_ns();
