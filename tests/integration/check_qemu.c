@@ -638,10 +638,13 @@ static double now_s(void)
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-/* Hop @i of a chain: QEMU with serial @dir/serial<i>, monitor @dir/mon<i>,
- * and for i > 0 -incoming from @dir/state<i-1>. */
-static pid_t chain_start(const char *dir, int i, const char *append,
-                         unsigned duration)
+/*
+ * Hop @i of a chain of moves: @qemu (killed after @kill_s seconds) with the
+ * machine and guest of @guest, serial @dir/serial<i>, monitor @dir/mon<i>,
+ * stderr @dir/out<i>, and for i > 0 -incoming from @dir/state<i-1>.
+ */
+static pid_t hop_start(const char *dir, int i, const char *qemu,
+                       unsigned kill_s, const char *guest)
 {
     char cmd[2048], inc[160] = "";
 
@@ -649,14 +652,24 @@ static pid_t chain_start(const char *dir, int i, const char *append,
         snprintf(inc, sizeof(inc), "-incoming 'exec:cat %s/state%d'", dir,
                  i - 1);
     snprintf(cmd, sizeof(cmd),
-             "exec timeout -s KILL 400 %s -M q35 -accel tcg -cpu max -m 512 "
-             "-display none -serial file:%s/serial%d "
-             "-monitor unix:%s/mon%d,server,nowait -no-reboot -kernel %s "
-             "-initrd %s -append 'console=ttyS0 panic=-1 lapict.duration=%u "
-             "lapict.ticks=1 %s' %s </dev/null >%s/out%d 2>&1",
-             QEMU, dir, i, dir, i, KERNEL, INITRD, duration, append, inc, dir,
-             i);
+             "exec timeout -s KILL %u %s -accel tcg -cpu max -display none "
+             "-serial file:%s/serial%d -monitor unix:%s/mon%d,server,nowait "
+             "-no-reboot %s %s </dev/null >%s/out%d 2>&1",
+             kill_s, qemu, dir, i, dir, i, guest, inc, dir, i);
     return spawn_sh(cmd);
+}
+
+/* Hop @i of a Linux chain (hop_start()). */
+static pid_t chain_start(const char *dir, int i, const char *append,
+                         unsigned duration)
+{
+    char guest[1024];
+
+    snprintf(guest, sizeof(guest),
+             "-M q35 -m 512 -kernel %s -initrd %s -append 'console=ttyS0 "
+             "panic=-1 lapict.duration=%u lapict.ticks=1 %s'",
+             KERNEL, INITRD, duration, append);
+    return hop_start(dir, i, QEMU, 400, guest);
 }
 
 /* Waits until the monitor of @sock reports "running"; false after @secs. */
@@ -1149,28 +1162,20 @@ START_TEST(migrate_memory)
 {
     const char *qemu = getenv("LAPICT_QEMU_BIN") ? getenv("LAPICT_QEMU_BIN")
                                                  : QEMU;
-    char dir[64], cmd[2048], sock[96], path[96], ans[2048], *o;
+    char dir[64], cmd[256], guest[512], sock[96], path[96], ans[2048], *o;
     pid_t pid[SOAK_HOPS + 1];
     unsigned max_syncs = 0;
     int status;
 
     snprintf(dir, sizeof(dir), "/tmp/lapict-qemu-soak-XXXXXX");
     ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(guest, sizeof(guest),
+             "-M pc -m 64 -device isa-debug-exit,iobase=0xf4,iosize=4 "
+             "-kernel %s -append 'memsoak=1'", LAPICT_MBTEST);
     for (int i = 0; i <= SOAK_HOPS; i++) {
-        char inc[160] = "";
         const char *sync;
 
-        if (i > 0)
-            snprintf(inc, sizeof(inc), "-incoming 'exec:cat %s/state%d'", dir,
-                     i - 1);
-        snprintf(cmd, sizeof(cmd),
-                 "exec timeout -s KILL 120 %s -M pc -accel tcg -cpu max "
-                 "-m 64 -display none -serial file:%s/serial%d "
-                 "-monitor unix:%s/mon%d,server,nowait -no-reboot "
-                 "-device isa-debug-exit,iobase=0xf4,iosize=4 -kernel %s "
-                 "-append 'memsoak=1' %s </dev/null >%s/out%d 2>&1",
-                 qemu, dir, i, dir, i, LAPICT_MBTEST, inc, dir, i);
-        pid[i] = spawn_sh(cmd);
+        pid[i] = hop_start(dir, i, qemu, 120, guest);
         snprintf(sock, sizeof(sock), "%s/mon%d", dir, i);
         snprintf(path, sizeof(path), "%s/serial%d", dir, i);
         if (i > 0) {
