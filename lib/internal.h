@@ -75,9 +75,15 @@ typedef unsigned __int128 lapict__u128;
 /* Saturating counter increment (statistics only: never a decision). */
 #define LAPICT__INC(x) ((x) += ((x) != UINT64_MAX))
 
+/* a + b, saturating: every count of expiries, not only the statistics. */
+static inline uint64_t lapict__sat_add(uint64_t a, uint64_t b)
+{
+    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
 static inline void lapict__add_sat(uint64_t *c, uint64_t n)
 {
-    *c = n > UINT64_MAX - *c ? UINT64_MAX : *c + n;
+    *c = lapict__sat_add(*c, n);
 }
 
 /*

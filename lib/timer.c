@@ -160,11 +160,12 @@ static LAPICT__HOT bool expired(struct lapict_timer *t, uint64_t k,
         lapict__add_sat(&t->c.masked, k);
         return false;
     }
-    total = held + k;
+    /* k may be saturated (a stall of 2^64 ticks or more): sums saturate. */
+    total = lapict__sat_add(held, k);
     switch (t->missed) {
     case LAPICT_MISSED_CATCH_UP:
         /* Each one is delivered; the bound is on those held pending. */
-        total -= held - t->pending;
+        total = lapict__sat_add(t->pending, k);
         if (total > t->catch_up_max) {
             lapict__add_sat(&t->c.dropped, total - t->catch_up_max);
             total = t->catch_up_max;
@@ -173,7 +174,7 @@ static LAPICT__HOT bool expired(struct lapict_timer *t, uint64_t k,
         return !quiet && deliver(t);
     case LAPICT_MISSED_DROP:
         /* Several grid points in one servicing: none of them. */
-        if (k + (held - t->pending) > 1) {
+        if (lapict__sat_add(k, held - t->pending) > 1) {
             lapict__add_sat(&t->c.dropped, k);
             return false;
         }
@@ -210,11 +211,12 @@ static lapict__u128 ticks_in_wide(const struct lapict_timer *t, uint64_t d)
  */
 static uint64_t stalled(struct lapict_timer *t, uint64_t d)
 {
-    uint64_t N = t->tmict, k, unit, ns;
-    lapict__u128 last = t->e_tick, T = ticks_in_wide(t, d), m;
+    uint64_t N = t->tmict, unit, ns;
+    lapict__u128 last = t->e_tick, T = ticks_in_wide(t, d), m, q;
 
-    k = lapict__udiv128(T - last, N) + 1;
-    last += (lapict__u128)(k - 1) * N;
+    /* All 128 bits: at a 10 GHz bus a 2^61 ns stall passes 2^64 ticks. */
+    q = lapict__udiv128_wide(T - last, N);
+    last += q * N;
     if (last + N >= LAPICT__REBASE_TICKS) {
         bool clamped = t->flags & LAPICT__F_CLAMPED;
         unit = clamped ? N : t->bus_p;
@@ -226,12 +228,13 @@ static uint64_t stalled(struct lapict_timer *t, uint64_t d)
         last -= m * unit;
     }
     t->e_tick = (uint64_t)last;
-    return k;
+    return q >= UINT64_MAX ? UINT64_MAX : (uint64_t)q + 1;
 }
 
 /* What process() did. */
 #define PROC_REARM 1u    /* the host timer needs re-arming */
 #define PROC_INJECTED 2u /* the host took an interrupt */
+#define PROC_EXPIRED 4u  /* an expiry was processed */
 
 /*
  * Process the expiries whose instant is at or before @now. @quiet: call no
@@ -257,7 +260,7 @@ static LAPICT__HOT unsigned process(struct lapict_timer *t, uint64_t now,
         } else {
             t->flags &= (uint16_t)~(LAPICT__F_CD_ARMED | LAPICT__F_CD_ACTIVE);
         }
-        return PROC_REARM |
+        return PROC_REARM | PROC_EXPIRED |
                (expired(t, k, instant, quiet) ? PROC_INJECTED : 0u);
     }
     if (t->flags & LAPICT__F_DL_ARMED) {
@@ -271,7 +274,7 @@ static LAPICT__HOT unsigned process(struct lapict_timer *t, uint64_t now,
             return 0;
         }
         t->flags &= (uint16_t)~LAPICT__F_DL_ARMED;
-        return PROC_REARM |
+        return PROC_REARM | PROC_EXPIRED |
                (expired(t, 1, lapict__after_eq(now, t->dl_ns) ? t->dl_ns : now,
                         quiet)
                     ? PROC_INJECTED
@@ -420,14 +423,22 @@ int lapict_reset(struct lapict_timer *t)
 int lapict_expire(struct lapict_timer *t)
 {
     uint64_t now;
+    unsigned done;
     bool inj;
 
     if (!lapict__valid(t))
         return LAPICT_E_INVAL;
     now = lapict__now(t);
     /* Whether to sample is this call's own result, never a counter's. */
-    inj = (process(t, now, false, 0) & PROC_INJECTED) != 0;
-    if (preinject(t, now))
+    done = process(t, now, false, 0);
+    inj = (done & PROC_INJECTED) != 0;
+    /*
+     * An expiry just processed goes to the guest at the next entry; one
+     * injected ahead now would make that entry wait for its instant and
+     * hold the due one back (servicing late by more than the advance).
+     * The next one is then armed for its instant (a tried arm).
+     */
+    if (!(done & PROC_EXPIRED) && preinject(t, now))
         inj = true;
     if (inj) {
         /* Measure the latency from when this host timer was due (neither

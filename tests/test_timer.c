@@ -2215,6 +2215,89 @@ static void stats_start_at_zero(void **state)
     assert_false(s.clamp_reported);
 }
 
+/*
+ * Rule (section 6, saturating counts): a stall whose expiry count does not
+ * fit 64 bits (10 GHz bus, periodic N = 1, a 2^61 ns or 2^62 - 1 ns stall)
+ * gives what the policy gives for any multi-tick stall: coalesce one
+ * interrupt, drop none, catch-up its bound, all at one instant, and the
+ * expiries statistic saturates instead of wrapping.
+ */
+static void stall_beyond_2p64_ticks_keeps_the_policy_count(void **state)
+{
+    (void)state;
+    static const uint64_t stalls[] = {1ull << 61, (1ull << 62) - 1};
+    static const uint32_t policies[] = {
+        LAPICT_MISSED_COALESCE, LAPICT_MISSED_DROP, LAPICT_MISSED_CATCH_UP};
+    static const unsigned want[] = {1, 0, 1000};
+    size_t s, p;
+    unsigned i;
+    for (s = 0; s < 2; s++)
+        for (p = 0; p < 3; p++) {
+            struct fake_host h;
+            struct lapict_timer t;
+            struct lapict_config c = tu_cfg();
+            c.bus_hz = 10000000000ull;
+            c.missed_policy = policies[p];
+            c.catch_up_max = 1000;
+            tu_setup(&h, &t, &c, tu_bases[s], false);
+            countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1);
+            fake_stall(&h, stalls[s]);
+            fake_clear_records(&h);
+            fake_run_due(&h);
+            assert_int_equal(h.expire_calls, 1);
+            assert_int_equal(h.ninj, want[p]);
+            for (i = 1; i < h.ninj && i < FAKE_MAX_EVENTS; i++)
+                assert_int_equal(h.inj[i].ns, h.inj[0].ns);
+            assert_true(tu_stats(&t).expiries == UINT64_MAX);
+            assert_int_equal(lapict_tmcct_read(&t), 1);
+            tu_check_host(&h);
+        }
+}
+
+/*
+ * Rule (section 7, advance): an expiry serviced late (here 92 us, the
+ * advance 10 us, the period 100 us) goes to the guest at once: injecting
+ * the next one ahead and waiting for its instant would hold the due one
+ * back. The next one then comes at its instant, once.
+ */
+static void late_due_expiry_is_not_held_back_by_the_next_one(void **state)
+{
+    (void)state;
+    size_t b;
+    for (b = 0; b < TU_NBASES; b++) {
+        struct fake_host h;
+        struct lapict_timer t;
+        struct lapict_config c = tu_cfg();
+        uint64_t a;
+        c.advance_mode = LAPICT_ADVANCE_FIXED;
+        c.advance_ns = 10000;
+        tu_setup(&h, &t, &c, tu_bases[b], b == 1);
+        a = h.now_ns;
+        countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 100000);
+        fake_advance_to(&h, a + 90000);
+        assert_int_equal(h.ninj, 1);
+        fake_enter(&h);
+        assert_int_equal(h.dlv[0].ns, a + 100000);
+        /* The host sleeps through the second's advance and instant. */
+        fake_stall(&h, a + 292000 - h.now_ns);
+        fake_run_due(&h);
+        assert_int_equal(h.ninj, 2);
+        fake_enter(&h);
+        assert_int_equal(h.ndlv, 2);
+        assert_int_equal(h.dlv[1].ns, a + 292000);
+        /* The third: never early, given once. */
+        fake_advance_to(&h, a + 300000);
+        fake_enter(&h);
+        assert_int_equal(h.ninj, 3);
+        assert_int_equal(h.ndlv, 3);
+        assert_true(fake_diff(a + 300000, h.dlv[2].ns) >= 0);
+        fake_advance_to(&h, a + 385000);
+        fake_enter(&h);
+        assert_int_equal(h.ninj, 3);
+        tu_check_host(&h);
+    }
+}
+
 int main(int argc, char **argv)
 {
     /* Optional test name pattern, e.g. for debugging one test. */
@@ -2289,6 +2372,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(tsc_going_back_before_entry_ends_wait_without_double),
         cmocka_unit_test(timer_calls_null_instance_are_inval),
         cmocka_unit_test(stats_start_at_zero),
+        cmocka_unit_test(stall_beyond_2p64_ticks_keeps_the_policy_count),
+        cmocka_unit_test(late_due_expiry_is_not_held_back_by_the_next_one),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
