@@ -91,20 +91,38 @@ uint64_t lapict_bm_clock_ns(const struct lapict_bm_clock *clk, uint64_t tsc)
 uint64_t lapict_bm_clock_tsc(const struct lapict_bm_clock *clk,
                              uint64_t host_ns)
 {
-    uint64_t d = host_ns - clk->ns_base;
+    uint64_t d = host_ns - clk->ns_base, x, step;
     bm_u128 e = ((bm_u128)d * clk->tsc_mult) >> clk->tsc_shift;
-    uint64_t x = e > UINT64_MAX ? UINT64_MAX : (uint64_t)e;
-    int i;
+    /* clk_f(x) >= d exactly when x * ns_mult >= d << ns_shift. */
+    bm_u128 goal = (bm_u128)d << clk->ns_shift, gap;
+    uint8_t sh;
 
+    x = e > UINT64_MAX ? UINT64_MAX : (uint64_t)e;
     /*
      * Both multipliers are rounded down, so the estimate never passes the
-     * answer (f(x) >= d needs x >= d * kHz / 10^6 >= the estimate) and is
-     * within a tick or two of it: walk up to the smallest x with
-     * f(x) >= d, so that "TSC >= result" is exactly "host ns >= host_ns"
-     * for every reader of this clock.
+     * answer (clk_f(x) >= d needs x >= d * kHz / 10^6 >= the estimate).
+     * It can be far short: ns_mult's rounding leaves clk_f(x) up to
+     * x / 2^ns_shift ns behind, about 200 ticks near 2^64 at 10^8 kHz
+     * (ns_shift is 63 there). Each step below is
+     * the shortfall in ns units times tsc_mult, a lower bound of the ticks
+     * still missing (tsc_mult / 2^tsc_shift <= kHz / 10^6 <= 2^ns_shift /
+     * ns_mult), so it never passes the answer either; the first step
+     * leaves at most two ticks, so the loop runs a few times. It ends at
+     * the smallest x with clk_f(x) >= d, so that "TSC >= result" is
+     * exactly "host ns >= host_ns" for every reader of this clock, or at
+     * the last tick when 2^64 ticks do not reach @host_ns.
      */
-    for (i = 0; i < BM_FIX_STEPS && x < UINT64_MAX && clk_f(clk, x) < d; i++)
-        x++;
+    while (x < UINT64_MAX && (bm_u128)x * clk->ns_mult < goal) {
+        gap = goal - (bm_u128)x * clk->ns_mult;
+        /* Keep gap * tsc_mult inside 128 bits; rounds the step down. */
+        for (sh = 0; gap >> 64; sh++)
+            gap >>= 1;
+        step = (uint64_t)(((bm_u128)(uint64_t)gap * clk->tsc_mult) >>
+                          (clk->tsc_shift + clk->ns_shift - sh));
+        if (step == 0)
+            step = 1;
+        x = step > UINT64_MAX - x ? UINT64_MAX : x + step;
+    }
     return clk->tsc_base + x;
 }
 

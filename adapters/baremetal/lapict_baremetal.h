@@ -217,8 +217,12 @@ uint64_t lapict_bm_clock_ns(const struct lapict_bm_clock *clk, uint64_t tsc);
  * @clk: the clock.
  * @host_ns: a host instant at or after the base (wrapping distance).
  *
- * Context: any.
- * Return: the TSC value, wrapping at 2^64.
+ * Exact, by lapict_bm_clock_ns()'s own values, at every rate
+ * lapict_bm_clock_init() accepts: "TSC >= result" is "host ns >= @host_ns".
+ *
+ * Context: any (multiplies only, a bounded correction loop).
+ * Return: the TSC value, wrapping at 2^64; tsc_base + 2^64 - 1 when 2^64
+ * ticks after the base do not reach @host_ns.
  */
 uint64_t lapict_bm_clock_tsc(const struct lapict_bm_clock *clk,
                              uint64_t host_ns);

@@ -238,6 +238,84 @@ static void clock_multiply_shift_matches_exact_and_inverts(void **state)
     }
 }
 
+/*
+ * Rule: clock_tsc() is the exact inverse of clock_ns() (the first TSC whose
+ * ns reaches x) at every instant and every rate clock_init() accepts, from
+ * LAPICT_TSC_KHZ_MIN to LAPICT_TSC_KHZ_MAX; an instant 2^64 ticks do not
+ * reach gives the last tick.
+ */
+static void clock_tsc_exact_inverse_over_whole_rate_range(void **state)
+{
+    /* Both ends of the accepted range, and rates whose ns_mult loses the
+     * most to rounding (the estimate is then furthest short near 2^64). */
+    static const uint32_t khzs[] = {1,        2,        1000,     999983,
+                                    1000000,  2500000,  29999999, 33333333,
+                                    77777777, 99999989, 99999999, 100000000};
+    const size_t nk = sizeof(khzs) / sizeof(khzs[0]);
+    unsigned long bad_total = 0;
+    size_t k, b;
+    int i;
+    (void)state;
+    assert_int_equal(khzs[0], LAPICT_TSC_KHZ_MIN);
+    assert_int_equal(khzs[nk - 1], LAPICT_TSC_KHZ_MAX);
+    rng_state = 0x5eed;
+    for (k = 0; k < nk + 8; k++) {
+        /* The table, then random rates inside the range. */
+        uint32_t khz = k < nk ? khzs[k]
+                              : (uint32_t)(LAPICT_TSC_KHZ_MIN +
+                                           rnd_below(LAPICT_TSC_KHZ_MAX));
+        for (b = 0; b < NBASES; b++) {
+            struct lapict_bm_clock c;
+            uint64_t tb = bases[b], nb = bases[NBASES - 1 - b], last;
+            unsigned bad = 0;
+
+            assert_int_equal(lapict_bm_clock_init(&c, khz, tb, nb), LAPICT_OK);
+            /* The last instant 2^64 ticks reach: every one at or below
+             * 1 GHz, where 2^64 ticks last 2^64 ns or more. */
+            last = khz <= 1000000u
+                       ? UINT64_MAX
+                       : lapict_bm_clock_ns(&c, tb + UINT64_MAX) - nb;
+            for (i = 0; i < 4000; i++) {
+                /* The ends, the last reachable instant, then instants
+                 * uniform over the reachable ones and spread over all 64
+                 * bits of distance. */
+                uint64_t d = i == 0   ? 0
+                             : i == 1 ? last
+                             : i == 2 ? UINT64_MAX
+                             : i & 1  ? rnd() >> rnd_below(64)
+                                      : rnd() % (last / 2 + 1) * 2;
+                uint64_t t = lapict_bm_clock_tsc(&c, nb + d) - tb;
+                uint64_t at = lapict_bm_clock_ns(&c, tb + t) - nb;
+                uint64_t before = lapict_bm_clock_ns(&c, tb + t - 1) - nb;
+
+                if (d > last) {
+                    bad += t != UINT64_MAX;
+                    continue;
+                }
+                /* Reached at t (or the ns passed 2^64 there), not one
+                 * tick before. */
+                if ((at < d && at >= before) || (t && before >= d)) {
+                    if (!bad)
+                        print_message("%u kHz, base %zu: instant %llu -> "
+                                      "TSC +%llu, ns there %llu, one tick "
+                                      "before %llu\n",
+                                      khz, b, (unsigned long long)d,
+                                      (unsigned long long)t,
+                                      (unsigned long long)at,
+                                      (unsigned long long)before);
+                    bad++;
+                }
+            }
+            if (bad)
+                print_message("%u kHz, base %zu: %u of 4000 instants "
+                              "wrong\n",
+                              khz, b, bad);
+            bad_total += bad;
+        }
+    }
+    assert_int_equal(bad_total, 0);
+}
+
 /* Rule: the host clock is continuous across the 2^64 TSC wrap. */
 static void clock_continuous_across_tsc_wrap(void **state)
 {
@@ -1564,6 +1642,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(clock_multiply_shift_matches_exact_and_inverts),
+        cmocka_unit_test(clock_tsc_exact_inverse_over_whole_rate_range),
         cmocka_unit_test(clock_continuous_across_tsc_wrap),
         cmocka_unit_test(fires_in_deadline_order),
         cmocka_unit_test(ties_fire_in_arming_order),
