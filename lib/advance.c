@@ -105,6 +105,16 @@ static void tune_balanced(struct lapict_timer *t, uint32_t L, uint32_t ad)
     set_advance(t, a);
 }
 
+bool lapict__outliers_ok(uint32_t o)
+{
+    uint32_t n = o & OUTL_COUNT;
+
+    if (o > 0xFFu || ((o & OUTL_LATE) && n == 0))
+        return false;
+    /* A run that reaches its reseed length is reset at that sample. */
+    return n < ((o & OUTL_LATE) ? RESEED_LATE : RESEED_EARLY);
+}
+
 int lapict_advance_set(struct lapict_timer *t, uint32_t goal,
                        uint32_t spin_budget_ns)
 {

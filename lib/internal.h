@@ -40,6 +40,10 @@ typedef unsigned __int128 lapict__u128;
 #define LAPICT__F_HAVE_EST 0x0200u  /* adaptive tuner has an estimate */
 #define LAPICT__F_DL_OK 0x0400u     /* config: TSC-deadline supported */
 #define LAPICT__F_EXPIRED 0x0800u   /* last_instant_ns holds an expiry */
+/* The expiry injected ahead came with a restored blob: its entry wait is
+ * bounded by the blob's advance (at most LAPICT_ADVANCE_NS_LIMIT), not by
+ * this instance's. */
+#define LAPICT__F_PREINJ_KEPT 0x1000u
 
 /* struct lapict_timer.armed */
 #define LAPICT__ARMED_NONE 0
@@ -544,6 +548,9 @@ static inline void lapict__update(struct lapict_timer *t, uint64_t now)
  * the arrival at guest entry) to the adaptive tuner.
  */
 void lapict__tune(struct lapict_timer *t, int64_t latency);
+
+/* Whether @o is a run of outliers the tuner can hold (a restored blob's). */
+bool lapict__outliers_ok(uint32_t o);
 
 /* A goal and spin budget lapict_config_check() and lapict_advance_set()
  * accept. */

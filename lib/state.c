@@ -23,9 +23,12 @@
 #define OFF_ADV_EST 64
 #define OFF_ADV_DEV 68
 #define OFF_CLAMP_P 72
-/* What the save's settling counted (expiries, masked, coalesced, dropped). */
+/* What the save's settling counted (expiries, masked, coalesced, dropped,
+ * illegal vector). */
 #define OFF_SETTLED 76
-#define OFF_RESERVED 92
+#define N_SETTLED 5
+#define OFF_ADV_OUTL 96
+#define OFF_RESERVED 100
 #define OFF_CRC 124
 
 /* Blob flag bits (stable on the wire, independent of internal flags). */
@@ -154,14 +157,17 @@ int lapict_state_save_at(const struct lapict_timer *cur, uint64_t now,
     /* The clamped clock is this host's: the destination may have another. */
     put32(b + OFF_CLAMP_P,
           (t->flags & LAPICT__F_CLAMPED) ? t->min_period_ns : 0);
+    put32(b + OFF_ADV_OUTL, t->adv_outliers);
     if (t == &st) {
         /* Statistics of the settling: the destination counts them, since
          * the source (unchanged by a save) never will. */
-        const uint64_t *was[4] = {&cur->c.expiries, &cur->c.masked,
-                                  &cur->c.coalesced, &cur->c.dropped};
-        const uint64_t now_c[4] = {st.c.expiries, st.c.masked, st.c.coalesced,
-                                   st.c.dropped};
-        for (i = 0; i < 4; i++) {
+        const uint64_t *was[N_SETTLED] = {
+            &cur->c.expiries, &cur->c.masked, &cur->c.coalesced,
+            &cur->c.dropped, &cur->c.illegal_vector};
+        const uint64_t now_c[N_SETTLED] = {st.c.expiries, st.c.masked,
+                                           st.c.coalesced, st.c.dropped,
+                                           st.c.illegal_vector};
+        for (i = 0; i < N_SETTLED; i++) {
             uint64_t d = now_c[i] - *was[i];
             put32(b + OFF_SETTLED + 4 * i,
                   d > UINT32_MAX ? UINT32_MAX : (uint32_t)d);
@@ -253,6 +259,15 @@ static int check_fields(const struct lapict_timer *t, const uint8_t *b)
     if ((fl & B_PREINJ) &&
         (!(fl & (B_CD_ARMED | B_DL_ARMED)) || get32(b + OFF_PENDING) != 0))
         return LAPICT_E_STATE_FIELD;
+    /* An illegal vector's expiry settled by the save was dropped there: the
+     * vector is illegal and unmasked, nothing is left pending. */
+    if (get32(b + OFF_SETTLED + 16) &&
+        ((lvtt & LAPICT_LVTT_VECTOR) >= 16 || (lvtt & LAPICT_LVTT_MASK) ||
+         get32(b + OFF_PENDING) != 0))
+        return LAPICT_E_STATE_FIELD;
+    if (!lapict__outliers_ok(get32(b + OFF_ADV_OUTL)) ||
+        (get32(b + OFF_ADV_OUTL) && !(fl & B_HAVE_EST)))
+        return LAPICT_E_STATE_FIELD;
     if (get32(b + OFF_PENDING) > LAPICT_CATCH_UP_MAX_LIMIT ||
         get32(b + OFF_ADV) > LAPICT_ADVANCE_NS_LIMIT ||
         get32(b + OFF_ADV_EST) > 2 * LAPICT_ADVANCE_NS_LIMIT ||
@@ -327,7 +342,7 @@ int lapict_state_restore(struct lapict_timer *t, const void *buf, size_t len)
 {
     const uint8_t *b = buf;
     struct lapict_timer n;
-    uint32_t fl, pending, adv;
+    uint32_t fl, pending, adv, illegal;
     uint64_t now, tsc = 0;
     size_t i;
     int rc;
@@ -388,11 +403,13 @@ int lapict_state_restore(struct lapict_timer *t, const void *buf, size_t len)
     lapict__add_sat(&n.c.masked, get32(b + OFF_SETTLED + 4));
     lapict__add_sat(&n.c.coalesced, get32(b + OFF_SETTLED + 8));
     lapict__add_sat(&n.c.dropped, get32(b + OFF_SETTLED + 12));
+    illegal = get32(b + OFF_SETTLED + 16);
     if (n.adv_mode == LAPICT_ADVANCE_ADAPTIVE) {
         adv = get32(b + OFF_ADV);
         n.adv_ns = adv > n.adv_max_ns ? n.adv_max_ns : adv;
         n.adv_est = get32(b + OFF_ADV_EST);
         n.adv_dev = get32(b + OFF_ADV_DEV);
+        n.adv_outliers = (uint8_t)get32(b + OFF_ADV_OUTL);
     } else {
         n.flags &= (uint16_t)~LAPICT__F_HAVE_EST;
     }
@@ -409,11 +426,29 @@ int lapict_state_restore(struct lapict_timer *t, const void *buf, size_t len)
     if (rc != LAPICT_OK)
         return rc;
     lapict__settle(&n, now, tsc);
+    /*
+     * An expiry still injected ahead is in the guest's IRR (the interrupt
+     * controller travels too): the next entry must wait for its instant,
+     * however small this instance's own advance (the wait is the blob's,
+     * checked above), and a host that cannot wait cannot take it.
+     */
+    if (n.flags & LAPICT__F_PREINJ) {
+        if (!lapict__can_spin(&n))
+            return LAPICT_E_STATE_CONFIG;
+        n.flags |= LAPICT__F_PREINJ_KEPT;
+    }
 
     /* Commit: the host timers of the old state go, the new state arms. */
     lapict__host_cancel(t);
     n.armed = LAPICT__ARMED_NONE;
     *t = n;
     lapict__rearm(t, now);
+    /* The source dropped an illegal vector's expiry without reporting it
+     * (a save calls no op): report it here, once, as the source would. */
+    if (illegal) {
+        lapict__add_sat(&t->c.illegal_vector, illegal - 1u);
+        lapict__guest_error(t, LAPICT_E_VECTOR,
+                            t->lvtt & LAPICT_LVTT_VECTOR);
+    }
     return LAPICT_OK;
 }

@@ -106,7 +106,7 @@ void lapict__guest_error(struct lapict_timer *t, int status, uint32_t detail)
  * Offer pending interrupts to the host, reading mask and vector now.
  * Return whether the host took at least one.
  */
-static LAPICT__HOT bool deliver(struct lapict_timer *t)
+static LAPICT__HOT bool deliver(struct lapict_timer *t, bool quiet)
 {
     bool took = false;
 
@@ -118,13 +118,18 @@ static LAPICT__HOT bool deliver(struct lapict_timer *t)
             break;
         }
         if (v < 16) {
-            /* Illegal vectors are reported once per expiry, never injected. */
-            lapict__add_sat(&t->c.illegal_vector, t->pending - 1u);
+            /*
+             * Illegal vectors are never injected: dropped at once, whether
+             * the window is open or not, and reported. A quiet settling
+             * (save) only counts them; the destination reports them.
+             */
+            lapict__add_sat(&t->c.illegal_vector, t->pending - !quiet);
             t->pending = 0;
-            lapict__guest_error(t, LAPICT_E_VECTOR, v);
+            if (!quiet)
+                lapict__guest_error(t, LAPICT_E_VECTOR, v);
             break;
         }
-        if (!lapict__inject(t, v))
+        if (quiet || !lapict__inject(t, v))
             break;
         t->pending--;
         took = true;
@@ -140,7 +145,8 @@ static LAPICT__HOT bool deliver(struct lapict_timer *t)
  * it counts as held and the policy applies to the others with it. Return
  * whether the host took an interrupt here. @quiet: offer nothing to the
  * host, leave them pending (lapict__settle(); mask and vector are read at
- * delivery, wherever that is).
+ * delivery, wherever that is), but drop an illegal vector's as delivery
+ * would.
  */
 static LAPICT__HOT bool expired(struct lapict_timer *t, uint64_t k,
                                 uint64_t instant, bool quiet)
@@ -171,7 +177,7 @@ static LAPICT__HOT bool expired(struct lapict_timer *t, uint64_t k,
             total = t->catch_up_max;
         }
         t->pending = (uint16_t)total;
-        return !quiet && deliver(t);
+        return deliver(t, quiet);
     case LAPICT_MISSED_DROP:
         /* Several grid points in one servicing: none of them. */
         if (lapict__sat_add(k, held - t->pending) > 1) {
@@ -188,7 +194,7 @@ static LAPICT__HOT bool expired(struct lapict_timer *t, uint64_t k,
     }
     /* One interrupt: the one injected ahead, if any, else one pending. */
     t->pending = (uint16_t)(held > t->pending ? 0 : 1);
-    return !quiet && deliver(t);
+    return deliver(t, quiet);
 }
 
 /* Ticks of the current clock in @d ns, all 128 bits (no saturation). */
@@ -344,6 +350,7 @@ static bool preinject(struct lapict_timer *t, uint64_t now)
     if (!lapict__inject(t, v))
         return false;
     t->flags |= LAPICT__F_PREINJ;
+    t->flags &= (uint16_t)~LAPICT__F_PREINJ_KEPT;
     t->last_instant_ns = instant;
     return true;
 }
@@ -459,7 +466,7 @@ int lapict_irq_window_open(struct lapict_timer *t)
     if (!lapict__valid(t))
         return LAPICT_E_INVAL;
     process(t, lapict__now(t), false, 0);
-    deliver(t);
+    deliver(t, false);
     lapict__rearm(t, lapict__now(t));
     return LAPICT_OK;
 }
@@ -487,7 +494,7 @@ int lapict_vcpu_unblocked(struct lapict_timer *t)
 /* Entry with an expiry injected ahead or a latency to sample. */
 static __attribute__((noinline)) int entry_work(struct lapict_timer *t)
 {
-    uint64_t now;
+    uint64_t now, bound;
     int64_t err;
 
     now = lapict__now(t);
@@ -516,10 +523,11 @@ static __attribute__((noinline)) int entry_work(struct lapict_timer *t)
      * then ends, as it could only last as long as the clock's error
      * (timer.h). The expiry stays injected ahead: it is never given twice.
      */
+    bound = (t->flags & LAPICT__F_PREINJ_KEPT) ? LAPICT_ADVANCE_NS_LIMIT
+                                                : t->adv_max_ns;
     if (t->flags & LAPICT__F_CD_ARMED) {
         uint64_t left;
-        while ((left = lapict__cd_left(t, now)) != 0 &&
-               left <= t->adv_max_ns) {
+        while ((left = lapict__cd_left(t, now)) != 0 && left <= bound) {
             lapict__spin_until(t, now + left);
             now = lapict__now(t);
         }
@@ -528,7 +536,11 @@ static __attribute__((noinline)) int entry_work(struct lapict_timer *t)
         uint64_t tsc, at;
         while (!lapict__dl_reached(t, now, tsc = lapict__tsc(t))) {
             at = lapict__deadline_ns(t, now, tsc, t->deadline_tsc);
-            if (at - now > t->adv_max_ns)
+            /* A restored deadline's instant is this host's estimate: one
+             * TSC period of slack, as restore allowed. */
+            if (at - now > bound + ((t->flags & LAPICT__F_PREINJ_KEPT)
+                                        ? lapict__ns_from_tsc(t, 1)
+                                        : 0))
                 break;
             lapict__spin_until(t, at);
             now = lapict__now(t);

@@ -95,7 +95,8 @@ static void blob_layout_matches_state_h(void **state)
         assert_int_equal(oracle_get32(blob, 72), 0);
         /* Flags: software-enabled, count-down active, expiry unprocessed. */
         assert_int_equal(oracle_get32(blob, 20), 0x7);
-        /* Nothing settled by the save (76..91), reserved bytes zero. */
+        /* Nothing settled by the save (76..95), no outlier run (96),
+         * reserved bytes zero. */
         for (i = 76; i < 124; i++)
             assert_int_equal(blob[i], 0);
         assert_int_equal(oracle_get32(blob, 124), oracle_crc32(blob, 124));
@@ -632,8 +633,12 @@ struct field_case {
 
 /* Correctly sealed blobs whose contents are invalid or inconsistent. */
 static const struct field_case field_cases[] = {
-    {"reserved byte 92", 92, 1, 1},
-    {"reserved byte 96", 96, 1, 1},
+    {"illegal-vector count with a legal vector", 92, 1, 1},
+    {"outlier run without a tuner estimate", 96, 1, 1},
+    {"outlier run beyond 8 bits", 96, 4, 0x101},
+    {"late outlier run at its reseed length", 96, 4, 0x82},
+    {"late outlier bit without a count", 96, 4, 0x80},
+    {"reserved byte 100", 100, 1, 1},
     {"reserved byte 101", 101, 1, 0x80},
     {"reserved byte 123", 123, 1, 0xFF},
     {"lvtt bit 31", 8, 4, 0x80020030u},
@@ -969,18 +974,21 @@ static void save_describes_the_state_as_if_serviced_now(void **state)
                 assert_int_equal(lapict_expire(&tb), LAPICT_OK);
                 save(&tb, blob_b);
                 if (d == D_ILLEGAL_DUE) {
-                    /* Servicing reports and drops an illegal vector at
-                     * delivery; the blob keeps it pending so that the
-                     * destination reports it (ESR), once. */
-                    assert_int_equal(oracle_get32(blob_a, 48), 1);
+                    /* Servicing drops and reports an illegal vector at
+                     * its expiry; the save drops it too (nothing pending)
+                     * and counts it at 92, so that the destination
+                     * reports it (ESR), once. */
+                    assert_int_equal(oracle_get32(blob_a, 48), 0);
                     assert_int_equal(oracle_get32(blob_b, 48), 0);
+                    assert_int_equal(oracle_get32(blob_a, 92), 1);
+                    assert_int_equal(oracle_get32(blob_b, 92), 0);
                     assert_int_equal(hb.nrep, 1);
                     assert_int_equal(ha.nrep, 0);
                     continue;
                 }
                 /*
                  * What the save's settling counted travels for the
-                 * destination (76..91: expiries, masked, coalesced,
+                 * destination (76..95: expiries, masked, coalesced,
                  * dropped): exactly what servicing counted on the twin.
                  */
                 {
@@ -1000,7 +1008,8 @@ static void save_describes_the_state_as_if_serviced_now(void **state)
                 }
                 /* The rest is the serviced twin's blob, byte for byte. */
                 assert_memory_equal(blob_a, blob_b, 76);
-                assert_memory_equal(blob_a + 92, blob_b + 92, 124 - 92);
+                assert_int_equal(oracle_get32(blob_a, 92), 0);
+                assert_memory_equal(blob_a + 96, blob_b + 96, 124 - 96);
             }
 }
 
@@ -1008,7 +1017,7 @@ static void save_describes_the_state_as_if_serviced_now(void **state)
  * Rule (TIMER.md section 6, coalesce: the others are counted in stats;
  * section 8: save has no side effects). A periodic tick held pending plus a
  * due grid point fold into one pending in the blob; what that settling
- * counted travels (76..91) and the destination counts it, as servicing
+ * counted travels (76..95) and the destination counts it, as servicing
  * would have. Found by lapict-vmm --test=migrate, whose guest counts every
  * periodic tick.
  */
@@ -1949,6 +1958,210 @@ static void restore_into_another_tsc_rate_keeps_the_deadline(void **state)
         }
 }
 
+/* ---- Restore rules an independent oracle holds the library to ---------- */
+
+/* The destinations a pre-injection is restored into (defect 1's setups). */
+enum dest { D_OFF, D_FIXED_1US, D_ADAPTIVE_MAX_1US, D_NO_SPIN, D_NDEST };
+
+static void dest_setup(enum dest d, struct fake_host *h, struct lapict_timer *t,
+                       uint64_t tsc)
+{
+    struct lapict_config c = tu_cfg();
+    switch (d) {
+    case D_OFF:
+        c.advance_mode = LAPICT_ADVANCE_OFF;
+        break;
+    case D_FIXED_1US:
+        c.advance_mode = LAPICT_ADVANCE_FIXED;
+        c.advance_ns = 1000;
+        break;
+    case D_ADAPTIVE_MAX_1US:
+        c.advance_mode = LAPICT_ADVANCE_ADAPTIVE;
+        c.advance_ns = 1000;
+        c.advance_max_ns = 1000;
+        break;
+    default:
+        c.advance_mode = LAPICT_ADVANCE_FIXED;
+        c.advance_ns = 1000;
+        break;
+    }
+    fake_host_init(h, TU_NEAR_WRAP, c.tsc_khz, tsc, false);
+    if (d == D_NO_SPIN)
+        fake_ops_null(&h->ops, FAKE_OP_SPIN);
+    assert_int_equal(fake_attach(h, t, &c), LAPICT_OK);
+}
+
+/*
+ * A source with a 50 us fixed advance, saved just after it injected the
+ * next expiry ahead (one-shot, periodic or deadline, 30 us before its
+ * instant). Returns the lead: ns from the save to that instant, measured on
+ * the source itself by letting it enter. *tsc: the guest TSC at the save.
+ */
+static uint64_t saved_preinjection(uint32_t mode, uint8_t *blob, uint64_t *tsc)
+{
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    uint64_t at;
+    c.advance_mode = LAPICT_ADVANCE_FIXED;
+    c.advance_ns = 50000;
+    tu_setup(&h, &t, &c, 0, false);
+    fake_advance(&h, 1000);
+    if (mode == LAPICT_LVTT_TSC_DEADLINE) {
+        assert_int_equal(lapict_lvtt_write(&t, mode | VEC), LAPICT_OK);
+        assert_int_equal(lapict_tsc_deadline_write(&t, fake_tsc(&h) + 1000000),
+                         LAPICT_OK);
+    } else {
+        countdown(&t, 0xB, mode, 1000000);
+    }
+    fake_advance(&h, 1000000 - 30000);
+    assert_int_equal(h.ninj, 1); /* injected ahead */
+    at = h.now_ns;
+    *tsc = fake_tsc(&h);
+    save(&t, blob);
+    fake_enter(&h);
+    assert_int_equal(h.ndlv, 1);
+    return h.now_ns - at;
+}
+
+/*
+ * Rule (section 7 and 8: never early, never twice, across any restore): an
+ * expiry the source injected ahead of its instant keeps its own wait on a
+ * destination whose advance is smaller or off: the guest enters no earlier
+ * than the instant, and a later register write (TDCR, which re-anchors)
+ * does not give it again. A destination without a spin op cannot wait:
+ * restore refuses the blob with LAPICT_E_STATE_CONFIG, instance unchanged.
+ * And the other direction: a blob saved by a host without advance restores
+ * into one with an advance and keeps its instant.
+ */
+static void restored_preinjection_never_early_nor_twice_in_any_advance(
+    void **state)
+{
+    (void)state;
+    static const uint32_t modes[] = {LAPICT_LVTT_ONESHOT, LAPICT_LVTT_PERIODIC,
+                                     LAPICT_LVTT_TSC_DEADLINE};
+    size_t m;
+    unsigned d;
+    for (m = 0; m < 3; m++)
+        for (d = 0; d < D_NDEST; d++) {
+            struct fake_host h;
+            struct lapict_timer t;
+            uint8_t blob[SZ];
+            uint64_t tsc, lead, t0;
+            lead = saved_preinjection(modes[m], blob, &tsc);
+            assert_true(lead > 1000 && lead <= 50000);
+            dest_setup((enum dest)d, &h, &t, tsc);
+            t0 = h.now_ns;
+            if (d == D_NO_SPIN) {
+                struct lapict_timer before = t;
+                assert_int_equal(lapict_state_restore(&t, blob, SZ),
+                                 LAPICT_E_STATE_CONFIG);
+                assert_memory_equal(&t, &before, sizeof(t));
+                assert_int_equal(h.sw_arms + h.sw_cancels + h.ninj + h.nrep, 0);
+                continue;
+            }
+            assert_int_equal(lapict_state_restore(&t, blob, SZ), LAPICT_OK);
+            assert_int_equal(lapict_irq_window_open(&t), LAPICT_OK);
+            assert_int_equal(fake_enter(&h), LAPICT_OK);
+            print_message("mode %zu dest %u: lead %llu, entered after %llu\n",
+                          m, d, (unsigned long long)lead,
+                          (unsigned long long)(h.now_ns - t0));
+            assert_true(h.now_ns - t0 >= lead);
+            /* The guest runs; its register writes do not repeat it. */
+            assert_int_equal(lapict_tdcr_write(&t, 0x0), LAPICT_OK);
+            fake_advance(&h, 30000);
+            fake_enter(&h);
+            if (modes[m] != LAPICT_LVTT_PERIODIC)
+                assert_int_equal(h.ninj, 0);
+            tu_check_host(&h);
+        }
+}
+
+/* The reverse direction: saved where the advance is off, restored into a
+ * host with a large advance: the count-down keeps its instant exactly. */
+static void preinjection_free_blob_keeps_its_instant_under_an_advance(
+    void **state)
+{
+    (void)state;
+    struct fake_host h1, h2;
+    struct lapict_timer t1, t2;
+    struct lapict_config off = tu_cfg(), on = tu_cfg();
+    uint8_t blob[SZ];
+    uint64_t t0;
+    on.advance_mode = LAPICT_ADVANCE_FIXED;
+    on.advance_ns = 50000;
+    tu_setup(&h1, &t1, &off, 0, false);
+    countdown(&t1, 0xB, LAPICT_LVTT_ONESHOT, 1000000);
+    fake_advance(&h1, 1000000 - 30000);
+    save(&t1, blob);
+    tu_setup(&h2, &t2, &on, TU_NEAR_WRAP, false);
+    t0 = h2.now_ns;
+    assert_int_equal(lapict_state_restore(&t2, blob, SZ), LAPICT_OK);
+    /* 30 us left, within the advance: injected ahead at the first
+     * callback, seen by the guest at the instant. */
+    fake_advance(&h2, 1);
+    assert_int_equal(h2.ninj, 1);
+    fake_enter(&h2);
+    assert_int_equal(h2.ndlv, 1);
+    assert_int_equal(h2.dlv[0].ns, t0 + 30000);
+    tu_check_host(&h2);
+}
+
+/*
+ * Rule (section 5 and 8: a save/restore at any instant changes nothing the
+ * guest can observe): a deadline with an illegal vector that passes while
+ * the host refuses interrupts is dropped and reported at its expiry, as an
+ * unmigrated instance does; restore reports it (the source never will) and
+ * LVTT shows no delivery pending; a legal vector written later gives
+ * nothing. The twin is the unmigrated instance, serviced at the same time.
+ */
+static void illegal_vector_expiry_dropped_across_a_save(void **state)
+{
+    (void)state;
+    static const uint32_t modes[] = {LAPICT_LVTT_TSC_DEADLINE,
+                                     LAPICT_LVTT_ONESHOT};
+    size_t m;
+    for (m = 0; m < 2; m++) {
+        struct fake_host ha, hb;
+        struct lapict_timer a, b;
+        struct lapict_config c = tu_cfg();
+        uint8_t blob[SZ];
+        struct lapict_stats sa, sb;
+        tu_setup(&ha, &a, &c, 0, false);
+        tu_setup(&hb, &b, &c, TU_NEAR_WRAP, false);
+        fake_window(&ha, false);
+        assert_int_equal(lapict_lvtt_write(&a, modes[m] | 5u), LAPICT_OK);
+        if (modes[m] == LAPICT_LVTT_TSC_DEADLINE)
+            assert_int_equal(lapict_tsc_deadline_write(&a, 100000), LAPICT_OK);
+        else
+            assert_int_equal(lapict_tmict_write(&a, 100000), LAPICT_OK);
+        /* The deadline passes in the migration gap: no callback ran. */
+        fake_stall(&ha, 200000);
+        save(&a, blob);
+        hb.tsc_offset = fake_tsc(&ha);
+        fake_window(&hb, false);
+        assert_int_equal(lapict_state_restore(&b, blob, SZ), LAPICT_OK);
+        /* The twin: the source serviced at the same instant. */
+        fake_run_due(&ha);
+        assert_int_equal(lapict_lvtt_read(&a), lapict_lvtt_read(&b));
+        assert_int_equal(lapict_lvtt_read(&b) & LAPICT_LVTT_PENDING, 0);
+        sa = tu_stats(&a);
+        sb = tu_stats(&b);
+        assert_int_equal(sb.illegal_vector, sa.illegal_vector);
+        assert_int_equal(sb.last_error, LAPICT_E_VECTOR);
+        assert_int_equal(hb.nrep, ha.nrep);
+        assert_int_equal(hb.rep[0].status, LAPICT_E_VECTOR);
+        /* A legal vector, then the window opens: nothing on either. */
+        assert_int_equal(lapict_lvtt_write(&a, modes[m] | VEC), LAPICT_OK);
+        assert_int_equal(lapict_lvtt_write(&b, modes[m] | VEC), LAPICT_OK);
+        fake_window(&ha, true);
+        fake_window(&hb, true);
+        assert_int_equal(ha.ninj, 0);
+        assert_int_equal(hb.ninj, 0);
+        tu_check_host(&hb);
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "--dump-golden") == 0) {
@@ -1997,6 +2210,11 @@ int main(int argc, char **argv)
         cmocka_unit_test(golden_blobs_are_what_save_writes),
         cmocka_unit_test(golden_blobs_restore_to_their_state),
         cmocka_unit_test(restore_into_another_tsc_rate_keeps_the_deadline),
+        cmocka_unit_test(
+            restored_preinjection_never_early_nor_twice_in_any_advance),
+        cmocka_unit_test(
+            preinjection_free_blob_keeps_its_instant_under_an_advance),
+        cmocka_unit_test(illegal_vector_expiry_dropped_across_a_save),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,11 +13,17 @@
  *  64 adaptive latency estimate u32  68 its mean deviation u32
  *  72 clamp_period_ns u32: while clamped (flag 3), the min_period_ns the
  *     source clamped with (N ticks last exactly that long), else 0
- *  76 expiries, 80 masked, 84 coalesced, 88 dropped, u32 each: what the
- *     save counted when it settled a due expiry (statistics only; restore
- *     adds them to the destination's, since the unchanged source never
- *     counts them), else 0
- *  92..123 reserved, zero  124 CRC-32 (IEEE) of bytes 0..123
+ *  76 expiries, 80 masked, 84 coalesced, 88 dropped, 92 illegal vector,
+ *     u32 each: what the save counted when it settled a due expiry
+ *     (restore adds them to the destination's, since the unchanged source
+ *     never counts them), else 0. An expiry with an illegal vector (0-15,
+ *     unmasked) is dropped when it happens, window open or not, as
+ *     servicing drops it; a non-zero count at 92 makes restore report
+ *     LAPICT_E_VECTOR once, the report the source would have made
+ *  96 adaptive tuner's run of consecutive outliers u32: bits 0-6 their
+ *     number (below the reseed length of their side), bit 7 set when they
+ *     were late; 0 without a run
+ *  100..123 reserved, zero  124 CRC-32 (IEEE) of bytes 0..123
  * flags: bit 0 APIC software-enabled, 1 count-down active, 2 count-down
  * expiry unprocessed, 3 clamped, 4 deadline armed, 5 next expiry already
  * injected ahead (advance), 6 tuner estimate valid; others reserved, zero.
@@ -26,6 +32,20 @@
  * the instant of the expiry injected ahead (restore refuses a pre-injection
  * further away than that), also when saved on a host whose own advance is
  * smaller.
+ *
+ * An expiry injected ahead (flag 5) is in the guest's IRR, which travels
+ * with the interrupt controller. It keeps its own wait: the destination's
+ * next lapict_before_guest_entry() waits for its instant even when the
+ * destination's advance is smaller or off, so the guest never sees it
+ * early, and it is never injected again. A destination without a spin_until
+ * op cannot wait: restore refuses such a blob with LAPICT_E_STATE_CONFIG,
+ * instance unchanged (resume the source past the instant and save again).
+ *
+ * The tuner's state (estimate, deviation, outlier run, advance) travels
+ * whole, so a save and restore at one instant leaves the adaptive advance
+ * as it was. A latency sample in flight (an expiry injected since the last
+ * guest entry) does not: measured after a migration gap it would measure
+ * the gap, not the host.
  *
  * Restore into another configuration:
  * - min_period_ns: a periodic count-down whose clamp is the same on both
@@ -53,10 +73,13 @@
  *   adaptive instance, at most its advance_max_ns.
  *
  * Versions. LAPICT_STATE_VERSION is 1: the layout above, the first the
- * library has released. The rules for a change:
+ * library has released (the fields at 92 and 96 took reserved bytes under
+ * the third rule below: a reader without them refuses exactly the blobs
+ * whose fields are non-zero). The rules for a change:
  * - a released version's layout and meaning never change. Any change to
  *   either (a field moved, resized or read differently, a flag bit given a
  *   meaning, another size) is a new version, LAPICT_STATE_VERSION + 1;
+ *   a field added in reserved bytes under the third rule is not;
  * - lapict_state_save() writes the newest version only;
  *   lapict_state_restore() keeps loading every released version, mapping
  *   an older blob to the state it described, or refusing it with
@@ -164,12 +187,14 @@ LAPICT_API int lapict_state_save_at(const struct lapict_timer *t,
  * the LVTT mode, nothing pending, and its instant at most the blob's
  * advance_ns after this host's now (for a deadline: estimated from this
  * host's guest TSC, one TSC period of slack), so the wait at the next
- * guest entry is bounded by the advance. Anything else is
- * LAPICT_E_STATE_FIELD.
+ * guest entry is bounded by the blob's advance; an illegal-vector count
+ * only with an illegal, unmasked vector and nothing pending; an outlier
+ * run only with a tuner estimate. Anything else is LAPICT_E_STATE_FIELD.
  *
  * Context: owner thread, vCPU stopped.
  * Return: LAPICT_OK, or a LAPICT_E_STATE_* / LAPICT_E_INVAL code with the
- * instance unchanged.
+ * instance unchanged: LAPICT_E_STATE_CONFIG also for an expiry injected
+ * ahead on a host without a spin_until op (see above).
  */
 LAPICT_API int lapict_state_restore(struct lapict_timer *t, const void *buf,
                                     size_t len);

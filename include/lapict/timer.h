@@ -199,11 +199,12 @@ LAPICT_API int lapict_vcpu_unblocked(struct lapict_timer *t);
  * the guest never sees it early, and feeds the measured arrival error to
  * the adaptive advance. Otherwise returns at once. An interrupt is only
  * injected ahead when its instant is at most the advance away, so the wait
- * is at most the advance on a host whose clock moves forward. A clock or
- * TSC that went back (or jumped by 2^63 ns or more, see the horizon rule in
- * ops.h) so that the instant reads further away than advance_max_ns ends
- * the wait: the guest may then see the interrupt early by the clock's own
- * error, and it is still delivered once.
+ * is at most the advance on a host whose clock moves forward (for one
+ * restored with a blob: the blob's advance, state.h). A clock or TSC that
+ * went back (or jumped by 2^63 ns or more, see the horizon rule in ops.h)
+ * so that the instant reads further away than that bound ends the wait:
+ * the guest may then see the interrupt early by the clock's own error, and
+ * it is still delivered once.
  *
  * Context: owner thread, right before each guest entry; not from inside an
  * op (see lapict_expire()).
