@@ -2298,6 +2298,44 @@ static void late_due_expiry_is_not_held_back_by_the_next_one(void **state)
     }
 }
 
+/*
+ * Rule (section 5): an expiry with an illegal vector is dropped and
+ * reported when it happens, whether or not the host accepts interrupts and
+ * however late its host callback: serviced by a register read after the
+ * instant, LVTT shows nothing pending and a legal vector written later
+ * gives nothing.
+ */
+static void illegal_vector_dropped_at_expiry_with_window_shut(void **state)
+{
+    (void)state;
+    static const uint32_t modes[] = {LAPICT_LVTT_TSC_DEADLINE,
+                                     LAPICT_LVTT_ONESHOT, LAPICT_LVTT_PERIODIC};
+    size_t m;
+    for (m = 0; m < 3; m++) {
+        struct fake_host h;
+        struct lapict_timer t;
+        struct lapict_config c = tu_cfg();
+        tu_setup(&h, &t, &c, TU_NEAR_WRAP, false);
+        fake_window(&h, false);
+        assert_int_equal(lapict_lvtt_write(&t, modes[m] | 5u), LAPICT_OK);
+        if (modes[m] == LAPICT_LVTT_TSC_DEADLINE)
+            assert_int_equal(lapict_tsc_deadline_write(&t, 100000), LAPICT_OK);
+        else
+            assert_int_equal(lapict_tmict_write(&t, 100000), LAPICT_OK);
+        fake_stall(&h, 250000); /* the callback is late (divide 2) */
+        assert_int_equal(lapict_lvtt_read(&t), modes[m] | 5u);
+        assert_int_equal(h.nrep, 1);
+        assert_int_equal(h.rep[0].status, LAPICT_E_VECTOR);
+        fake_run_due(&h); /* the late callback finds nothing more */
+        assert_int_equal(h.nrep, 1);
+        assert_int_equal(lapict_lvtt_write(&t, modes[m] | VEC), LAPICT_OK);
+        fake_window(&h, true);
+        assert_int_equal(h.ninj, 0);
+        assert_int_equal(tu_stats(&t).illegal_vector, 1);
+        tu_check_host(&h);
+    }
+}
+
 int main(int argc, char **argv)
 {
     /* Optional test name pattern, e.g. for debugging one test. */
@@ -2374,6 +2412,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(stats_start_at_zero),
         cmocka_unit_test(stall_beyond_2p64_ticks_keeps_the_policy_count),
         cmocka_unit_test(late_due_expiry_is_not_held_back_by_the_next_one),
+        cmocka_unit_test(illegal_vector_dropped_at_expiry_with_window_shut),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
