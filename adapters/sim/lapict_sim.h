@@ -32,6 +32,13 @@ typedef void (*lapict_sim_deliver_fn)(void *arg, uint64_t when_ns,
                                       uint8_t vector);
 
 #define LAPICT_SIM_QUEUE 1024
+/*
+ * Host timer callbacks in a row at one instant after which the host stops:
+ * a timer that is due again at once, every time, would never let the
+ * clock move (a livelock of the instance). A correct instance needs two
+ * at most (the software and the hardware timer).
+ */
+#define LAPICT_SIM_STUCK 1000u
 
 struct lapict_sim {
     struct lapict_sim_config cfg;
@@ -98,21 +105,30 @@ uint64_t lapict_sim_guest_tsc(const struct lapict_sim *s);
  * lapict_sim_run_until() - move the clock to @t_ns running due timers.
  * @s: the host.
  * @t_ns: target time; below the current time only runs what is due.
+ *
+ * Runs every host timer callback due up to @t_ns, however many.
+ * Return: true; false if it stopped on a livelock (LAPICT_SIM_STUCK
+ * callbacks in a row at one instant), the clock where they left it.
  */
-void lapict_sim_run_until(struct lapict_sim *s, uint64_t t_ns);
+bool lapict_sim_run_until(struct lapict_sim *s, uint64_t t_ns);
 
 /**
  * lapict_sim_stall() - freeze the host for @d_ns, then run what came due.
  * @s: the host.
  * @d_ns: length of the stall.
+ * Return: as lapict_sim_run_until().
  */
-void lapict_sim_stall(struct lapict_sim *s, uint64_t d_ns);
+bool lapict_sim_stall(struct lapict_sim *s, uint64_t d_ns);
 
 /** lapict_sim_block() - the vCPU halts. @s: the host. */
 void lapict_sim_block(struct lapict_sim *s);
 
-/** lapict_sim_unblock() - the vCPU resumes. @s: the host. */
-void lapict_sim_unblock(struct lapict_sim *s);
+/**
+ * lapict_sim_unblock() - the vCPU resumes, and what came due runs.
+ * @s: the host.
+ * Return: as lapict_sim_run_until().
+ */
+bool lapict_sim_unblock(struct lapict_sim *s);
 
 /**
  * lapict_sim_window() - open or close the interrupt window.

@@ -235,27 +235,37 @@ static bool run_one(struct lapict_sim *s, uint64_t limit)
     return true;
 }
 
-void lapict_sim_run_until(struct lapict_sim *s, uint64_t t_ns)
+bool lapict_sim_run_until(struct lapict_sim *s, uint64_t t_ns)
 {
-    /* Bounded: each callback moves time or disarms; guard anyway. */
-    unsigned guard = 0;
+    uint64_t at = s->now_ns;
+    uint32_t same = 0;
+
     if (t_ns < s->now_ns)
         t_ns = s->now_ns; /* a spin went past: only run what is due */
     /*
      * Timers that come due because a callback's spin moved the clock past
      * @t_ns run at the next call: extending the target here would let a
-     * chain of spins run away with the clock.
+     * chain of spins run away with the clock. There is no bound on the
+     * callbacks of a long run; only callbacks that keep the clock where it
+     * is stop it (each re-arms a timer that is due at once).
      */
-    while (run_one(s, t_ns) && ++guard < 10000000u)
-        ;
+    while (run_one(s, t_ns)) {
+        if (s->now_ns != at) {
+            at = s->now_ns;
+            same = 0;
+        } else if (++same >= LAPICT_SIM_STUCK) {
+            return false;
+        }
+    }
     if (t_ns > s->now_ns)
         s->now_ns = t_ns;
+    return true;
 }
 
-void lapict_sim_stall(struct lapict_sim *s, uint64_t d_ns)
+bool lapict_sim_stall(struct lapict_sim *s, uint64_t d_ns)
 {
     s->now_ns += d_ns;
-    lapict_sim_run_until(s, s->now_ns);
+    return lapict_sim_run_until(s, s->now_ns);
 }
 
 void lapict_sim_block(struct lapict_sim *s)
@@ -266,13 +276,13 @@ void lapict_sim_block(struct lapict_sim *s)
     s->blocked = true;
 }
 
-void lapict_sim_unblock(struct lapict_sim *s)
+bool lapict_sim_unblock(struct lapict_sim *s)
 {
     s->blocked = false;
     if (s->timer)
         lapict_vcpu_unblocked(s->timer);
     lapict_sim_enter(s);
-    lapict_sim_run_until(s, s->now_ns);
+    return lapict_sim_run_until(s, s->now_ns);
 }
 
 void lapict_sim_window(struct lapict_sim *s, bool open)

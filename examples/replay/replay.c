@@ -4,7 +4,9 @@
  * trace and print what the guest sees (shared/spec/REPLAY.md).
  *
  * Bad input never runs: the first bad line prints
- * "lapict-replay: LINE: message" on stderr and exits 2.
+ * "lapict-replay: LINE: message" on stderr and exits 2. A run that cannot
+ * finish for another reason (memory, output, a livelocked host) exits 1:
+ * a short run never exits 0.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -20,7 +22,14 @@
 #include "lapict_sim.h"
 
 #define MAX_WORDS 64
+/* Bytes of a line before its newline (lapict-replay(1)). */
 #define MAX_LINE 4096
+
+/* Exit statuses (lapict-replay(1)). */
+#define STATUS_CANNOT_RUN 1
+#define STATUS_BAD_INPUT 2
+
+#define USAGE "usage: lapict-replay [--] [FILE]\n"
 
 struct out_line {
     uint64_t when;
@@ -41,22 +50,40 @@ struct replay {
     size_t nq, cap, head;
 };
 
-static void die(struct replay *r, const char *fmt, ...)
+/* What earlier lines produced is still shown, then the error. */
+static _Noreturn void vfail(struct replay *r, int status, const char *fmt,
+                            va_list ap)
 {
-    va_list ap;
     size_t i;
 
-    /* What earlier lines produced is still shown, then the error. */
     for (i = r->head; i < r->nq; i++)
         printf("%llu inject %u\n", (unsigned long long)r->q[i].when,
                r->q[i].vector);
     fflush(stdout);
     fprintf(stderr, "lapict-replay: %lu: ", r->line);
-    va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
-    va_end(ap);
     fputc('\n', stderr);
-    exit(2);
+    exit(status);
+}
+
+/* Bad input: exit 2. */
+static _Noreturn void die(struct replay *r, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vfail(r, STATUS_BAD_INPUT, fmt, ap);
+    va_end(ap);
+}
+
+/* The run cannot go on for a reason other than its input: exit 1. */
+static _Noreturn void fail(struct replay *r, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vfail(r, STATUS_CANNOT_RUN, fmt, ap);
+    va_end(ap);
 }
 
 static void on_deliver(void *arg, uint64_t when, uint8_t vector)
@@ -64,11 +91,11 @@ static void on_deliver(void *arg, uint64_t when, uint8_t vector)
     struct replay *r = arg;
     if (r->nq == r->cap) {
         size_t cap = r->cap ? r->cap * 2 : 64;
-        struct out_line *q = realloc(r->q, cap * sizeof(*q));
-        if (!q) {
-            fprintf(stderr, "lapict-replay: out of memory\n");
-            exit(1);
-        }
+        struct out_line *q = cap <= SIZE_MAX / sizeof(*q)
+                                 ? realloc(r->q, cap * sizeof(*q))
+                                 : NULL;
+        if (!q)
+            fail(r, "out of memory (%zu deliveries held)", r->nq);
         r->q = q;
         r->cap = cap;
     }
@@ -216,9 +243,21 @@ static void need_args(struct replay *r, int nw, int want, const char *cmd)
             want == 2 ? "" : "s", nw - 1);
 }
 
+/* A simulated host that stopped on a livelock cannot finish the trace. */
+static void ran(struct replay *r, bool ok)
+{
+    if (!ok)
+        fail(r,
+             "the simulated host stopped at %llu ns: its timers ran %u "
+             "times in a row without the clock moving",
+             (unsigned long long)r->sim.now_ns, LAPICT_SIM_STUCK);
+    /* Later events are never earlier than now: print what is due. */
+    flush(r, r->sim.now_ns, false);
+}
+
 static void move_to(struct replay *r, uint64_t to)
 {
-    lapict_sim_run_until(&r->sim, to);
+    ran(r, lapict_sim_run_until(&r->sim, to));
     r->last_time = to;
 }
 
@@ -344,7 +383,7 @@ static void run_line(struct replay *r, char *s)
         } else {
             if (v > UINT64_MAX - r->sim.now_ns)
                 die(r, "stall %s overflows the 64-bit clock", w[1]);
-            lapict_sim_stall(&r->sim, v);
+            ran(r, lapict_sim_stall(&r->sim, v));
             r->last_time = r->sim.now_ns;
         }
     } else if (!strcmp(w[0], "write")) {
@@ -361,7 +400,7 @@ static void run_line(struct replay *r, char *s)
         if (w[0][0] == 'b')
             lapict_sim_block(&r->sim);
         else
-            lapict_sim_unblock(&r->sim);
+            ran(r, lapict_sim_unblock(&r->sim));
     } else if (!strcmp(w[0], "window")) {
         bool open;
         need_args(r, nw, 2, w[0]);
@@ -384,51 +423,91 @@ static void run_line(struct replay *r, char *s)
     }
 }
 
+/*
+ * Read one line into @buf (MAX_LINE + 1 bytes) without its newline; false
+ * at the end of the input. Never holds more than a line's limit, whatever
+ * the input: a longer line, a NUL byte or a read error ends the run.
+ */
+static bool read_line(struct replay *r, FILE *in, char *buf)
+{
+    size_t n = 0;
+    int c;
+
+    while ((c = getc(in)) != EOF && c != '\n') {
+        if (n == MAX_LINE) {
+            r->line++;
+            die(r, "line longer than %d bytes", MAX_LINE);
+        }
+        if (c == '\0') {
+            r->line++;
+            die(r, "NUL byte in line");
+        }
+        buf[n++] = (char)c;
+    }
+    if (c == EOF && ferror(in)) {
+        r->line++;
+        die(r, "read error: %s", strerror(errno));
+    }
+    if (c == EOF && n == 0)
+        return false;
+    buf[n] = '\0';
+    r->line++;
+    return true;
+}
+
 int main(int argc, char **argv)
 {
     static struct replay r;
-    char *buf = NULL;
-    size_t bufcap = 0;
-    ssize_t n;
+    static char buf[MAX_LINE + 1];
+    const char *path = NULL;
     FILE *in = stdin;
+    int i;
 
-    if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-        printf("usage: lapict-replay [FILE]\n"
-               "replays a trace (standard input without FILE); "
-               "see lapict-replay(1)\n");
-        return 0;
+    for (i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf(USAGE "replays a trace (standard input without FILE); "
+                         "see lapict-replay(1)\n");
+            return 0;
+        }
+        if (!strcmp(argv[i], "--")) {
+            i++;
+            break;
+        }
+        if (argv[i][0] == '-') {
+            fprintf(stderr, "lapict-replay: unknown option '%s'\n" USAGE,
+                    argv[i]);
+            return STATUS_BAD_INPUT;
+        }
+        break;
     }
-    if (argc > 2) {
-        fprintf(stderr, "usage: lapict-replay [FILE]\n");
-        return 2;
+    if (i < argc)
+        path = argv[i++];
+    if (i < argc) {
+        fprintf(stderr, "lapict-replay: one FILE at most\n" USAGE);
+        return STATUS_BAD_INPUT;
     }
-    if (argc == 2) {
-        in = fopen(argv[1], "r");
+    if (path) {
+        in = fopen(path, "r");
         if (!in) {
-            fprintf(stderr, "lapict-replay: %s: %s\n", argv[1],
-                    strerror(errno));
-            return 2;
+            fprintf(stderr, "lapict-replay: %s: %s\n", path, strerror(errno));
+            return STATUS_BAD_INPUT;
         }
     }
     lapict_config_default(&r.cfg);
     lapict_sim_config_default(&r.scfg);
-    while ((n = getline(&buf, &bufcap, in)) >= 0) {
-        r.line++;
-        if ((size_t)n > MAX_LINE)
-            die(&r, "line longer than %d characters", MAX_LINE);
-        if (strlen(buf) != (size_t)n)
-            die(&r, "NUL byte in line");
+    while (read_line(&r, in, buf))
         run_line(&r, buf);
-    }
-    free(buf);
-    if (ferror(in)) {
-        r.line++;
-        die(&r, "read error");
-    }
     start(&r);
     flush(&r, 0, true);
     if (in != stdin)
         fclose(in);
     free(r.q);
+    errno = 0;
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        /* ferror() may stand for an earlier write whose errno is gone. */
+        fprintf(stderr, "lapict-replay: standard output: %s\n",
+                errno ? strerror(errno) : "write error");
+        return STATUS_CANNOT_RUN;
+    }
     return 0;
 }

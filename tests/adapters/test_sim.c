@@ -143,11 +143,63 @@ static void deadline_after_a_tsc_lap_fires_at_its_instant(void **state)
     assert_int_equal(delivered, 1);
 }
 
+/* An instance that re-arms its software timer for the current instant,
+ * whatever it asked for: never due later, so the clock never moves. */
+static void arm_now(void *ctx, uint64_t host_ns)
+{
+    struct lapict_sim *s = ctx;
+
+    (void)host_ns;
+    lapict_sim_ops.sw_timer_arm(ctx, s->now_ns);
+}
+
+/*
+ * Rule: run_until() runs every callback a run needs, and stops only on a
+ * livelock (LAPICT_SIM_STUCK callbacks in a row at one instant), which it
+ * reports; a callback that moves the clock starts the count again.
+ */
+static void run_until_stops_only_on_a_livelock(void **state)
+{
+    struct lapict_ops ops = lapict_sim_ops;
+    struct lapict_config cfg;
+    struct lapict_sim s;
+    struct lapict_timer t;
+    (void)state;
+
+    ops.sw_timer_arm = arm_now;
+    lapict_sim_init(&s, NULL, NULL, NULL);
+    lapict_config_default(&cfg);
+    assert_int_equal(lapict_init(&t, &cfg, &ops, &s), LAPICT_OK);
+    lapict_sim_attach(&s, &t);
+    assert_int_equal(lapict_tdcr_write(&t, 0xB), LAPICT_OK);
+    assert_int_equal(lapict_lvtt_write(&t, 0xEF), LAPICT_OK);
+    assert_int_equal(lapict_tmict_write(&t, 1000000u), LAPICT_OK);
+    assert_false(lapict_sim_run_until(&s, 5000000u));
+    assert_int_equal(s.now_ns, 0);
+    assert_int_equal(s.expire_calls, LAPICT_SIM_STUCK);
+    assert_false(lapict_sim_stall(&s, 10));
+    assert_int_equal(s.now_ns, 10);
+
+    /* A periodic 1 ns timer on the plain host: a callback every ns, many
+     * more than LAPICT_SIM_STUCK, each at its own instant. */
+    lapict_sim_init(&s, NULL, NULL, NULL);
+    cfg.min_period_ns = 0;
+    assert_int_equal(lapict_init(&t, &cfg, &lapict_sim_ops, &s), LAPICT_OK);
+    lapict_sim_attach(&s, &t);
+    assert_int_equal(lapict_tdcr_write(&t, 0xB), LAPICT_OK);
+    assert_int_equal(lapict_lvtt_write(&t, 0x200EF), LAPICT_OK);
+    assert_int_equal(lapict_tmict_write(&t, 1), LAPICT_OK);
+    assert_true(lapict_sim_run_until(&s, 10u * LAPICT_SIM_STUCK));
+    assert_int_equal(s.now_ns, 10u * LAPICT_SIM_STUCK);
+    assert_int_equal(s.expire_calls, 10u * LAPICT_SIM_STUCK);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(tsc_to_host_ns_first_instant_in_every_lap),
         cmocka_unit_test(deadline_after_a_tsc_lap_fires_at_its_instant),
+        cmocka_unit_test(run_until_stops_only_on_a_livelock),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

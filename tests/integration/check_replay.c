@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -40,6 +41,23 @@
 #endif
 
 #define BAD_DIR LAPICT_TRACES_DIR "/bad"
+/* The replay's line length limit (bytes before the newline). */
+#define MAX_LINE 4096
+/* Host timer callbacks one run_until() call ran before stopping, when it
+ * had a limit: a long trace must pass it. */
+#define OLD_EVENT_CAP 10000000u
+
+/* Address-space limits do not mix with ASan's shadow memory. */
+#if defined(__SANITIZE_ADDRESS__)
+#define UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+#ifndef UNDER_ASAN
+#define UNDER_ASAN 0
+#endif
 /* A golden set smaller than this means the directory was not found/empty. */
 #define MIN_GOLDEN 30
 #define MIN_BAD 20
@@ -195,6 +213,55 @@ static int temp_fd(void)
     return fd;
 }
 
+/* How to run lapict-replay. */
+struct run_how {
+    const char *args[2];    /* its arguments, up to the first NULL */
+    const char *stdin_path; /* its standard input */
+    const char *out_path;   /* its standard output; NULL: captured */
+    unsigned long as_mib;   /* address-space limit; 0: none */
+};
+
+static void run_replay_how(const struct run_how *how, struct run_result *r)
+{
+    int out_fd = how->out_path ? -1 : temp_fd(), err_fd = temp_fd();
+    pid_t pid;
+
+    fflush(NULL);
+    pid = fork();
+    ck_assert_msg(pid >= 0, "fork: %s", strerror(errno));
+    if (pid == 0) {
+        int in = open(how->stdin_path, O_RDONLY);
+        if (how->out_path)
+            out_fd = open(how->out_path, O_WRONLY);
+        if (in < 0 || out_fd < 0 || dup2(in, 0) < 0 || dup2(out_fd, 1) < 0 ||
+            dup2(err_fd, 2) < 0)
+            _exit(127);
+        if (how->as_mib) {
+            struct rlimit rl;
+            rl.rlim_cur = rl.rlim_max = (rlim_t)how->as_mib << 20;
+            if (setrlimit(RLIMIT_AS, &rl) < 0)
+                _exit(127);
+        }
+        execl(LAPICT_REPLAY_BIN, LAPICT_REPLAY_BIN, how->args[0],
+              how->args[0] ? how->args[1] : NULL, (char *)NULL);
+        dprintf(2, "exec %s: %s\n", LAPICT_REPLAY_BIN, strerror(errno));
+        _exit(127);
+    }
+    while (waitpid(pid, &r->status, 0) < 0) {
+        ck_assert_msg(errno == EINTR, "waitpid: %s", strerror(errno));
+    }
+    if (how->out_path) {
+        r->out = strdup("");
+        r->out_len = 0;
+        ck_assert(r->out != NULL);
+    } else {
+        r->out = slurp_fd(out_fd, &r->out_len);
+        close(out_fd);
+    }
+    r->err = slurp_fd(err_fd, &r->err_len);
+    close(err_fd);
+}
+
 /*
  * Run lapict-replay with @arg as its FILE argument (NULL: none) and
  * @stdin_path as its standard input.
@@ -202,31 +269,23 @@ static int temp_fd(void)
 static void run_replay(const char *arg, const char *stdin_path,
                        struct run_result *r)
 {
-    int out_fd = temp_fd(), err_fd = temp_fd();
-    pid_t pid;
+    struct run_how how = {{arg, NULL}, stdin_path, NULL, 0};
 
-    fflush(NULL);
-    pid = fork();
-    ck_assert_msg(pid >= 0, "fork: %s", strerror(errno));
-    if (pid == 0) {
-        int in = open(stdin_path, O_RDONLY);
-        if (in < 0 || dup2(in, 0) < 0 || dup2(out_fd, 1) < 0 ||
-            dup2(err_fd, 2) < 0)
-            _exit(127);
-        if (arg)
-            execl(LAPICT_REPLAY_BIN, LAPICT_REPLAY_BIN, arg, (char *)NULL);
-        else
-            execl(LAPICT_REPLAY_BIN, LAPICT_REPLAY_BIN, (char *)NULL);
-        dprintf(2, "exec %s: %s\n", LAPICT_REPLAY_BIN, strerror(errno));
-        _exit(127);
-    }
-    while (waitpid(pid, &r->status, 0) < 0) {
-        ck_assert_msg(errno == EINTR, "waitpid: %s", strerror(errno));
-    }
-    r->out = slurp_fd(out_fd, &r->out_len);
-    r->err = slurp_fd(err_fd, &r->err_len);
-    close(out_fd);
-    close(err_fd);
+    run_replay_how(&how, r);
+}
+
+/* A temporary file holding @text, its path in @path (PATH_MAX bytes). */
+static void temp_file(char *path, size_t size, const char *text, size_t len)
+{
+    const char *dir = getenv("TMPDIR");
+    int fd;
+
+    snprintf(path, size, "%s/lapict-check-XXXXXX", dir && *dir ? dir : "/tmp");
+    fd = mkstemp(path);
+    ck_assert_msg(fd >= 0, "mkstemp(%s): %s", path, strerror(errno));
+    ck_assert_msg(write(fd, text, len) == (ssize_t)len, "write %s: %s", path,
+                  strerror(errno));
+    close(fd);
 }
 
 static void free_result(struct run_result *r)
@@ -411,6 +470,216 @@ START_TEST(test_empty_input)
 }
 END_TEST
 
+/* --- limits: what the replay cannot do is an error, never a short run ---- */
+
+/*
+ * Rule: a trace runs to its end however many host timer callbacks it takes.
+ * A periodic timer of 1 ns run to 10.5 ms needs 10.5 million; the output
+ * is counted through a pipe (its 200 MB are not kept).
+ */
+START_TEST(test_long_trace_runs_every_event)
+{
+    static const char trace[] = "config min_period_ns=0\n"
+                                "write tdcr 0xb\n"
+                                "write lvtt 0x200ef\n"
+                                "write tmict 1\n"
+                                "at 10500000\n";
+    const unsigned long want = OLD_EVENT_CAP + OLD_EVENT_CAP / 20;
+    char path[4096], last[64] = "", cur[64], buf[65536], want_last[64];
+    unsigned long lines = 0;
+    size_t cur_len = 0;
+    int pipefd[2], err_fd = temp_fd(), status;
+    ssize_t got;
+    pid_t pid;
+    size_t err_len;
+    char *err;
+
+    temp_file(path, sizeof(path), trace, sizeof(trace) - 1);
+    ck_assert_int_eq(pipe(pipefd), 0);
+    fflush(NULL);
+    pid = fork();
+    ck_assert_msg(pid >= 0, "fork: %s", strerror(errno));
+    if (pid == 0) {
+        if (dup2(pipefd[1], 1) < 0 || dup2(err_fd, 2) < 0)
+            _exit(127);
+        close(pipefd[0]);
+        execl(LAPICT_REPLAY_BIN, LAPICT_REPLAY_BIN, path, (char *)NULL);
+        _exit(127);
+    }
+    close(pipefd[1]);
+    while ((got = read(pipefd[0], buf, sizeof(buf))) != 0) {
+        if (got < 0) {
+            ck_assert_msg(errno == EINTR, "read: %s", strerror(errno));
+            continue;
+        }
+        for (ssize_t i = 0; i < got; i++) {
+            if (buf[i] == '\n') {
+                cur[cur_len] = '\0';
+                memcpy(last, cur, cur_len + 1);
+                cur_len = 0;
+                lines++;
+            } else if (cur_len + 1 < sizeof(cur)) {
+                cur[cur_len++] = buf[i];
+            }
+        }
+    }
+    close(pipefd[0]);
+    while (waitpid(pid, &status, 0) < 0)
+        ck_assert_msg(errno == EINTR, "waitpid: %s", strerror(errno));
+    err = slurp_fd(err_fd, &err_len);
+    close(err_fd);
+    unlink(path);
+    snprintf(want_last, sizeof(want_last), "%lu inject 239", want);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                  "exit status %d\n--- stderr\n%s", status, err);
+    ck_assert_msg(lines == want && !strcmp(last, want_last),
+                  "%lu lines, the last '%s'; expected %lu, the last '%s'",
+                  lines, last, want, want_last);
+    free(err);
+}
+END_TEST
+
+/* Rule: an argument that starts with '-' and is not an option is a usage
+ * error, never a file name; "--" ends the options. */
+START_TEST(test_unknown_option_is_usage_error)
+{
+    struct run_how how = {{"--", NULL}, "/dev/null", NULL, 0};
+    struct run_result r;
+    char path[4096];
+
+    run_replay("--bogus", "/dev/null", &r);
+    ck_assert_msg(exit_code(&r) == 2, "--bogus: exit %d, stderr '%s'",
+                  exit_code(&r), r.err);
+    ck_assert_msg(strstr(r.err, "unknown option '--bogus'") &&
+                      strstr(r.err, "usage: lapict-replay"),
+                  "--bogus: stderr should name the option and give the "
+                  "usage: '%s'",
+                  r.err);
+    ck_assert_msg(r.out_len == 0, "--bogus printed '%s'", r.out);
+    free_result(&r);
+
+    /* After "--", an argument is a file, whatever its first byte. */
+    temp_file(path, sizeof(path), "read tdcr\n", 10);
+    how.args[1] = path;
+    run_replay_how(&how, &r);
+    unlink(path);
+    ck_assert_msg(exit_code(&r) == 0 && !strcmp(r.out, "0 read tdcr 0\n"),
+                  "-- FILE: exit %d, stdout '%s', stderr '%s'", exit_code(&r),
+                  r.out, r.err);
+    free_result(&r);
+}
+END_TEST
+
+/* Rule: a line of MAX_LINE bytes runs; one byte more is an error that says
+ * so, whether or not a newline ever comes. */
+START_TEST(test_line_length_limit)
+{
+    static char text[MAX_LINE + 64];
+    struct run_result r;
+    char path[4096];
+    size_t n;
+
+    /* A comment line of exactly MAX_LINE bytes, then a read. */
+    text[0] = '#';
+    memset(text + 1, 'x', MAX_LINE - 1);
+    n = MAX_LINE;
+    memcpy(text + n, "\nread tdcr\n", 11);
+    temp_file(path, sizeof(path), text, n + 11);
+    run_replay(path, "/dev/null", &r);
+    unlink(path);
+    ck_assert_msg(exit_code(&r) == 0 && !strcmp(r.out, "0 read tdcr 0\n"),
+                  "%d-byte line: exit %d, stdout '%s', stderr '%s'", MAX_LINE,
+                  exit_code(&r), r.out, r.err);
+    free_result(&r);
+
+    /* One byte more, with and without a newline after it. */
+    for (int nl = 0; nl < 2; nl++) {
+        text[MAX_LINE] = 'x';
+        text[MAX_LINE + 1] = '\n';
+        temp_file(path, sizeof(path), text, MAX_LINE + 1 + (size_t)nl);
+        run_replay(path, "/dev/null", &r);
+        unlink(path);
+        ck_assert_msg(exit_code(&r) == 2 &&
+                          strstr(r.err, "lapict-replay: 1: line longer "
+                                        "than 4096 bytes"),
+                      "%d-byte line: exit %d, stderr '%s'", MAX_LINE + 1,
+                      exit_code(&r), r.err);
+        free_result(&r);
+    }
+}
+END_TEST
+
+/*
+ * Rule: an input with no newline is read a line's worth at a time: the
+ * endless /dev/zero stops at the limit, an error, within 512 MiB of
+ * address space (where a reader that grows its buffer runs out of memory).
+ */
+START_TEST(test_endless_line_is_an_error)
+{
+    struct run_how how = {
+        {"/dev/zero", NULL}, "/dev/null", NULL, UNDER_ASAN ? 0 : 512};
+    struct run_result r;
+
+    run_replay_how(&how, &r);
+    ck_assert_msg(exit_code(&r) == 2 && strstr(r.err, "lapict-replay: 1: ") &&
+                      (strstr(r.err, "longer than") || strstr(r.err, "NUL")),
+                  "/dev/zero: exit %d, stderr '%s'", exit_code(&r), r.err);
+    ck_assert_msg(r.out_len == 0, "/dev/zero printed '%s'", r.out);
+    free_result(&r);
+}
+END_TEST
+
+/* Rule: output that cannot be written is an error (exit 1), not a run that
+ * ended well. */
+START_TEST(test_write_error_is_an_error)
+{
+    char trace[4096];
+    struct run_how how = {{NULL, NULL}, "/dev/null", "/dev/full", 0};
+    struct run_result r;
+
+    ck_assert_msg(access("/dev/full", W_OK) == 0, "no /dev/full");
+    snprintf(trace, sizeof(trace), "%s/02-periodic-example.trace",
+             LAPICT_TRACES_DIR);
+    how.args[0] = trace;
+    run_replay_how(&how, &r);
+    ck_assert_msg(exit_code(&r) == 1 && strstr(r.err, "lapict-replay: ") &&
+                      strstr(r.err, "standard output"),
+                  "stdout on /dev/full: exit %d, stderr '%s'", exit_code(&r),
+                  r.err);
+    free_result(&r);
+}
+END_TEST
+
+/*
+ * Rule: running out of memory is an error (exit 1) that names the line.
+ * Deliveries are kept until the clock passes them: an entry latency of
+ * 10^12 ns keeps every one of a 1 ns periodic timer's.
+ */
+START_TEST(test_out_of_memory_is_an_error)
+{
+    static const char trace[] = "config min_period_ns=0 "
+                                "entry_latency_ns=1000000000000\n"
+                                "write tdcr 0xb\n"
+                                "write lvtt 0x200ef\n"
+                                "write tmict 1\n"
+                                "at 100000000\n";
+    char path[4096];
+    struct run_how how = {{NULL, NULL}, "/dev/null", "/dev/null", 128};
+    struct run_result r;
+
+    if (UNDER_ASAN)
+        return; /* no address-space limit under ASan */
+    temp_file(path, sizeof(path), trace, sizeof(trace) - 1);
+    how.args[0] = path;
+    run_replay_how(&how, &r);
+    unlink(path);
+    ck_assert_msg(exit_code(&r) == 1 &&
+                      strstr(r.err, "lapict-replay: 5: out of memory"),
+                  "exit %d, stderr '%s'", exit_code(&r), r.err);
+    free_result(&r);
+}
+END_TEST
+
 /* --- suite ----------------------------------------------------------------- */
 
 static Suite *replay_suite(void)
@@ -442,6 +711,16 @@ static Suite *replay_suite(void)
     tcase_set_timeout(tc, TEST_TIMEOUT_S);
     tcase_add_loop_test(tc, test_bad_trace, 0, bad.n);
     tcase_add_test(tc, test_missing_file);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("limits");
+    tcase_set_timeout(tc, TEST_TIMEOUT_S);
+    tcase_add_test(tc, test_long_trace_runs_every_event);
+    tcase_add_test(tc, test_unknown_option_is_usage_error);
+    tcase_add_test(tc, test_line_length_limit);
+    tcase_add_test(tc, test_endless_line_is_an_error);
+    tcase_add_test(tc, test_write_error_is_an_error);
+    tcase_add_test(tc, test_out_of_memory_is_an_error);
     suite_add_tcase(s, tc);
 
     return s;
