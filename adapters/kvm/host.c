@@ -149,7 +149,8 @@ static uint64_t op_tsc_to_ns(void *ctx, uint64_t guest_tsc)
 
 /*
  * The timerfd only wakes the timer thread kick_lead_ns ahead: a timerfd
- * wakes ~15 us late here, so the thread spins the rest on the clock.
+ * wakes late by the scheduler's wake-up latency, so the thread spins the
+ * rest on the clock (timer_due()).
  */
 static int arm_fd(struct lapict_kvm *k, uint64_t host_ns)
 {
@@ -437,8 +438,9 @@ static void release_signal(struct lapict_kvm *k)
 /*
  * The timerfd fired kick_lead_ns ahead of target_ns: spin to the target,
  * then flag and kick. Give up when the vCPU re-arms or cancels (a new
- * timerfd wake follows) or halts (halt_wait() watches the clock itself and
- * re-arms the timerfd when it leaves with the target still ahead).
+ * timerfd wake follows), halts (halt_wait() watches the clock itself and
+ * re-arms the timerfd when it leaves with the target still ahead), or
+ * destroy clears the target.
  * @fired: the last target kicked for, so that one target kicks once.
  */
 static void timer_due(struct lapict_kvm *k, uint64_t *fired)
@@ -447,6 +449,15 @@ static void timer_due(struct lapict_kvm *k, uint64_t *fired)
     uint64_t one = 1;
 
     if (!tgt || tgt == *fired)
+        return;
+    /*
+     * A wake for this target comes at most kick_lead_ns before it. One
+     * from farther away was armed for another target: the vCPU re-armed
+     * after the wake (its own arm wakes the thread again), or its
+     * timerfd_settime failed (reported, and armed again before the next
+     * entry). Spinning to this target would take the guest's whole delay.
+     */
+    if ((int64_t)(tgt - mono_ns()) > (int64_t)k->kick_lead_ns)
         return;
     while ((int64_t)(mono_ns() - tgt) < 0) {
         if (atomic_load_explicit(&k->target_ns, memory_order_seq_cst) != tgt ||
@@ -630,6 +641,8 @@ void lapict_kvm_destroy(struct lapict_kvm *k)
     if (!k)
         return;
     if (k->thread_started) {
+        /* Ends a spin to the target, which watches no descriptor. */
+        atomic_store_explicit(&k->target_ns, 0, memory_order_seq_cst);
         if (write(k->stop_fd, &one, sizeof(one)) == (ssize_t)sizeof(one))
             pthread_join(k->thread, NULL);
         k->thread_started = false;

@@ -110,8 +110,10 @@ struct lapict_kvm_config {
     uint32_t halt_poll_ns;
     /*
      * The timer thread wakes this many ns before the host timer and spins
-     * to it before kicking, absorbing its wake-up latency. 0:
-     * LAPICT_KVM_KICK_LEAD_NS; LAPICT_KVM_NONE: no lead. Thread kicks only.
+     * to it before kicking, absorbing its wake-up latency; it never spins
+     * longer (a wake that finds the target farther away ends at once), and
+     * lapict_kvm_destroy() ends a spin. 0: LAPICT_KVM_KICK_LEAD_NS;
+     * LAPICT_KVM_NONE: no lead. Thread kicks only.
      */
     uint32_t kick_lead_ns;
     /*

@@ -112,10 +112,20 @@ static int fake_timer_delete(int id)
 static int fake_ppoll(struct pollfd *fds, unsigned long n,
                       const struct timespec *ts)
 {
-    __atomic_fetch_add(&lt_fake.ppolls, 1, __ATOMIC_RELAXED);
+    void (*after)(void *);
+    int rc, e;
+
+    __atomic_fetch_add(&lt_fake.ppolls, 1, __ATOMIC_SEQ_CST);
     if (failing(LT_FAIL_PPOLL))
         return -1;
-    return lapict_kvm_sys_linux.ppoll(fds, n, ts);
+    rc = lapict_kvm_sys_linux.ppoll(fds, n, ts);
+    e = errno;
+    __atomic_fetch_add(&lt_fake.ppoll_returns, 1, __ATOMIC_SEQ_CST);
+    after = __atomic_load_n(&lt_fake.after_ppoll, __ATOMIC_SEQ_CST);
+    if (after)
+        after(lt_fake.after_ppoll_arg);
+    errno = e;
+    return rc;
 }
 
 static int fake_sigaction(int sig, const struct sigaction *sa,

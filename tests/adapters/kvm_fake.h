@@ -45,6 +45,15 @@ struct lt_fake {
     uint64_t apic_base;  /* the last IA32_APIC_BASE written to KVM */
     unsigned failed;     /* lt_fake_call bits of calls that did fail */
     uint64_t ppolls;     /* ppoll calls */
+    uint64_t ppoll_returns; /* ppoll calls that returned (atomic) */
+    /*
+     * Set by the test: called on the polling thread each time a real ppoll
+     * returns, before the caller looks at what woke it. On the timer
+     * thread this is the vCPU acting between the thread's wake and its
+     * next step, at a chosen point rather than by luck of scheduling.
+     */
+    void (*after_ppoll)(void *arg);
+    void *after_ppoll_arg;
 };
 
 extern struct lt_fake lt_fake;

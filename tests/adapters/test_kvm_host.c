@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -32,6 +33,9 @@ struct fx {
     struct kvm_run run;
     uint64_t entries; /* KVM_RUN calls */
     uint64_t kick_at; /* CLOCK_MONOTONIC ns: when the caller's kick fires */
+    int armed;        /* the vCPU thread's arming is done (atomic) */
+    int rearm_rc;     /* the re-arm an after_ppoll hook made (atomic) */
+    int destroyed;    /* destroy_elsewhere() returned (atomic) */
 };
 
 /* The whole @ns, even when a kick signal interrupts the sleep. */
@@ -457,7 +461,18 @@ static void *destroy_elsewhere(void *arg)
 {
     struct fx *f = arg;
     lapict_kvm_destroy(&f->k);
+    __atomic_store_n(&f->destroyed, 1, __ATOMIC_SEQ_CST);
     return NULL;
+}
+
+/* lapict_kvm_destroy(&f->k), failing (not hanging) if it does not return. */
+static void destroy_promptly(struct fx *f)
+{
+    pthread_t t;
+
+    assert_int_equal(pthread_create(&t, NULL, destroy_elsewhere, f), 0);
+    WAIT_FOR(__atomic_load_n(&f->destroyed, __ATOMIC_SEQ_CST));
+    assert_int_equal(pthread_join(t, NULL), 0);
 }
 
 /*
@@ -562,6 +577,108 @@ static void timer_thread_kick(void **state)
         apic_wr(f, 0xB0, 0);
     }
     fx_free(f);
+}
+
+/* --- the timer thread's spin, and destroy ------------------------------- */
+
+/* NOT_YET: the after_ppoll hook has not run. */
+#define NOT_YET 1
+
+/*
+ * The vCPU re-arms its timer far ahead (about 550 s: TMICT 2^32 - 1 at
+ * 1 GHz / 128) and the timerfd cannot be armed, so it keeps the earlier
+ * wake. Run on the timer thread between its wake and its next step, once
+ * the vCPU thread is done with the arming that woke it: the vCPU thread is
+ * idle meanwhile, so the instance is this thread's.
+ */
+static void rearm_far_failing(void *arg)
+{
+    struct fx *f = arg;
+    uint32_t tmict = 0xFFFFFFFFu;
+    int rc;
+
+    while (!__atomic_load_n(&f->armed, __ATOMIC_SEQ_CST))
+        sched_yield();
+    __atomic_store_n(&lt_fake.after_ppoll, NULL, __ATOMIC_SEQ_CST);
+    lt_fake.fail_errno = ENOMEM;
+    __atomic_store_n(&lt_fake.fail, LT_FAIL_TIMERFD_SETTIME, __ATOMIC_SEQ_CST);
+    rc = lapict_apic_mmio(&f->k.apic, APIC + 0x380, (uint8_t *)&tmict, 4,
+                          true);
+    __atomic_store_n(&f->rearm_rc, rc, __ATOMIC_SEQ_CST);
+}
+
+/*
+ * Rule: the timer thread spins at most kick_lead_ns before a target. A
+ * wake for a target that is no longer the armed one (the re-arm's
+ * timerfd_settime failed, or the re-arm came between the wake and the
+ * thread's look at the target) ends without a spin; the re-arm's failure
+ * reaches the VMM, which arms the timerfd again; destroy returns at once.
+ */
+static void timer_thread_spins_at_most_the_lead(void **state)
+{
+    struct lapict_kvm_config c = {.timer_thread = true, .kick_thread = true,
+                                  .kick_signal = SIGUSR2};
+    struct fx *f;
+    int rc;
+
+    (void)state;
+    lt_fake_reset();
+    f = fx_new(&c, &rc);
+    assert_int_equal(rc, 0);
+    f->rearm_rc = NOT_YET;
+    apic_wr(f, 0xF0, 0x1FF);
+    apic_wr(f, 0x3E0, 0xA); /* divide by 128 */
+    apic_wr(f, 0x320, 0x40);
+    lt_fake.after_ppoll_arg = f;
+    __atomic_store_n(&lt_fake.after_ppoll, rearm_far_failing,
+                     __ATOMIC_SEQ_CST);
+    apic_wr(f, 0x380, 7813); /* 1 ms: the timerfd wakes the thread */
+    __atomic_store_n(&f->armed, 1, __ATOMIC_SEQ_CST);
+    WAIT_FOR(__atomic_load_n(&f->rearm_rc, __ATOMIC_SEQ_CST) != NOT_YET);
+    assert_int_equal(f->rearm_rc, LAPICT_OK);
+    assert_true(lt_fake.failed & LT_FAIL_TIMERFD_SETTIME);
+    /* Back in ppoll, the far target neither waited for nor kicked. */
+    WAIT_FOR(__atomic_load_n(&lt_fake.ppolls, __ATOMIC_SEQ_CST) >= 2);
+    assert_int_equal(atomic_load(&f->k.fired_tsc), 0);
+    assert_int_equal(atomic_load(&f->k.expired), 0);
+    __atomic_store_n(&lt_fake.fail, 0, __ATOMIC_SEQ_CST);
+    assert_int_equal(lapict_kvm_pre_run(&f->k), LAPICT_E_SYSTEM);
+    assert_string_equal(lapict_kvm_errcall(&f->k), "timerfd_settime");
+    assert_int_equal(lapict_kvm_errno(&f->k), ENOMEM);
+    assert_int_equal(lapict_kvm_pre_run(&f->k), LAPICT_OK);
+    destroy_promptly(f);
+    free(f);
+}
+
+/*
+ * Rule: lapict_kvm_destroy() returns at once in every state of the timer
+ * thread, its spin over the lead included (kick_lead_ns may be seconds):
+ * the target it spins to is gone, and so is the spin.
+ */
+static void destroy_ends_the_lead_spin(void **state)
+{
+    struct lapict_kvm_config c = {.timer_thread = true, .kick_thread = true,
+                                  .kick_signal = SIGUSR2,
+                                  .kick_lead_ns = 4000000000u};
+    uint64_t target;
+    struct fx *f;
+    int rc;
+
+    (void)state;
+    lt_fake_reset();
+    f = fx_new(&c, &rc);
+    assert_int_equal(rc, 0);
+    apic_wr(f, 0xF0, 0x1FF);
+    apic_wr(f, 0x3E0, 0xB);
+    apic_wr(f, 0x320, 0x40);
+    apic_wr(f, 0x380, 4001000000u); /* the lead and 1 ms, at 1 GHz */
+    target = lapict_kvm_next_deadline(&f->k);
+    /* Woken at the lead: from here the thread spins to the target. */
+    WAIT_FOR(__atomic_load_n(&lt_fake.ppoll_returns, __ATOMIC_SEQ_CST) >= 1);
+    destroy_promptly(f);
+    assert_true((int64_t)(mono_ns() - target) < 0);
+    assert_int_equal(atomic_load(&f->k.fired_tsc), 0);
+    free(f);
 }
 
 /* Rule: with kick_signal 0 the caller kicks: lapict_kvm_next_deadline()
@@ -672,6 +789,8 @@ int main(void)
         cmocka_unit_test(destroy_on_other_thread),
         cmocka_unit_test(timer_slack_only_if_asked),
         cmocka_unit_test(timer_thread_kick),
+        cmocka_unit_test(timer_thread_spins_at_most_the_lead),
+        cmocka_unit_test(destroy_ends_the_lead_spin),
         cmocka_unit_test(caller_kicks),
         cmocka_unit_test(illegal_lvt_vector_esr),
     };
