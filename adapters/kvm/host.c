@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -28,11 +29,22 @@
  * nothing. The handler that was there before is saved when the first
  * instance takes a signal, called for signals that are not kicks, and put
  * back when the last instance lets go.
+ *
+ * Calls from outside the vCPU thread (the kick handler, lapict_kvm_kick(),
+ * lapict_kvm_stop()) pin the instance's slot while they use it, and
+ * destroy waits for the pins after unlisting it and before closing its
+ * descriptors: a call that races destroy finishes on an instance that is
+ * whole, and one that starts later does nothing. Pin and unlist are seq_cst
+ * on both sides (a Dekker handshake): either the caller sees the slot
+ * emptied, or destroy sees the pin.
  */
 #define LIVE_MAX 256
 #define SIG_SLOTS 8
 
-static _Atomic(struct lapict_kvm *) live[LIVE_MAX];
+static struct live_slot {
+    _Atomic(struct lapict_kvm *) k;
+    atomic_uint pins; /* calls using k now */
+} live[LIVE_MAX];
 
 static struct sig_slot {
     atomic_int sig;   /* published (release) once old is stored; 0: free */
@@ -45,32 +57,47 @@ static bool live_add(struct lapict_kvm *k)
 {
     for (int i = 0; i < LIVE_MAX; i++) {
         struct lapict_kvm *none = NULL;
-        if (atomic_compare_exchange_strong(&live[i], &none, k))
+        if (atomic_compare_exchange_strong(&live[i].k, &none, k))
             return true;
     }
     return false;
 }
 
+/* Unlist @k, then wait until no call pins it (each pin is short). */
 static void live_del(struct lapict_kvm *k)
 {
     for (int i = 0; i < LIVE_MAX; i++) {
         struct lapict_kvm *self = k;
-        if (atomic_compare_exchange_strong(&live[i], &self, NULL))
+        if (atomic_compare_exchange_strong(&live[i].k, &self, NULL)) {
+            while (atomic_load(&live[i].pins))
+                sched_yield();
             return;
+        }
     }
 }
 
-static struct lapict_kvm *live_find(const void *p)
+/* Pin the live instance at @p (async-signal-safe): its slot, or NULL if
+ * @p is not one (destroyed, never initialised). live_unpin() after. */
+static struct live_slot *live_pin(const void *p)
 {
     if (!p)
         return NULL;
     for (int i = 0; i < LIVE_MAX; i++) {
-        struct lapict_kvm *k = atomic_load_explicit(&live[i],
-                                                    memory_order_acquire);
-        if (k == p)
-            return k;
+        struct live_slot *s = &live[i];
+        if (atomic_load(&s->k) != p)
+            continue;
+        atomic_fetch_add(&s->pins, 1);
+        if (atomic_load(&s->k) == p)
+            return s;
+        atomic_fetch_sub(&s->pins, 1); /* unlisted meanwhile */
+        return NULL;
     }
     return NULL;
+}
+
+static void live_unpin(struct live_slot *s)
+{
+    atomic_fetch_sub(&s->pins, 1);
 }
 
 static struct lapict_kvm *K(void *ctx)
@@ -332,11 +359,15 @@ static void kick(struct lapict_kvm *k, bool timer)
 
 void lapict_kvm_kick(struct lapict_kvm *k)
 {
+    struct live_slot *s = live_pin(k);
     uint64_t one = 1;
 
+    if (!s)
+        return; /* destroyed: nothing of it is left to kick */
     kick(k, true);
-    if (write(k->wake_fd, &one, sizeof(one)) < 0)
-        return; /* the counter is full: a wake is pending anyway */
+    /* A full counter fails: a wake is pending anyway. */
+    (void)!write(k->wake_fd, &one, sizeof(one));
+    live_unpin(s);
 }
 
 /* A signal that is not a kick: the handler the caller had before. */
@@ -358,15 +389,17 @@ static void chain(int sig, siginfo_t *si, void *uc)
 
 static void kick_handler(int sig, siginfo_t *si, void *uc)
 {
-    struct lapict_kvm *k = NULL;
+    struct live_slot *s = NULL;
     int saved = errno;
 
     if (si && (si->si_code == SI_TIMER || si->si_code == SI_QUEUE))
-        k = live_find(si->si_value.sival_ptr);
-    if (k)
-        kick(k, si->si_code == SI_TIMER);
-    else
+        s = live_pin(si->si_value.sival_ptr);
+    if (s) {
+        kick(si->si_value.sival_ptr, si->si_code == SI_TIMER);
+        live_unpin(s);
+    } else {
         chain(sig, si, uc);
+    }
     errno = saved;
 }
 
@@ -651,7 +684,8 @@ void lapict_kvm_destroy(struct lapict_kvm *k)
         k->sys->timer_delete(k->kick_timer);
     k->kick_timer_ok = false;
     /* After the kick timer: a late kick finds no instance, and the
-     * caller's handler is back once no instance uses the signal. */
+     * caller's handler is back once no instance uses the signal. Before
+     * the descriptors close: a kick or stop in progress still has them. */
     if (k->live)
         live_del(k);
     k->live = false;
@@ -669,15 +703,19 @@ void lapict_kvm_destroy(struct lapict_kvm *k)
 
 void lapict_kvm_stop(struct lapict_kvm *k)
 {
+    struct live_slot *s = live_pin(k);
     uint64_t one = 1;
 
+    if (!s)
+        return; /* destroyed: nothing runs any more */
     atomic_store_explicit(&k->stop, 1, memory_order_seq_cst);
-    if (write(k->wake_fd, &one, sizeof(one)) < 0)
-        return;
-    if (k->kick_signal)
-        kick_vcpu(k);
-    else
-        __atomic_store_n(&k->run->immediate_exit, 1, __ATOMIC_SEQ_CST);
+    if (write(k->wake_fd, &one, sizeof(one)) == (ssize_t)sizeof(one)) {
+        if (k->kick_signal)
+            kick_vcpu(k);
+        else
+            __atomic_store_n(&k->run->immediate_exit, 1, __ATOMIC_SEQ_CST);
+    }
+    live_unpin(s);
 }
 
 bool lapict_kvm__poll_expiry(struct lapict_kvm *k, bool read_fd)

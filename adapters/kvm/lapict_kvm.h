@@ -258,7 +258,13 @@ int lapict_kvm_init(struct lapict_kvm *k, int vcpu_fd, struct kvm_run *run,
  * give back the kick signal.
  * @k: the LAPIC.
  *
- * Context: any thread, once the vCPU thread no longer calls into @k.
+ * Returns at once whatever the timer thread is doing. Waits for
+ * lapict_kvm_kick() and lapict_kvm_stop() calls already in progress on
+ * other threads; those that come later do nothing. @k's memory must stay
+ * valid until no such call can start any more.
+ *
+ * Context: any thread but a signal handler, once the vCPU thread no
+ * longer calls into @k.
  */
 void lapict_kvm_destroy(struct lapict_kvm *k);
 
@@ -344,6 +350,7 @@ int lapict_kvm_run(struct lapict_kvm *k);
  *
  * Context: any thread. With kick_signal 0 a KVM_RUN in progress is not
  * interrupted: the caller sends its own signal to the vCPU thread after.
+ * May race lapict_kvm_destroy(); after it, does nothing.
  */
 void lapict_kvm_stop(struct lapict_kvm *k);
 
@@ -356,7 +363,8 @@ void lapict_kvm_stop(struct lapict_kvm *k);
  * lapict_kvm_next_deadline(); the next entry exits at once
  * (immediate_exit) and lapict_kvm_halt_wait() wakes.
  *
- * Context: any thread, signal handlers included.
+ * Context: any thread, signal handlers included. May race
+ * lapict_kvm_destroy() (which waits for it); after it, does nothing.
  */
 void lapict_kvm_kick(struct lapict_kvm *k);
 

@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
@@ -681,6 +682,77 @@ static void destroy_ends_the_lead_spin(void **state)
     free(f);
 }
 
+struct race {
+    struct lapict_kvm *k;
+    int quit;       /* atomic */
+    uint64_t calls; /* kick-and-stop rounds done (atomic) */
+};
+
+/* Another thread of the VMM: its own timer's kicks, and a stop. */
+static void *kick_and_stop(void *arg)
+{
+    struct race *r = arg;
+
+    while (!__atomic_load_n(&r->quit, __ATOMIC_SEQ_CST)) {
+        lapict_kvm_kick(r->k);
+        lapict_kvm_stop(r->k);
+        __atomic_fetch_add(&r->calls, 1, __ATOMIC_SEQ_CST);
+    }
+    return NULL;
+}
+
+/*
+ * Rule: lapict_kvm_kick() and lapict_kvm_stop() from another thread may
+ * race lapict_kvm_destroy() and go on after it (the instance's memory
+ * still there): they write to none of the descriptors destroy closed, nor
+ * to a descriptor that reuses one's number, and once destroy has returned
+ * they touch nothing of the instance (its kvm_run is the caller's again).
+ */
+static void kick_racing_destroy(void **state)
+{
+    struct lapict_kvm_config c = {.timer_thread = false};
+    int round;
+
+    (void)state;
+    for (round = 0; round < 20; round++) {
+        struct race r = {0};
+        int fds[3], wake, i, rc;
+        bool reused = false;
+        uint64_t calls;
+        pthread_t t;
+        struct fx *f;
+
+        lt_fake_reset();
+        f = fx_new(&c, &rc);
+        assert_int_equal(rc, 0);
+        wake = f->k.wake_fd;
+        r.k = &f->k;
+        assert_int_equal(pthread_create(&t, NULL, kick_and_stop, &r), 0);
+        WAIT_FOR(__atomic_load_n(&r.calls, __ATOMIC_SEQ_CST) >= 1);
+        lapict_kvm_destroy(&f->k);
+        /* Linux hands out the lowest free numbers: those just closed. */
+        for (i = 0; i < 3; i++) {
+            fds[i] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+            assert_true(fds[i] >= 0);
+            reused |= fds[i] == wake;
+        }
+        assert_true(reused);
+        __atomic_store_n(&f->run.immediate_exit, 0, __ATOMIC_SEQ_CST);
+        calls = __atomic_load_n(&r.calls, __ATOMIC_SEQ_CST);
+        WAIT_FOR(__atomic_load_n(&r.calls, __ATOMIC_SEQ_CST) >= calls + 100);
+        __atomic_store_n(&r.quit, 1, __ATOMIC_SEQ_CST);
+        assert_int_equal(pthread_join(t, NULL), 0);
+        assert_int_equal(f->run.immediate_exit, 0);
+        for (i = 0; i < 3; i++) {
+            uint64_t v;
+            assert_int_equal(read(fds[i], &v, sizeof(v)), -1);
+            assert_int_equal(errno, EAGAIN);
+            close(fds[i]);
+        }
+        free(f);
+    }
+}
+
 /* Rule: with kick_signal 0 the caller kicks: lapict_kvm_next_deadline()
  * says when, lapict_kvm_kick() (any thread) makes the entry exit. The
  * caller's timer fires at f->kick_at, read before the vCPU ran: by the
@@ -791,6 +863,7 @@ int main(void)
         cmocka_unit_test(timer_thread_kick),
         cmocka_unit_test(timer_thread_spins_at_most_the_lead),
         cmocka_unit_test(destroy_ends_the_lead_spin),
+        cmocka_unit_test(kick_racing_destroy),
         cmocka_unit_test(caller_kicks),
         cmocka_unit_test(illegal_lvt_vector_esr),
     };
