@@ -994,16 +994,61 @@ static int parse_enum(const char *s, const char *const *names, int n,
     exit(2);
 }
 
-static uint64_t parse_u64(const char *s, const char *what)
+/*
+ * The ranges of the numeric options (lapict-vmm(1)). 0 is no option's
+ * "default": a default is what an absent option gets.
+ */
+/* A one-shot count of --delta cycles must fit TMICT (1 GHz bus, a TSC of
+ * 1 GHz or more); below 1000 cycles the interrupt is later than the
+ * delta anyway. */
+#define DELTA_MIN 1000u
+#define DELTA_MAX 0xFFFFFFFFu
+/* --period-ns: a periodic count of that many ns (1 GHz bus) fits TMICT. */
+#define PERIOD_NS_MAX 4000000000u
+#define TIMEOUT_S_MAX 86400u
+#define MIGRATIONS_MAX 1000000u
+/* --downtime-us: 10 s. */
+#define DOWNTIME_US_MAX 10000000u
+
+/*
+ * @s as an unsigned number for option @opt in @min..@max: decimal, or
+ * hexadecimal after 0x; no sign, no space, nothing after it. Anything else
+ * is a usage error whose message names the option and its range.
+ */
+static uint64_t parse_num(const char *s, const char *opt, uint64_t min,
+                          uint64_t max)
 {
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 0);
-    if (errno || *end || !*s) {
-        fprintf(stderr, "lapict-vmm: bad %s '%s'\n", what, s);
-        exit(2);
+    const char *p = s, *why = "is not a number";
+    uint64_t v = 0, base = 10, d;
+
+    if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) {
+        base = 16;
+        p += 2;
     }
-    return v;
+    if (!*p)
+        goto bad;
+    for (; *p; p++) {
+        if (*p >= '0' && *p <= '9')
+            d = (uint64_t)(*p - '0');
+        else if (base == 16 && *p >= 'a' && *p <= 'f')
+            d = (uint64_t)(*p - 'a' + 10);
+        else if (base == 16 && *p >= 'A' && *p <= 'F')
+            d = (uint64_t)(*p - 'A' + 10);
+        else
+            goto bad;
+        if (v > (UINT64_MAX - d) / base) {
+            why = "is out of range";
+            goto bad;
+        }
+        v = v * base + d;
+    }
+    if (v >= min && v <= max)
+        return v;
+    why = "is out of range";
+bad:
+    fprintf(stderr, "lapict-vmm: %s: '%s' %s (%" PRIu64 " to %" PRIu64 ")\n",
+            opt, s, why, min, max);
+    exit(2);
 }
 
 static void usage(void)
@@ -1016,7 +1061,8 @@ static void usage(void)
            "  [--advance=off|adaptive|NS] [--advance-max=NS] [--csv=FILE] "
            "[--compare]\n"
            "  [--guest=FILE|baremetal] [--timers=K] [--entry-isr=stub|timer]\n"
-           "  [--no-timer-thread] [--kick-thread] [--timeout=S] [--quiet]\n"
+           "  [--no-timer-thread] [--kick-thread] [--timeout=S] [--quiet] "
+           "[--dry-run]\n"
            "       lapict-vmm --test=migrate [--migrations=N] "
            "[--downtime-us=US] [--seed=S]\n"
            "  [--advance=...] [--exec [--save=FILE]] [--restore=FILE] "
@@ -1061,6 +1107,7 @@ int main(int argc, char **argv)
         {"save", required_argument, 0, 'S'},
         {"restore", required_argument, 0, 'R'},
         {"seed", required_argument, 0, 's'},
+        {"dry-run", no_argument, 0, 'y'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
@@ -1072,6 +1119,7 @@ int main(int argc, char **argv)
                      .guest = LAPICT_VMM_GUEST, .timeout_s = 120};
     struct result r[2];
     struct lapict_vmm_boot_opts mb = {.x2apic = true};
+    bool dry_run = false;
     int c, status = 0;
 
     while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -1079,9 +1127,15 @@ int main(int argc, char **argv)
         case 'l': o.lapic = parse_enum(optarg, lapics, 2, "--lapic"); break;
         case 't': o.test = parse_enum(optarg, test_names, 8, "--test"); break;
         case 'w': o.wait = parse_enum(optarg, waits, 2, "--wait"); break;
-        case 'n': o.samples = parse_u64(optarg, "--samples"); break;
-        case 'd': o.delta = parse_u64(optarg, "--delta"); break;
-        case 'p': o.period_ns = parse_u64(optarg, "--period-ns"); break;
+        case 'n':
+            o.samples = parse_num(optarg, "--samples", 1, SAMPLES_MAX);
+            break;
+        case 'd':
+            o.delta = parse_num(optarg, "--delta", DELTA_MIN, DELTA_MAX);
+            break;
+        case 'p':
+            o.period_ns = parse_num(optarg, "--period-ns", 1, PERIOD_NS_MAX);
+            break;
         case 'a':
             if (!strcmp(optarg, "off")) {
                 o.advance_mode = LAPICT_ADVANCE_OFF;
@@ -1089,7 +1143,8 @@ int main(int argc, char **argv)
                 o.advance_mode = LAPICT_ADVANCE_ADAPTIVE;
             } else {
                 o.advance_mode = LAPICT_ADVANCE_FIXED;
-                o.advance_ns = (uint32_t)parse_u64(optarg, "--advance");
+                o.advance_ns = (uint32_t)parse_num(optarg, "--advance", 0,
+                                                   LAPICT_ADVANCE_NS_LIMIT);
             }
             break;
         case 'c': o.csv = optarg; break;
@@ -1098,7 +1153,9 @@ int main(int argc, char **argv)
             o.plain = !strcmp(optarg, "baremetal");
             o.guest = o.plain ? LAPICT_VMM_BAREMETAL : optarg;
             break;
-        case 'k': o.timers = parse_u64(optarg, "--timers"); break;
+        case 'k':
+            o.timers = parse_num(optarg, "--timers", 1, MB_TIMERS_MAX);
+            break;
         case 'K': mb.kernel = optarg; break;
         case 'A': mb.append = optarg; break;
         case 'I': mb.initrd = optarg; break;
@@ -1106,20 +1163,35 @@ int main(int argc, char **argv)
             mb.x2apic = parse_enum(optarg, onoff, 2, "--x2apic") == 0;
             o.x2apic = mb.x2apic;
             break;
-        case 'T': o.timeout_s = (unsigned)parse_u64(optarg, "--timeout"); break;
+        case 'T':
+            o.timeout_s =
+                (unsigned)parse_num(optarg, "--timeout", 1, TIMEOUT_S_MAX);
+            break;
         case 'q': o.quiet = true; break;
-        case 'M': o.advance_max_ns = (uint32_t)parse_u64(optarg, "--advance-max"); break;
+        case 'M':
+            /* 0 is not offered: the KVM adapter reads it as its default. */
+            o.advance_max_ns = (uint32_t)parse_num(optarg, "--advance-max", 1,
+                                                   LAPICT_ADVANCE_NS_LIMIT);
+            break;
         case 'N': o.no_thread = true; break;
         case 'Z': o.kick_thread = true; break;
         case 'Y': o.entry_isr = parse_enum(optarg, isrs, 2, "--entry-isr"); break;
-        case 'm': o.migrations = parse_u64(optarg, "--migrations"); break;
-        case 'D': o.downtime_us = parse_u64(optarg, "--downtime-us"); break;
+        case 'm':
+            o.migrations = parse_num(optarg, "--migrations", 1, MIGRATIONS_MAX);
+            break;
+        case 'D':
+            o.downtime_us =
+                parse_num(optarg, "--downtime-us", 0, DOWNTIME_US_MAX);
+            break;
         case 'E': o.exec = true; break;
         case 'S': o.save = optarg; break;
         case 'R': o.restore = optarg; break;
         case 's':
-            o.seed = parse_u64(optarg, "--seed");
+            o.seed = parse_num(optarg, "--seed", 0, UINT64_MAX);
             o.seed_set = true;
+            break;
+        case 'y':
+            dry_run = true;
             break;
         case 'h': usage(); return 0;
         default: usage(); return 2;
@@ -1130,8 +1202,26 @@ int main(int argc, char **argv)
         return 2;
     }
     if (o.test == T_MIGRATE || o.restore) {
-        static char save_default[64];
         o.test = T_MIGRATE;
+    } else if (!mb.kernel) {
+        if (o.x2apic && o.test != T_IMMED && o.test != T_TSCDEADLINE) {
+            fprintf(stderr, "lapict-vmm: --x2apic=on: with --kernel, or with "
+                            "--test=immed or tscdeadline\n");
+            return 2;
+        }
+        if (o.test == T_ENTRY &&
+            (o.lapic != LAPIC_LIB || o.compare || o.plain)) {
+            fprintf(stderr, "lapict-vmm: --test=entry measures the userspace "
+                            "LAPIC's injection: --lapic=lib only, no "
+                            "--compare or --guest=baremetal\n");
+            return 2;
+        }
+    }
+    /* Every check of the command line is above, nothing that needs KVM. */
+    if (dry_run)
+        return 0;
+    if (o.test == T_MIGRATE) {
+        static char save_default[64];
         o.argc = argc;
         o.argv = argv;
         if (!o.migrations)
@@ -1143,19 +1233,10 @@ int main(int argc, char **argv)
                      "/tmp/lapict-vmm-migrate.%d", (int)getpid());
             o.save = save_default;
         }
-        if (o.downtime_us > 10000000u) {
-            fprintf(stderr, "lapict-vmm: --downtime-us above 10 s\n");
-            return 2;
-        }
         return run_migrate(&o);
     }
     if (!o.samples)
         o.samples = o.test == T_SELFTEST ? 1 : 2000;
-    if (o.samples > SAMPLES_MAX || o.delta == 0 || o.period_ns == 0 ||
-        o.period_ns > 4000000000ull) {
-        fprintf(stderr, "lapict-vmm: samples, delta or period out of range\n");
-        return 2;
-    }
 
     if (mb.kernel) {
         /* A multiboot kernel (kvm-unit-tests .flat): platform.c. */
@@ -1170,17 +1251,6 @@ int main(int argc, char **argv)
         return lapict_vmm_boot(&mb);
     }
 
-    if (o.x2apic && o.test != T_IMMED && o.test != T_TSCDEADLINE) {
-        fprintf(stderr, "lapict-vmm: --x2apic=on: with --kernel, or with "
-                        "--test=immed or tscdeadline\n");
-        return 2;
-    }
-    if (o.test == T_ENTRY && (o.lapic != LAPIC_LIB || o.compare || o.plain)) {
-        fprintf(stderr, "lapict-vmm: --test=entry measures the userspace "
-                        "LAPIC's injection: --lapic=lib only, no --compare "
-                        "or --guest=baremetal\n");
-        return 2;
-    }
     if (o.plain) {
         /* The guest checks, and prints its own RESULT line. */
         status = run_one(&o, o.lapic, NULL, &r[0]);

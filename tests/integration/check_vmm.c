@@ -7,6 +7,9 @@
  * --test=entry reports its floor. Where KVM
  * is unusable the test exits with LT_SKIP_RC, which ctest reports as
  * skipped. The adapter's own rules are in tests/adapters/test_kvm_*.c.
+ *
+ * Its options are checked without KVM, first, everywhere: a failure there
+ * fails the test even where the KVM cases then skip.
  */
 #define _GNU_SOURCE
 #include <check.h>
@@ -157,16 +160,141 @@ START_TEST(vmm_immed_lib)
 }
 END_TEST
 
+/* --- options: parsed and range-checked before /dev/kvm is opened -------- */
+
+/* Runs lapict-vmm with @args alone, for 20 s at most. */
+static char *vmm_bounded(const char *args, int *rc)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof(cmd), "timeout 20 %s %s", LAPICT_VMM_BIN, args);
+    return lt_run_capture(cmd, rc);
+}
+
+/* An option value and the range its message must name. */
+struct bad_option {
+    const char *arg, *option, *range;
+};
+
+static const struct bad_option bad_options[] = {
+    /* A sign wraps nothing: --migrations=-1 ran until killed. */
+    {"--test=migrate --migrations=-1", "--migrations", "(1 to 1000000)"},
+    {"--test=migrate --migrations=0", "--migrations", "(1 to 1000000)"},
+    {"--test=migrate --migrations=1000001", "--migrations", "(1 to 1000000)"},
+    /* 2^32 + 1000 was cut to 1000 ns. */
+    {"--advance=4294968296", "--advance", "(0 to 10000000)"},
+    {"--advance=-5", "--advance", "(0 to 10000000)"},
+    {"--advance=10000001", "--advance", "(0 to 10000000)"},
+    {"--advance=adaptive --advance-max=0", "--advance-max", "(1 to 10000000)"},
+    {"--advance=adaptive --advance-max=10000001", "--advance-max",
+     "(1 to 10000000)"},
+    {"--samples=0", "--samples", "(1 to 3145728)"},
+    {"--samples=3145729", "--samples", "(1 to 3145728)"},
+    {"--samples=", "--samples", "(1 to 3145728)"},
+    {"--samples=12abc", "--samples", "(1 to 3145728)"},
+    {"--samples=' 12'", "--samples", "(1 to 3145728)"},
+    {"--delta=999", "--delta", "(1000 to 4294967295)"},
+    {"--delta=4294967296", "--delta", "(1000 to 4294967295)"},
+    {"--period-ns=0", "--period-ns", "(1 to 4000000000)"},
+    {"--period-ns=4000000001", "--period-ns", "(1 to 4000000000)"},
+    {"--guest=baremetal --timers=0", "--timers", "(1 to 16384)"},
+    {"--guest=baremetal --timers=16385", "--timers", "(1 to 16384)"},
+    {"--timeout=0", "--timeout", "(1 to 86400)"},
+    {"--timeout=4294967297", "--timeout", "(1 to 86400)"},
+    {"--test=migrate --downtime-us=10000001", "--downtime-us",
+     "(0 to 10000000)"},
+    {"--test=migrate --seed=-1", "--seed", "(0 to 18446744073709551615)"},
+    {"--test=migrate --seed=18446744073709551616", "--seed",
+     "(0 to 18446744073709551615)"},
+    {"--test=migrate --seed=0x", "--seed", "(0 to 18446744073709551615)"},
+};
+
+/*
+ * Rule: a numeric option out of its range, negative or malformed is a
+ * usage error (status 2) whose message names the option and its range,
+ * given before /dev/kvm is opened (so it holds without KVM too).
+ */
+START_TEST(vmm_numeric_option_out_of_range_is_usage_error)
+{
+    const struct bad_option *b = &bad_options[_i];
+    char want[96];
+    int rc;
+    char *o = vmm_bounded(b->arg, &rc);
+
+    snprintf(want, sizeof(want), "lapict-vmm: %s: ", b->option);
+    ck_assert_msg(rc == 2 && strstr(o, want) && strstr(o, b->range) &&
+                      !strstr(o, "Success"),
+                  "%s: status %d, expected 2 and a message naming %s and "
+                  "%s:\n%s",
+                  b->arg, rc, b->option, b->range, o);
+    free(o);
+}
+END_TEST
+
+/* Both ends of each range, in decimal or 0x hexadecimal. */
+static const char *const good_options[] = {
+    "--samples=1 --delta=1000 --period-ns=1 --advance=0 --timeout=1",
+    "--samples=3145728 --delta=0xffffffff --period-ns=4000000000 "
+    "--advance=10000000 --timeout=86400",
+    "--advance=adaptive --advance-max=1",
+    "--advance=adaptive --advance-max=10000000",
+    "--guest=baremetal --timers=1",
+    "--guest=baremetal --timers=16384",
+    "--test=migrate --migrations=1 --downtime-us=0 --seed=0",
+    "--test=migrate --migrations=1000000 --downtime-us=10000000 "
+    "--seed=18446744073709551615",
+};
+
+/*
+ * Rule: the ends of each range are accepted; --dry-run checks the options
+ * and stops there, with status 0 and no output, without KVM.
+ */
+START_TEST(vmm_numeric_option_range_ends_accepted)
+{
+    char args[512];
+    int rc;
+    char *o;
+
+    snprintf(args, sizeof(args), "--dry-run %s", good_options[_i]);
+    o = vmm_bounded(args, &rc);
+    ck_assert_msg(rc == 0 && !*o, "%s: status %d:\n%s", args, rc, o);
+    free(o);
+}
+END_TEST
+
+/* Runs the option cases; their failures count whatever KVM can do. */
+static int run_option_cases(void)
+{
+    Suite *s = suite_create("vmm_options");
+    TCase *tc = tcase_create("options");
+    SRunner *r;
+    int failed;
+
+    tcase_add_loop_test(tc, vmm_numeric_option_out_of_range_is_usage_error, 0,
+                        (int)(sizeof(bad_options) / sizeof(bad_options[0])));
+    tcase_add_loop_test(tc, vmm_numeric_option_range_ends_accepted, 0,
+                        (int)(sizeof(good_options) / sizeof(good_options[0])));
+    tcase_set_timeout(tc, 30);
+    suite_add_tcase(s, tc);
+    r = srunner_create(s);
+    srunner_run_all(r, CK_NORMAL);
+    failed = srunner_ntests_failed(r);
+    srunner_free(r);
+    return failed;
+}
+
 int main(void)
 {
-    const char *why = lt_kvm_unusable();
+    const char *why;
     Suite *s;
     TCase *v;
     SRunner *r;
     int failed;
 
+    if (run_option_cases())
+        return EXIT_FAILURE;
+    why = lt_kvm_unusable();
     if (why) {
-        printf("check_vmm: SKIP: %s\n", why);
+        printf("check_vmm: options passed; KVM cases SKIP: %s\n", why);
         return LT_SKIP_RC;
     }
     s = suite_create("vmm");

@@ -16,6 +16,8 @@
 #define SAMPLES_ADDR 0x1000000u /* 16 MiB */
 #define GUEST_RAM (64u << 20)
 #define SAMPLES_MAX ((GUEST_RAM - SAMPLES_ADDR) / 16u)
+/* The bare-metal guest's virtual timers (mailbox.timers) at most. */
+#define MB_TIMERS_MAX 16384u
 /* --test=tscdeadline: the deadline of each sample (guest TSC), after the
  * samples' lateness. */
 #define DEADLINES_ADDR (SAMPLES_ADDR + SAMPLES_MAX * 8u)
@@ -80,7 +82,8 @@ struct mailbox {
      * for periodic the raw arrival TSC), counts. */
     uint64_t nsamples, early, pass, fail;
     uint64_t t_first, t_last, t_start;
-    /* VMM -> guest: virtual timers of the bare-metal guest (0: default). */
+    /* VMM -> guest: virtual timers of the bare-metal guest (0: default;
+     * at most MB_TIMERS_MAX). */
     uint64_t timers;
     /*
      * --test=migrate. VMM -> guest, written while the guest is stopped:
