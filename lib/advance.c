@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The adaptive advance tuner (TIMER.md section 7).
+ * The adaptive advance tuner (docs/spec/timer.md section 7).
  *
  * Every sample is the host's wake-up latency L: how long after its host
  * timer was due (the armed target, or the arming itself when the target

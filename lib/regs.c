@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Guest-visible timer registers (TIMER.md sections 2-4) and the xAPIC /
- * x2APIC decoding helpers. Every access first brings the state up to the
- * current instant, so reads and writes see every expiry that is due even
- * when the host timer callback is late.
+ * Guest-visible timer registers (docs/spec/timer.md sections 2-4) and the
+ * xAPIC / x2APIC decoding helpers. Every access first brings the state up
+ * to the current instant, so reads and writes see every expiry that is due
+ * even when the host timer callback is late.
  */
 #include "internal.h"
 

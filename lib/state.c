@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Save/restore blob (TIMER.md section 8). Little-endian byte by byte, so the
- * blob is the same on any host; time is stored relative to the moment of
- * saving. Restore validates everything into a copy and only then commits,
- * so a rejected blob leaves the instance exactly as it was.
+ * Save/restore blob (docs/spec/state.md; docs/spec/timer.md section 8).
+ * Little-endian byte by byte, so the blob is the same on any host; time is
+ * stored relative to the moment of saving. Restore validates everything
+ * into a copy and only then commits, so a rejected blob leaves the instance
+ * exactly as it was.
  */
 #include "internal.h"
 
@@ -301,12 +302,13 @@ static bool preinj_near(const struct lapict_timer *n, const uint8_t *b,
 /*
  * Move a count-down from the source's clock to this host's (its minimum
  * period @min_ns may differ, so the clamp may start, stop or change
- * period): the count is kept and the timer re-anchored at @now, as TIMER.md
- * section 3 does whenever the clamp starts or stops applying. The same
- * clock is kept exactly. Due expiries are settled on the source's clock
- * first, so none is lost by the re-anchor. An expiry already injected
- * ahead cannot move: its instant would change under an interrupt the guest
- * already has (twice, or early), so that is a configuration mismatch.
+ * period): the count is kept and the timer re-anchored at @now, as
+ * docs/spec/timer.md section 3 does whenever the clamp starts or stops
+ * applying. The same clock is kept exactly. Due expiries are settled on the
+ * source's clock first, so none is lost by the re-anchor. An expiry already
+ * injected ahead cannot move: its instant would change under an interrupt
+ * the guest already has (twice, or early), so that is a configuration
+ * mismatch.
  */
 static int to_local_clock(struct lapict_timer *n, uint32_t min_ns, uint64_t now)
 {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The APIC timer state machine (TIMER.md sections 3-7).
+ * The APIC timer state machine (docs/spec/timer.md sections 3-7).
  *
  * A count-down is an anchor (host ns) plus the tick E of its next
  * unprocessed expiry; the tick counter is computed from the clock, so

@@ -185,7 +185,7 @@ bool lapict_apic_x2apic(const struct lapict_apic *a);
  *  vector 32*i+b is bit b of word i)  140..155 reserved, zero
  *  156 CRC-32 of bytes 0..155.
  * A released layout never changes; a change is a new version, and restore
- * keeps loading the old ones (the rules of lapict/state.h).
+ * keeps loading the old ones (the rules of lapict's docs/spec/state.md).
  */
 #define LAPICT_APIC_STATE_SIZE 160u
 #define LAPICT_APIC_STATE_MAGIC 0x4150414Cu

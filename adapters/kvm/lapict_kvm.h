@@ -17,7 +17,7 @@
  *
  * lapict_kvm_run() is that loop. See README.md beside this file.
  *
- * Threading (TIMER.md "Concurrency"): every function here runs on the vCPU
+ * Threading (docs/spec/timer.md section 9): each function here runs on the vCPU
  * thread, except lapict_kvm_stop(), lapict_kvm_kick(),
  * lapict_kvm_next_deadline() and lapict_kvm_destroy(). The host timer's expiry reaches the vCPU thread as
  * an atomic flag (seq_cst) set by the kick timer's signal handler or by

@@ -16,7 +16,7 @@
 extern "C" {
 #endif
 
-/* Limits checked by lapict_config_check(); see TIMER.md section 1. */
+/* Limits checked by lapict_config_check(): docs/spec/timer.md section 1. */
 #define LAPICT_BUS_HZ_MIN 1000ull
 #define LAPICT_BUS_HZ_MAX 10000000000ull
 #define LAPICT_BUS_HZ_DEFAULT 1000000000ull

@@ -3,7 +3,8 @@
  * Guest-visible timer registers, and x86 access helpers that decode xAPIC
  * MMIO offsets and x2APIC MSR numbers so that no adapter re-implements the
  * decoding. Values are untrusted guest input: every value is accepted and
- * handled per TIMER.md section 2 (stored bits kept, reserved bits ignored).
+ * handled per docs/spec/timer.md section 2 (stored bits kept, reserved bits
+ * ignored).
  */
 #ifndef LAPICT_REGS_H
 #define LAPICT_REGS_H
@@ -44,9 +45,10 @@ extern "C" {
  * lapict_lvtt_read() - read LVT Timer.
  * @t: the instance.
  *
- * Context: owner thread. Processes the expiries due now first (TIMER.md
- * section 6: registers follow the clock, not the host callbacks), so it can
- * call the host's inject, report and timer ops, as lapict_expire() does.
+ * Context: owner thread. Processes the expiries due now first
+ * (docs/spec/timer.md section 6: registers follow the clock, not the host
+ * callbacks), so it can call the host's inject, report and timer ops, as
+ * lapict_expire() does.
  * Return: the stored bits, with bit 12 set while an interrupt is pending.
  * 0 for a NULL @t.
  */
@@ -111,9 +113,10 @@ LAPICT_API int lapict_tmict_write(struct lapict_timer *t, uint32_t val);
  * lapict_tmcct_read() - read Current Count, computed from the clock.
  * @t: the instance.
  *
- * Context: owner thread. Processes the expiries due now first (TIMER.md
- * section 6: registers follow the clock, not the host callbacks), so it can
- * call the host's inject, report and timer ops, as lapict_expire() does.
+ * Context: owner thread. Processes the expiries due now first
+ * (docs/spec/timer.md section 6: registers follow the clock, not the host
+ * callbacks), so it can call the host's inject, report and timer ops, as
+ * lapict_expire() does.
  * Return: the count; 0 when stopped, in TSC-deadline mode, or NULL @t.
  */
 LAPICT_API uint32_t lapict_tmcct_read(struct lapict_timer *t);
@@ -122,9 +125,10 @@ LAPICT_API uint32_t lapict_tmcct_read(struct lapict_timer *t);
  * lapict_tsc_deadline_read() - read IA32_TSC_DEADLINE.
  * @t: the instance.
  *
- * Context: owner thread. Processes the expiries due now first (TIMER.md
- * section 6: registers follow the clock, not the host callbacks), so it can
- * call the host's inject, report and timer ops, as lapict_expire() does.
+ * Context: owner thread. Processes the expiries due now first
+ * (docs/spec/timer.md section 6: registers follow the clock, not the host
+ * callbacks), so it can call the host's inject, report and timer ops, as
+ * lapict_expire() does.
  * Return: the armed deadline; 0 after its expiry, when disarmed, outside
  * TSC-deadline mode, or for a NULL @t.
  */
@@ -159,9 +163,10 @@ LAPICT_API int lapict_svr_write(struct lapict_timer *t, bool enabled);
  * @offset: offset within the 4 KiB APIC page.
  * @val: receives the value.
  *
- * Context: owner thread. Processes the expiries due now first (TIMER.md
- * section 6: registers follow the clock, not the host callbacks), so it can
- * call the host's inject, report and timer ops, as lapict_expire() does.
+ * Context: owner thread. Processes the expiries due now first
+ * (docs/spec/timer.md section 6: registers follow the clock, not the host
+ * callbacks), so it can call the host's inject, report and timer ops, as
+ * lapict_expire() does.
  * Return: LAPICT_OK; LAPICT_E_NOREG if @offset is not a timer register (the
  * adapter handles it); LAPICT_E_INVAL for NULL pointers.
  */
@@ -186,9 +191,10 @@ LAPICT_API int lapict_xapic_write(struct lapict_timer *t, uint32_t offset,
  * @msr: 0x832, 0x838, 0x839, 0x83E or 0x6E0.
  * @val: receives the value.
  *
- * Context: owner thread. Processes the expiries due now first (TIMER.md
- * section 6: registers follow the clock, not the host callbacks), so it can
- * call the host's inject, report and timer ops, as lapict_expire() does.
+ * Context: owner thread. Processes the expiries due now first
+ * (docs/spec/timer.md section 6: registers follow the clock, not the host
+ * callbacks), so it can call the host's inject, report and timer ops, as
+ * lapict_expire() does.
  * Return: LAPICT_OK; LAPICT_E_NOREG for other MSRs; LAPICT_E_INVAL.
  */
 LAPICT_API int lapict_msr_read(struct lapict_timer *t, uint32_t msr,

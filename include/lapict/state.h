@@ -5,94 +5,11 @@
  * moment of saving, so it is valid on another host with another clock base.
  * It carries the TSC deadline itself, so restore order does not matter.
  *
- * Layout of version 1 (all little-endian, offsets in bytes):
- *   0 magic "LAPT" (0x5450414C)  4 version u16  6 size u16
- *   8 lvtt u32  12 tdcr u32  16 tmict u32  20 flags u32
- *  24 elapsed_ns u64 (now - anchor)  32 e_tick u64  40 deadline_tsc u64
- *  48 pending u32  52 advance_ns u32  56 bus_hz u64
- *  64 adaptive latency estimate u32  68 its mean deviation u32
- *  72 clamp_period_ns u32: while clamped (flag 3), the min_period_ns the
- *     source clamped with (N ticks last exactly that long), else 0
- *  76 expiries, 80 masked, 84 coalesced, 88 dropped, 92 illegal vector,
- *     u32 each: what the save counted when it settled a due expiry
- *     (restore adds them to the destination's, since the unchanged source
- *     never counts them), else 0. An expiry with an illegal vector (0-15,
- *     unmasked) is dropped when it happens, window open or not, as
- *     servicing drops it; a non-zero count at 92 makes restore report
- *     LAPICT_E_VECTOR once, the report the source would have made
- *  96 adaptive tuner's run of consecutive outliers u32: bits 0-6 their
- *     number (below the reseed length of their side), bit 7 set when they
- *     were late; 0 without a run
- *  100..123 reserved, zero  124 CRC-32 (IEEE) of bytes 0..123
- * flags: bit 0 APIC software-enabled, 1 count-down active, 2 count-down
- * expiry unprocessed, 3 clamped, 4 deadline armed, 5 next expiry already
- * injected ahead (advance), 6 tuner estimate valid; others reserved, zero.
- * elapsed_ns and e_tick are 0 unless the count-down is active; the deadline
- * is 0 unless armed. With flag 5, advance_ns is at least the time left to
- * the instant of the expiry injected ahead (restore refuses a pre-injection
- * further away than that), also when saved on a host whose own advance is
- * smaller.
- *
- * An expiry injected ahead (flag 5) is in the guest's IRR, which travels
- * with the interrupt controller. It keeps its own wait: the destination's
- * next lapict_before_guest_entry() waits for its instant even when the
- * destination's advance is smaller or off, so the guest never sees it
- * early, and it is never injected again. A destination without a spin_until
- * op cannot wait: restore refuses such a blob with LAPICT_E_STATE_CONFIG,
- * instance unchanged (resume the source past the instant and save again).
- *
- * The tuner's state (estimate, deviation, outlier run, advance) travels
- * whole, so a save and restore at one instant leaves the adaptive advance
- * as it was. A latency sample in flight (an expiry injected since the last
- * guest entry) does not: measured after a migration gap it would measure
- * the gap, not the host.
- *
- * Restore into another configuration:
- * - min_period_ns: a periodic count-down whose clamp is the same on both
- *   sides (not clamped, or clamped with the same period) resumes exactly.
- *   Otherwise the clamp starts, stops or changes period at the restore, and
- *   as for any clamp change (TIMER.md section 3) the current count is kept
- *   and drains on this host's clock, re-anchored at the restore (the
- *   fraction of the tick in progress is dropped). So TMCCT reads the same
- *   right after the restore, and the interrupt comes when it reaches 0 on
- *   the new clock. If that expiry was already injected ahead (flag 5),
- *   moving it would change the instant of an interrupt the guest already
- *   has: LAPICT_E_STATE_CONFIG, instance unchanged (resume the source past
- *   the instant and save again).
- * - bus_hz: the blob's must equal this instance's, else
- *   LAPICT_E_STATE_CONFIG (the guest's view of the timer rate would change).
- * - tsc_khz: not in the blob, and need not match. A deadline is a guest TSC
- *   value: it fires when this host's guest TSC reaches it, at this host's
- *   rate, so the host keeps the guest TSC continuous (offset or scaled) as
- *   any migration must. Count-downs run on the bus clock and do not use it.
- * - TSC-deadline mode where this instance does not offer it:
- *   LAPICT_E_STATE_CONFIG.
- * - the advance, missed-tick policy and catch-up bound are this instance's;
- *   a pending count above its catch-up bound is cut to it (counted as
- *   coalesced or dropped); the blob's tuned advance is taken only by an
- *   adaptive instance, at most its advance_max_ns.
- *
- * Versions. LAPICT_STATE_VERSION is 1: the layout above, the first the
- * library has released (the fields at 92 and 96 took reserved bytes under
- * the third rule below: a reader without them refuses exactly the blobs
- * whose fields are non-zero). The rules for a change:
- * - a released version's layout and meaning never change. Any change to
- *   either (a field moved, resized or read differently, a flag bit given a
- *   meaning, another size) is a new version, LAPICT_STATE_VERSION + 1;
- *   a field added in reserved bytes under the third rule is not;
- * - lapict_state_save() writes the newest version only;
- *   lapict_state_restore() keeps loading every released version, mapping
- *   an older blob to the state it described, or refusing it with
- *   LAPICT_E_STATE_VERSION only where that state cannot exist any more
- *   (say so here);
- * - a new field takes reserved bytes and is zero when it carries nothing,
- *   so that a reader that does not know it refuses exactly the blobs that
- *   use it (reserved bytes must be zero); flag bits are never reused;
- * - each version N has golden blobs in tests/state_golden_vN.h, captured
- *   in every state the fuzzer's oracle knows, never regenerated; the tests
- *   restore every version's blobs and check what they restore to, and fail
- *   when save no longer writes the current version's blobs (a format
- *   change that was not made a new version).
+ * docs/spec/state.md specifies the blob: the layout of each version, what
+ * a save writes, what restore accepts and what it does, also into an
+ * instance configured otherwise (min_period_ns, bus_hz, tsc_khz,
+ * TSC-deadline support, advance and missed-tick policy), and the rules for
+ * a new version. The behaviour it carries is docs/spec/timer.md section 8.
  */
 #ifndef LAPICT_STATE_H
 #define LAPICT_STATE_H
@@ -107,7 +24,7 @@
 extern "C" {
 #endif
 
-/* Size, magic and layout version of the blob described above. */
+/* Size, magic and layout version of the blob (docs/spec/state.md). */
 #define LAPICT_STATE_SIZE 128u
 #define LAPICT_STATE_MAGIC 0x5450414Cu
 #define LAPICT_STATE_VERSION 1u
@@ -179,17 +96,11 @@ LAPICT_API int lapict_state_save_at(const struct lapict_timer *t,
  * delivered exactly once; a host that skips the call gets them only with
  * the timer's next expiry.
  *
- * Accepted are only states the library produces (TIMER.md section 8,
- * "consistency"): a count-down is active exactly when its expiry is
- * unprocessed (flags 1 and 2 together); clamped only while periodic and
- * active; a deadline armed only in TSC-deadline mode, with a non-zero
- * deadline; an expiry injected ahead (flag 5) only with an armed timer of
- * the LVTT mode, nothing pending, and its instant at most the blob's
- * advance_ns after this host's now (for a deadline: estimated from this
- * host's guest TSC, one TSC period of slack), so the wait at the next
- * guest entry is bounded by the blob's advance; an illegal-vector count
- * only with an illegal, unmasked vector and nothing pending; an outlier
- * run only with a tuner estimate. Anything else is LAPICT_E_STATE_FIELD.
+ * Accepted are only states the library produces, as docs/spec/state.md
+ * section 4 lists them; anything else is LAPICT_E_STATE_FIELD. An expiry
+ * injected ahead, say, is accepted only with its instant at most the
+ * blob's advance_ns after this host's now, so the wait at the next guest
+ * entry is bounded by the blob's advance.
  *
  * Context: owner thread, vCPU stopped.
  * Return: LAPICT_OK, or a LAPICT_E_STATE_* / LAPICT_E_INVAL code with the

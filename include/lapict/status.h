@@ -19,7 +19,10 @@ enum lapict_status {
     LAPICT_E_INVAL = -1,
     /* Ops table too old, or a mandatory op missing. */
     LAPICT_E_OPS = -2,
-    /* Configuration values outside the limits of TIMER.md section 1/7. */
+    /*
+     * Configuration values outside the limits of docs/spec/timer.md
+     * sections 1 and 7.
+     */
     LAPICT_E_BUS_HZ = -3,
     LAPICT_E_TSC_KHZ = -4,
     LAPICT_E_MIN_PERIOD = -5,
