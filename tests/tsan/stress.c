@@ -75,14 +75,35 @@ static uint64_t mono_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/*
+ * The TSC and the clock at one instant: the TSC in the middle of the
+ * tightest of a few (TSC, clock, TSC) brackets. A bracket the thread was
+ * preempted in is wide and loses, so a busy host does not skew the rate
+ * (a rate too high would show as early interrupts).
+ */
+static void tsc_and_ns(uint64_t *tsc, uint64_t *ns)
+{
+    uint64_t best = UINT64_MAX;
+
+    for (int i = 0; i < 16; i++) {
+        uint64_t a = __rdtsc(), t = mono_ns(), b = __rdtsc();
+        if (b - a < best) {
+            best = b - a;
+            *tsc = a + (b - a) / 2;
+            *ns = t;
+        }
+    }
+}
+
 static uint64_t calibrate_khz(void)
 {
-    uint64_t t0 = mono_ns(), c0 = __rdtsc(), t1, c1;
-    struct timespec d = {0, 50000000};
+    uint64_t t0, c0, t1, c1;
+    struct timespec d = {0, 100000000};
 
-    nanosleep(&d, NULL);
-    t1 = mono_ns();
-    c1 = __rdtsc();
+    tsc_and_ns(&c0, &t0);
+    while (nanosleep(&d, &d) == -1 && errno == EINTR)
+        ;
+    tsc_and_ns(&c1, &t1);
     return (c1 - c0) * 1000000ull / (t1 - t0);
 }
 
@@ -228,6 +249,12 @@ static void *kicker(void *arg)
     return NULL;
 }
 
+/*
+ * No interrupt for this long is a stall (a lost interrupt stalls for
+ * good): far beyond what valgrind or a CPU hog adds between two of them.
+ */
+#define STALL_NS 30000000000ull
+
 /* Stop the vCPU from another thread: at the end, or after a stall. */
 static void *watchdog(void *arg)
 {
@@ -243,7 +270,7 @@ static void *watchdog(void *arg)
         if (p != last) {
             last = p;
             since = mono_ns();
-        } else if (mono_ns() - since > 3000000000ull) {
+        } else if (mono_ns() - since > STALL_NS) {
             w->stalled = true;
             break;
         }
