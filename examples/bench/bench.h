@@ -23,6 +23,18 @@ struct bench_opts {
     uint32_t seed;
 };
 
+/* Ranges of --runs and --iters (lapict-bench(1)). */
+#define BENCH_RUNS_MAX 10000u
+#define BENCH_ITERS_MAX 100000000u
+
+/*
+ * @s as the value of option @opt in @min..@max: decimal, or hexadecimal
+ * after 0x; no sign, no space. Else a message naming the option and its
+ * range on stderr, and -1 (the caller exits 2).
+ */
+int bench_parse_num(const char *opt, const char *s, uint64_t min, uint64_t max,
+                    uint64_t *out);
+
 /* Hot-path cost per operation, lapict against a division baseline. */
 int bench_hotpath(const struct bench_opts *o);
 
@@ -30,7 +42,8 @@ int bench_hotpath(const struct bench_opts *o);
  * --callgrind=OP: run OP a fixed number of times (bench_callgrind_iters)
  * for valgrind --tool=callgrind; callgrind.sh divides the inclusive count
  * of the OP's entry function by that number. NULL or "list": print the
- * "op function iterations" table the script reads.
+ * "op function iterations" table the script reads. Returns the exit
+ * status: 0, 1 if the run failed, 2 for an unknown OP.
  */
 int bench_callgrind(const char *op);
 extern const unsigned bench_callgrind_iters;

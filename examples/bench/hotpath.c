@@ -606,9 +606,11 @@ int bench_callgrind(const char *name)
         if (!strcmp(bench_ops[k].name, name))
             break;
     if (k == bench_nops) {
-        fprintf(stderr, "lapict-bench: unknown op '%s' (--callgrind=list)\n",
+        fprintf(stderr,
+                "lapict-bench: --callgrind: unknown op '%s' "
+                "(--callgrind=list names them)\n",
                 name);
-        return 1;
+        return 2;
     }
     c = malloc(sizeof(*c));
     if (!c)

@@ -4,13 +4,14 @@
  * (when examples/bench/mux.c is built in) the multiplexing benchmark.
  *
  *   lapict-bench [--hotpath] [--tuning] [--memory] [--mux [ARGS...]]
- *                [--smoke] [--runs=N] [--iters=N] [--dat=FILE]
+ *                [--smoke] [--runs=N] [--iters=N] [--dat=FILE] [--seed=S]
  *   lapict-bench --callgrind=OP | --callgrind=list
  *
  * No mode: --hotpath --tuning --memory. See README.md beside this file.
  */
 #include "bench.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,26 +23,56 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: lapict-bench [--hotpath] [--tuning] [--memory] [--smoke]\n"
-            "                    [--runs=N] [--iters=N] [--dat=FILE]\n"
+            "                    [--runs=N] [--iters=N] [--dat=FILE] "
+            "[--seed=S]\n"
             "       lapict-bench --mux [ARGS...]   (the rest goes to mux)\n"
             "       lapict-bench --callgrind=OP|list\n"
             "no mode given: --hotpath --tuning --memory\n");
 }
 
-static int parse_uint(const char *s, unsigned *out)
+int bench_parse_num(const char *opt, const char *s, uint64_t min, uint64_t max,
+                    uint64_t *out)
 {
-    char *end;
-    unsigned long v = strtoul(s, &end, 10);
-    if (!*s || *end || v == 0 || v > 100000000ul)
-        return -1;
-    *out = (unsigned)v;
-    return 0;
+    const char *p = s, *why = "is not a number";
+    uint64_t v = 0, base = 10, d;
+
+    if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) {
+        base = 16;
+        p += 2;
+    }
+    if (!*p)
+        goto bad;
+    for (; *p; p++) {
+        if (*p >= '0' && *p <= '9')
+            d = (uint64_t)(*p - '0');
+        else if (base == 16 && *p >= 'a' && *p <= 'f')
+            d = (uint64_t)(*p - 'a' + 10);
+        else if (base == 16 && *p >= 'A' && *p <= 'F')
+            d = (uint64_t)(*p - 'A' + 10);
+        else
+            goto bad;
+        if (v > (UINT64_MAX - d) / base) {
+            why = "is out of range";
+            goto bad;
+        }
+        v = v * base + d;
+    }
+    if (v >= min && v <= max) {
+        *out = v;
+        return 0;
+    }
+    why = "is out of range";
+bad:
+    fprintf(stderr, "lapict-bench: %s: '%s' %s (%" PRIu64 " to %" PRIu64 ")\n",
+            opt, s, why, min, max);
+    return -1;
 }
 
 int main(int argc, char **argv)
 {
     struct bench_opts o = {false, 0, 0, NULL, 0};
     int hot = 0, tun = 0, mem = 0, i, rc = 0;
+    uint64_t v;
 
     for (i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -54,22 +85,23 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--smoke")) {
             o.smoke = true;
         } else if (!strncmp(a, "--runs=", 7)) {
-            if (parse_uint(a + 7, &o.runs))
-                goto bad;
+            if (bench_parse_num("--runs", a + 7, 1, BENCH_RUNS_MAX, &v))
+                return 2;
+            o.runs = (unsigned)v;
         } else if (!strncmp(a, "--iters=", 8)) {
-            if (parse_uint(a + 8, &o.iters))
-                goto bad;
+            if (bench_parse_num("--iters", a + 8, 1, BENCH_ITERS_MAX, &v))
+                return 2;
+            o.iters = (unsigned)v;
         } else if (!strncmp(a, "--seed=", 7)) {
-            unsigned s;
-            if (parse_uint(a + 7, &s))
-                goto bad;
-            o.seed = s;
+            if (bench_parse_num("--seed", a + 7, 0, UINT32_MAX, &v))
+                return 2;
+            o.seed = (uint32_t)v;
         } else if (!strncmp(a, "--dat=", 6) && a[6]) {
             o.dat = a + 6;
         } else if (!strcmp(a, "--callgrind")) {
-            return bench_callgrind(NULL) ? 1 : 0;
+            return bench_callgrind(NULL);
         } else if (!strncmp(a, "--callgrind=", 12)) {
-            return bench_callgrind(a + 12) ? 1 : 0;
+            return bench_callgrind(a + 12);
         } else if (!strcmp(a, "--mux")) {
             if (!lapict_bench_mux) {
                 fprintf(stderr, "lapict-bench: mux benchmark not built "

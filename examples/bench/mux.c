@@ -45,6 +45,7 @@
 #define CALLGRIND_DUMP_STATS_AT(s) ((void)(s))
 #endif
 
+#include "bench.h"
 #include "lapict_baremetal.h"
 
 int lapict_bench_mux(int argc, char **argv);
@@ -877,7 +878,7 @@ out:
 int lapict_bench_mux(int argc, char **argv)
 {
     bool smoke = false, cg = false;
-    unsigned long one = 0;
+    uint64_t one = 0;
     size_t i;
     int a;
 
@@ -887,13 +888,8 @@ int lapict_bench_mux(int argc, char **argv)
         } else if (!strcmp(argv[a], "--callgrind")) {
             cg = true;
         } else if (!strncmp(argv[a], "--n=", 4)) {
-            char *end;
-            one = strtoul(argv[a] + 4, &end, 10);
-            if (*end || one < 1 || one > MUX_N_MAX) {
-                fprintf(stderr, "lapict-bench --mux: --n wants 1..%u\n",
-                        MUX_N_MAX);
+            if (bench_parse_num("--n", argv[a] + 4, 1, MUX_N_MAX, &one))
                 return 2;
-            }
         } else {
             fprintf(stderr,
                     "lapict-bench --mux: bad argument '%s'\n"

@@ -244,6 +244,114 @@ START_TEST(bad_argument_is_refused)
 }
 END_TEST
 
+/* Runs lapict-bench @args with stderr joined to stdout. */
+static char *run_joined(const char *args, int *code)
+{
+    char with[512];
+    int status;
+    char *out;
+
+    snprintf(with, sizeof(with), "%s 2>&1", args);
+    out = run(with, &status);
+    *code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return out;
+}
+
+/* Rule: an unknown --callgrind operation is bad usage: status 2 (as
+ * lapict-bench(1) says), a message naming it, nothing run. */
+START_TEST(unknown_callgrind_op_is_usage_error)
+{
+    int code;
+    char *out = run_joined("--callgrind=nope", &code);
+
+    ck_assert_msg(code == 2 && strstr(out, "unknown op 'nope'") &&
+                      !strstr(out, "callgrind: op"),
+                  "--callgrind=nope: status %d:\n%s", code, out);
+    free(out);
+}
+END_TEST
+
+/* An option value and the range its message must name. */
+struct bad_value {
+    const char *arg, *option, *range;
+};
+
+static const struct bad_value bad_values[] = {
+    {"--runs=0", "--runs", "(1 to 10000)"},
+    {"--runs=10001", "--runs", "(1 to 10000)"},
+    {"--runs=-1", "--runs", "(1 to 10000)"},
+    {"--runs=' 5'", "--runs", "(1 to 10000)"},
+    {"--runs=+5", "--runs", "(1 to 10000)"},
+    {"--runs=", "--runs", "(1 to 10000)"},
+    {"--iters=0", "--iters", "(1 to 100000000)"},
+    {"--iters=100000001", "--iters", "(1 to 100000000)"},
+    {"--iters=1e3", "--iters", "(1 to 100000000)"},
+    {"--seed=-1", "--seed", "(0 to 4294967295)"},
+    {"--seed=4294967296", "--seed", "(0 to 4294967295)"},
+    {"--seed=x", "--seed", "(0 to 4294967295)"},
+};
+
+/*
+ * Rule: a numeric option out of its range, signed or malformed is bad
+ * usage (status 2) whose message names the option and its range.
+ */
+START_TEST(numeric_option_out_of_range_is_usage_error)
+{
+    const struct bad_value *b = &bad_values[_i];
+    char want[64], args[128];
+    int code;
+    char *out;
+
+    /* --memory: a value taken for good runs a moment, not the study. */
+    snprintf(args, sizeof(args), "--memory %s", b->arg);
+    out = run_joined(args, &code);
+    snprintf(want, sizeof(want), "lapict-bench: %s: ", b->option);
+    ck_assert_msg(code == 2 && strstr(out, want) && strstr(out, b->range) &&
+                      !strstr(out, "RESULT"),
+                  "%s: status %d, expected 2 and a message naming %s and "
+                  "%s:\n%s",
+                  b->arg, code, b->option, b->range, out);
+    free(out);
+}
+END_TEST
+
+/* Rule: the ends of the ranges run (memory alone: no timing, quick), and
+ * --seed=0 is the published scenario set. */
+START_TEST(numeric_option_range_ends_accepted)
+{
+    static const char *const good[] = {
+        "--memory --runs=1 --iters=1 --seed=0",
+        "--memory --runs=10000 --iters=100000000 --seed=4294967295",
+        "--memory --runs=0x10 --iters=0x10",
+    };
+    int code;
+    char *out = run_joined(good[_i], &code);
+
+    ck_assert_msg(code == 0 && strstr(out, "RESULT test=memory "),
+                  "%s: status %d:\n%s", good[_i], code, out);
+    free(out);
+}
+END_TEST
+
+/* Rule: the same for --mux's --n, where mux is built. */
+START_TEST(mux_n_out_of_range_is_usage_error)
+{
+    static const char *const bad[] = {"--mux --n=0", "--mux --n=10000001",
+                                      "--mux --n=-3", "--mux --n=5x"};
+    int code;
+    char *out = run_joined(bad[_i], &code);
+
+    if (strstr(out, "mux benchmark not built")) {
+        free(out);
+        return;
+    }
+    ck_assert_msg(code == 2 && strstr(out, "lapict-bench: --n: ") &&
+                      strstr(out, "(1 to 10000000)") && !strstr(out, "RESULT"),
+                  "%s: status %d:\n%s", bad[_i], code, out);
+    free(out);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("bench");
@@ -258,6 +366,11 @@ int main(void)
     tcase_add_test(tc, tuning_tracks_80us);
     tcase_add_test(tc, smoke_prints_results);
     tcase_add_test(tc, bad_argument_is_refused);
+    tcase_add_test(tc, unknown_callgrind_op_is_usage_error);
+    tcase_add_loop_test(tc, numeric_option_out_of_range_is_usage_error, 0,
+                        (int)(sizeof(bad_values) / sizeof(bad_values[0])));
+    tcase_add_loop_test(tc, numeric_option_range_ends_accepted, 0, 3);
+    tcase_add_loop_test(tc, mux_n_out_of_range_is_usage_error, 0, 4);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
