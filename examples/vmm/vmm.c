@@ -875,10 +875,6 @@ static int run_migrate(const struct opts *o)
     int st;
 
     memset(&res, 0, sizeof(res));
-    if (o->lapic != LAPIC_LIB) {
-        fprintf(stderr, "lapict-vmm: --test=migrate needs --lapic=lib\n");
-        return 2;
-    }
     if (o->restore) {
         struct lapict_vmm_snap s;
         if (lapict_vmm_snap_read(o->restore, &s, &m, sizeof(m), err,
@@ -1203,6 +1199,10 @@ int main(int argc, char **argv)
     }
     if (o.test == T_MIGRATE || o.restore) {
         o.test = T_MIGRATE;
+        if (o.lapic != LAPIC_LIB) {
+            fprintf(stderr, "lapict-vmm: --test=migrate needs --lapic=lib\n");
+            return 2;
+        }
     } else if (!mb.kernel) {
         if (o.x2apic && o.test != T_IMMED && o.test != T_TSCDEADLINE) {
             fprintf(stderr, "lapict-vmm: --x2apic=on: with --kernel, or with "

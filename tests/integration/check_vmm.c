@@ -244,6 +244,24 @@ static const char *const good_options[] = {
     "--seed=18446744073709551615",
 };
 
+/* Rule: --dry-run refuses what a run refuses, the checks across options
+ * too. */
+START_TEST(vmm_dry_run_refuses_what_a_run_refuses)
+{
+    static const char *const bad[] = {
+        "--dry-run --test=migrate --lapic=kernel",
+        "--dry-run --test=entry --lapic=kernel",
+        "--dry-run --test=oneshot --x2apic=on",
+    };
+    int rc;
+    char *o = vmm_bounded(bad[_i], &rc);
+
+    ck_assert_msg(rc == 2 && strstr(o, "lapict-vmm: "), "%s: status %d:\n%s",
+                  bad[_i], rc, o);
+    free(o);
+}
+END_TEST
+
 /*
  * Rule: the ends of each range are accepted; --dry-run checks the options
  * and stops there, with status 0 and no output, without KVM.
@@ -271,6 +289,7 @@ static int run_option_cases(void)
 
     tcase_add_loop_test(tc, vmm_numeric_option_out_of_range_is_usage_error, 0,
                         (int)(sizeof(bad_options) / sizeof(bad_options[0])));
+    tcase_add_loop_test(tc, vmm_dry_run_refuses_what_a_run_refuses, 0, 3);
     tcase_add_loop_test(tc, vmm_numeric_option_range_ends_accepted, 0,
                         (int)(sizeof(good_options) / sizeof(good_options[0])));
     tcase_set_timeout(tc, 30);
