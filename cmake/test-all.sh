@@ -15,6 +15,12 @@ jobs=2
 line_floor=95
 branch_floor=85
 summary=()
+# Time limits, seconds: a test that hangs is killed and named (ctest:
+# "***Timeout", memcheck: a message), well inside CI's 90 minutes. Each
+# is several times the longest honest run on a loaded 2-core host.
+test_timeout=${LAPICT_TEST_TIMEOUT:-900}          # each ctest test
+memcheck_timeout=${LAPICT_MEMCHECK_TIMEOUT:-900}  # each valgrind run
+qemu_timeout=${LAPICT_QEMU_TIMEOUT:-4500}         # check_qemu, all its cases
 
 banner() {
     echo
@@ -34,7 +40,8 @@ gate() {
     cmake --build "$dir" -j"$jobs"
     # Counters from an earlier run would inflate the coverage.
     find "$dir" -name '*.gcda' -delete
-    (cd "$dir" && ctest --output-on-failure -j"$jobs")
+    (cd "$dir" && ctest --output-on-failure -j"$jobs" \
+        --timeout "$((test_timeout * ${CK_TIMEOUT_MULTIPLIER:-1}))")
     gate_seconds=$((SECONDS - start))
     echo "gate $name: passed in ${gate_seconds}s"
 }
@@ -68,18 +75,26 @@ if ! gcovr "${gcovr_args[@]}" --txt --print-summary \
 fi
 summary+=("coverage: $((gate_seconds + SECONDS - start))s")
 
-# valgrind memcheck over the cmocka unit tests of the gcc gate's build.
+# valgrind memcheck over the cmocka unit tests of the gcc gate's build,
+# each run killed after memcheck_timeout seconds (timeout: 124, or 137
+# once it had to send SIGKILL).
 start=$SECONDS
-banner "memcheck: valgrind over the unit tests of build-ci/gcc"
+banner "memcheck: valgrind over the unit tests of build-ci/gcc" \
+    "(${memcheck_timeout}s each)"
 for t in build-ci/gcc/bin/test_*; do
     echo "--- $t"
     rc=0
-    valgrind --quiet --error-exitcode=1 --leak-check=full \
-        --errors-for-leak-kinds=definite,indirect "$t" >/dev/null || rc=$?
+    timeout -k 30 "$memcheck_timeout" valgrind --quiet --error-exitcode=1 \
+        --leak-check=full --errors-for-leak-kinds=definite,indirect \
+        "$t" >/dev/null || rc=$?
     case $rc in
     0) ;;
     77) echo "    skipped (exit 77: /dev/kvm unusable here)" ;;
-    *) echo "test-all: FAILED: valgrind memcheck of $t" >&2
+    124 | 137)
+       echo "test-all: FAILED: valgrind memcheck of $t did not end within" \
+            "${memcheck_timeout}s (hung?), killed" >&2
+       exit 1 ;;
+    *) echo "test-all: FAILED: valgrind memcheck of $t (exit $rc)" >&2
        exit 1 ;;
     esac
 done
@@ -140,7 +155,8 @@ cmake -S . -B build-ci/qemu -DCMAKE_C_COMPILER=gcc \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLAPICT_BUILD_TESTS=ON \
     -DLAPICT_WERROR=ON -DLAPICT_QEMU_DIR="$PWD/build-ci/qemu-bin"
 cmake --build build-ci/qemu -j"$jobs" --target check_qemu
-(cd build-ci/qemu && ctest --output-on-failure -R '^check_qemu')
+(cd build-ci/qemu && ctest --output-on-failure -R '^check_qemu' \
+    --timeout "$qemu_timeout")
 summary+=("qemu: $((SECONDS - start))s")
 
 banner "test-all: all gates passed (${summary[*]})"

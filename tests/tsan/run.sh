@@ -13,12 +13,15 @@
 #     interrupt per deadline.
 # Exit status 0 only if everything ran clean. Environment: CC (default
 # clang, else gcc), LAPICT_TSAN_DIR (default build-ci/tsan),
-# LAPICT_TSAN_DEADLINES (default 3000), LAPICT_TSAN_KVM=0 to skip part 2.
+# LAPICT_TSAN_DEADLINES (default 3000), LAPICT_TSAN_KVM=0 to skip part 2,
+# LAPICT_TSAN_TIMEOUT (seconds per run, default 600: a run that hangs is
+# killed and named).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 dir=${LAPICT_TSAN_DIR:-build-ci/tsan}
 n=${LAPICT_TSAN_DEADLINES:-3000}
+limit=${LAPICT_TSAN_TIMEOUT:-600}
 if [ -z "${CC:-}" ]; then
     if command -v clang >/dev/null; then CC=clang; else CC=gcc; fi
 fi
@@ -35,8 +38,14 @@ echo "== tsan: fake vCPU stress ($CC)"
 seed=1
 for kick in signal thread none caller; do
     for adv in off adaptive; do
-        if ! "$dir/tsan_stress" --kick=$kick --advance=$adv --deadlines="$n" \
-                --seed=$seed; then
+        rc=0
+        timeout -k 30 "$limit" "$dir/tsan_stress" --kick=$kick \
+            --advance=$adv --deadlines="$n" --seed=$seed || rc=$?
+        if [ $rc = 124 ] || [ $rc = 137 ]; then
+            echo "tsan: FAIL fake kick=$kick advance=$adv seed=$seed:" \
+                 "did not end within ${limit}s (hung?), killed"
+            fail=1
+        elif [ $rc != 0 ]; then
             echo "tsan: FAIL fake kick=$kick advance=$adv seed=$seed"
             fail=1
         fi
@@ -78,7 +87,8 @@ if kvm_usable; then
             args=(--lapic=lib --test=tscdeadline --wait=$wait
                   --advance=$adv --samples=$samples --delta=30000
                   --timeout=120 $kick)
-            out=$("$vmm" "${args[@]}" 2>&1) && rc=0 || rc=$?
+            out=$(timeout -k 30 "$limit" "$vmm" "${args[@]}" 2>&1) &&
+                rc=0 || rc=$?
             res=$(echo "$out" | grep '^RESULT' || true)
             irq=$(echo "$out" | sed -n 's/.* interrupts=\([0-9]*\).*/\1/p')
             echo "${args[*]}: ${res:-no RESULT} interrupts=${irq:-?}"
