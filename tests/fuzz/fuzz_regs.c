@@ -1671,9 +1671,12 @@ static const char *rg_ev_text(const struct rg_event *e, char *buf, size_t n)
  * nothing the guest or the tuner can observe. Both logs are walked in
  * step until they first differ, which is a failure except where the
  * twins may part by design:
- * - an injection ahead of its instant in one twin only: the blob has no
- *   last expiry instant, which holds back an injection ahead within the
- *   advance of the previous expiry, so a restored instance may inject
+ * - an injection ahead of its instant in one twin only, or one at the same
+ *   time after a host timer armed for another time (the due time of its
+ *   tuner sample): the blob carries neither the last expiry instant, which
+ *   holds back an injection ahead within the advance of the previous
+ *   expiry, nor that an injection ahead was just tried, so a restored
+ *   instance arms its host timer at the advance point and may inject
  *   ahead where its twin waits for the instant (lib/state.c). The wait
  *   before entry then moves the guest's timeline, so nothing after it is
  *   compared; likewise spins to other targets where a deadline's instant
@@ -1755,6 +1758,8 @@ static void rg_twin_compare(void)
         }
         if ((x && x->kind == RG_EV_INJ && x->ahead) ||
             (y && y->kind == RG_EV_INJ && y->ahead) ||
+            (x && y && x->kind == RG_EV_INJ && y->kind == RG_EV_INJ &&
+             x->val == y->val && x->which == y->which) ||
             (est && x && y && x->kind == RG_EV_SPIN && y->kind == RG_EV_SPIN)) {
             /* The timelines part by design. */
             if (rg_verbose > 0)
