@@ -1,0 +1,179 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# The tests that involve threads, signals or host timers, on a slow host:
+# each one LAPICT_STRESS_VALGRIND times under valgrind memcheck and
+# LAPICT_STRESS_HOG times beside a CPU hog that keeps every core busy. Prints
+# the failures per test and in total; exit status 0 only if none failed.
+# Not part of cmake/test-all.sh (it takes about an hour at 50 + 50): run it
+# after changing the adapters' threads, signals or timers, or those tests.
+#
+# The tests:
+#  - test_kvm_host, test_kvm_vcpu, test_kvm_hooks (cmocka, memcheck runs
+#    them in CI too; test_kvm_hooks needs /dev/kvm);
+#  - kvm_stress_<kick>: tests/tsan/stress.c built without ThreadSanitizer,
+#    the KVM adapter's real run loop against a fake vCPU, for each kick
+#    path (signal, thread, none, caller); a new seed every run, advance off
+#    and adaptive in turn;
+#  - beside the hog only, the lapict-vmm guests on /dev/kvm: check_vmm,
+#    check_baremetal. Their threads and timers are lapict-vmm's, a child
+#    process; valgrind would only slow the harness (and cannot run
+#    lapict-vmm's --exec migration itself).
+#  - not by default, as their guests give up on a host this busy: they
+#    bound the host stalls they tolerate (check_multiboot_kvm: 20 tries of
+#    a mode switch, each failed by a 3 ms stall; check_migrate: an
+#    interrupt 200 ms late is lost; check_changemode: half its iterations
+#    must be free of stalls). Name them in LAPICT_STRESS_TESTS to run them.
+# A run that exits 77 (no usable /dev/kvm) counts as skipped, not passed.
+# A run that does not end within LAPICT_STRESS_TIMEOUT is killed and
+# counts as failed. The log of every failed run is kept.
+#
+# Environment: LAPICT_STRESS_VALGRIND, LAPICT_STRESS_HOG (runs per test,
+# default 50 each; 0 skips that half), LAPICT_STRESS_TESTS (a subset, names
+# as above, space-separated), LAPICT_STRESS_DIR (build directory, default
+# build-stress), LAPICT_STRESS_TIMEOUT (seconds per run, default 600),
+# LAPICT_STRESS_DEADLINES (per kvm_stress run, default 500), CC.
+#
+#     LAPICT_STRESS_VALGRIND=3 LAPICT_STRESS_HOG=3 bash cmake/stress.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+vg_runs=${LAPICT_STRESS_VALGRIND:-50}
+hog_runs=${LAPICT_STRESS_HOG:-50}
+dir=${LAPICT_STRESS_DIR:-build-stress}
+limit=${LAPICT_STRESS_TIMEOUT:-600}
+deadlines=${LAPICT_STRESS_DEADLINES:-500}
+cc=${CC:-gcc}
+unit="test_kvm_host test_kvm_vcpu test_kvm_hooks"
+fake="kvm_stress_signal kvm_stress_thread kvm_stress_none kvm_stress_caller"
+guests="check_vmm check_baremetal"
+busy_fails="check_multiboot_kvm check_migrate check_changemode"
+tests=${LAPICT_STRESS_TESTS:-$unit $fake $guests}
+guests="$guests $busy_fails" # all run beside the hog only
+logs=$dir/stress-logs
+
+for t in $tests; do
+    case " $unit $fake $guests " in
+    *" $t "*) ;;
+    *) echo "stress: unknown test $t (known: $unit $fake $guests)" >&2
+       exit 2 ;;
+    esac
+done
+
+echo "== stress: building in $dir"
+cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DLAPICT_BUILD_TESTS=ON -DLAPICT_WERROR=ON >/dev/null
+targets=()
+for t in $tests; do
+    case $t in
+    kvm_stress_*) ;;
+    check_multiboot_kvm) targets+=(check_multiboot) ;;
+    *) targets+=("$t") ;;
+    esac
+done
+if [ ${#targets[@]} -gt 0 ]; then
+    cmake --build "$dir" -j"$(nproc)" --target "${targets[@]}" >/dev/null
+fi
+"$cc" -std=c11 -O2 -g -Wall -Wextra -Werror -DLAPICT_BUILDING \
+    -Iinclude -Ilib -Iadapters/kvm -Itests/adapters \
+    lib/*.c adapters/kvm/*.c tests/adapters/kvm_fake.c tests/tsan/stress.c \
+    -o "$dir/kvm_stress" -lpthread
+rm -rf "$logs"
+mkdir -p "$logs"
+
+# The command line of run @2 of test @1.
+command_of() {
+    local t=$1 i=$2 adv=off
+    [ $((i % 2)) = 1 ] && adv=adaptive
+    case $t in
+    kvm_stress_*)
+        echo "$dir/kvm_stress --kick=${t#kvm_stress_} --advance=$adv" \
+             "--deadlines=$deadlines --seed=$i" ;;
+    check_multiboot_kvm) echo "$dir/bin/check_multiboot kvm" ;;
+    *) echo "$dir/bin/$t" ;;
+    esac
+}
+
+declare -A failed skipped
+hogs=()
+stop_hogs() {
+    local p
+    for p in "${hogs[@]}"; do
+        kill "$p" 2>/dev/null || true
+    done
+    for p in "${hogs[@]}"; do
+        wait "$p" 2>/dev/null || true
+    done
+    hogs=()
+}
+trap stop_hogs EXIT
+
+# run_half MODE RUNS: every test RUNS times, under valgrind or beside the hog.
+run_half() {
+    local mode=$1 runs=$2 t i rc log cmd
+    local -a pre=()
+    [ "$runs" -gt 0 ] || return 0
+    if [ "$mode" = valgrind ]; then
+        # shellcheck disable=SC2054 # the comma is in an option value
+        pre=(valgrind --quiet --error-exitcode=1 --leak-check=full
+             --errors-for-leak-kinds=definite,indirect)
+    else
+        for i in $(seq "$(nproc)"); do
+            sh -c 'while :; do :; done' &
+            hogs+=($!)
+        done
+    fi
+    echo "== stress: $runs runs each, $mode$([ "$mode" = hog ] &&
+        echo " (${#hogs[@]} busy loops)")"
+    for t in $tests; do
+        failed[$t,$mode]=0
+        skipped[$t,$mode]=0
+        if [ "$mode" = valgrind ] && [[ " $guests " = *" $t "* ]]; then
+            failed[$t,$mode]=-
+            continue
+        fi
+        for i in $(seq "$runs"); do
+            cmd=$(command_of "$t" "$i")
+            log=$logs/$t-$mode-$i.log
+            rc=0
+            # shellcheck disable=SC2086 # cmd is words by construction
+            timeout -k 30 "$limit" "${pre[@]}" $cmd >"$log" 2>&1 || rc=$?
+            case $rc in
+            0) rm -f "$log" ;;
+            77) skipped[$t,$mode]=$((skipped[$t,$mode] + 1))
+                rm -f "$log" ;;
+            124 | 137)
+                echo "stress: $t run $i ($mode) did not end within" \
+                     "${limit}s, killed: $log"
+                failed[$t,$mode]=$((failed[$t,$mode] + 1)) ;;
+            *) echo "stress: $t run $i ($mode) failed (exit $rc): $log"
+               failed[$t,$mode]=$((failed[$t,$mode] + 1)) ;;
+            esac
+        done
+        echo "$t: ${failed[$t,$mode]} of $runs failed" \
+             "(${skipped[$t,$mode]} skipped)"
+    done
+    stop_hogs
+}
+
+start=$SECONDS
+run_half valgrind "$vg_runs"
+run_half hog "$hog_runs"
+
+total=0
+echo
+echo "== stress: failures per test (runs: valgrind $vg_runs, hog $hog_runs;" \
+     "skipped in brackets; - not run)"
+printf '%-22s %12s %12s\n' test valgrind hog
+for t in $tests; do
+    row=()
+    for mode in valgrind hog; do
+        f=${failed[$t,$mode]:--}
+        s=${skipped[$t,$mode]:-0}
+        [ "$f" != - ] && total=$((total + f))
+        if [ "$s" != 0 ]; then row+=("$f ($s)"); else row+=("$f"); fi
+    done
+    printf '%-22s %12s %12s\n' "$t" "${row[0]}" "${row[1]}"
+done
+echo "stress: $total failed in all ($((SECONDS - start))s); logs of failed" \
+     "runs in $logs"
+[ "$total" = 0 ]
