@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Benchmarks (not tests) of lapict inside QEMU, side by side in one run:
-# Debian's stock qemu-system-x86_64 against the patched one of build.sh, the
+# Debian's stock QEMU 10.0 (stock.sh) against the patched one of build.sh, the
 # same kernel and initramfs (guest/mkimage.sh), under TCG, alternating runs.
 #   adapters/qemu/bench.sh linux [SECONDS]   every clockevent mode, -smp 1
 #                                            and 2: cyclictest, LOC rate,
@@ -10,8 +10,8 @@
 #                                            oneshot periodic" choose)
 #   adapters/qemu/bench.sh advance [SECONDS] patched default mode with
 #                                            lapict's advance off / fixed
-#   adapters/qemu/bench.sh mbtest            mbtest under TCG and KVM
-#                                            kernel-irqchip=off, both QEMUs
+#   adapters/qemu/bench.sh mbtest            mbtest under TCG, xAPIC and
+#                                            x2APIC, both QEMUs
 # HOSTREF=1 (linux, advance): each round also sleeps on the host, no VM,
 # to each next 1 ms instant for SECONDS ("host sleeps"): the host's own
 # wake-up tail, which every timer in QEMU's main loop inherits.
@@ -30,10 +30,9 @@ repo=$(cd "$here/../.." && pwd)
 what=${1:-linux}
 secs=${2:-10}
 patched=${LAPICT_QEMU:-$repo/build/qemu/qemu-system-x86_64}
-stock=/usr/bin/qemu-system-x86_64
+stock=$repo/build/qemu-stock/qemu-system-x86_64
 guest=$repo/build/qemu/guest
-[ -x "$stock" ] || DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
-    --no-install-recommends qemu-system-x86
+[ -x "$stock" ] || bash "$here/stock.sh"
 [ -x "$patched" ] || bash "$here/build.sh"
 [ -f "$guest/initrd.img" ] || bash "$here/guest/mkimage.sh"
 
@@ -212,16 +211,15 @@ elif what == "mbtest":
     env = tempfile.NamedTemporaryFile("w", delete=False)
     env.write("TEST_DEVICE=0\nLAPICT_MBTEST=ok\n")
     env.close()
-    runs = [("TCG", ["-accel", "tcg", "-cpu", "max"]),
-            ("KVM kernel-irqchip=off", ["-accel", "kvm", "-M",
-             "pc,kernel-irqchip=off", "-cpu", "qemu64,+tsc-deadline"])]
+    runs = [("TCG xAPIC", ["-accel", "tcg", "-cpu", "max,-x2apic"], 0),
+            ("TCG x2APIC", ["-accel", "tcg", "-cpu", "max"], 1)]
     for label, q in (("stock", S), ("lapict", P)):
-        for acc, args in runs:
+        for acc, args, x2 in runs:
             cmd = ["timeout", "-s", "KILL", "60", q, "-M", "pc", *args,
                    "-m", "128", "-display", "none", "-monitor", "none",
                    "-serial", "stdio", "-no-reboot", "-device",
                    "isa-debug-exit,iobase=0xf4,iosize=4", "-kernel", mb,
-                   "-initrd", env.name, "-append", "initrd=1 x2apic=0"]
+                   "-initrd", env.name, "-append", "initrd=1 x2apic=%d" % x2]
             o = subprocess.run(cmd, capture_output=True, text=True)
             out = o.stdout + o.stderr
             m = re.search(r"SUMMARY: (\d+) tests, (\d+) failures", out)
