@@ -19,6 +19,7 @@
 
 #include <lapict/lapict.h>
 
+#include "../common/lapict_tool_num.h"
 #include "lapict_sim.h"
 
 #define MAX_WORDS 64
@@ -118,29 +119,19 @@ static void flush(struct replay *r, uint64_t until, bool all)
 
 static uint64_t parse_u64(struct replay *r, const char *s, const char *what)
 {
-    uint64_t v = 0, base = 10, d;
-    const char *p = s;
+    uint64_t v = 0;
 
-    if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) {
-        base = 16;
-        p += 2;
-    }
-    if (!*p)
+    switch (lapict_tool_num(s, &v)) {
+    case LAPICT_TOOL_NUM_OK:
+        return v;
+    case LAPICT_TOOL_NUM_RANGE:
+        die(r, "number '%s' out of range for %s", s, what);
+        break;
+    default:
         die(r, "malformed number '%s' for %s", s, what);
-    for (; *p; p++) {
-        if (*p >= '0' && *p <= '9')
-            d = (uint64_t)(*p - '0');
-        else if (base == 16 && *p >= 'a' && *p <= 'f')
-            d = (uint64_t)(*p - 'a' + 10);
-        else if (base == 16 && *p >= 'A' && *p <= 'F')
-            d = (uint64_t)(*p - 'A' + 10);
-        else
-            die(r, "malformed number '%s' for %s", s, what);
-        if (v > (UINT64_MAX - d) / base)
-            die(r, "number '%s' out of range for %s", s, what);
-        v = v * base + d;
+        break;
     }
-    return v;
+    return 0;
 }
 
 static uint32_t parse_u32(struct replay *r, const char *s, const char *what)

@@ -24,6 +24,7 @@
 
 #include <linux/kvm.h>
 
+#include "../common/lapict_tool_num.h"
 #include "guest/mailbox.h"
 #include "lapict_kvm.h"
 #include "platform.h"
@@ -1014,36 +1015,17 @@ static int parse_enum(const char *s, const char *const *names, int n,
 static uint64_t parse_num(const char *s, const char *opt, uint64_t min,
                           uint64_t max)
 {
-    const char *p = s, *why = "is not a number";
-    uint64_t v = 0, base = 10, d;
+    enum lapict_tool_num rc;
+    uint64_t v = 0;
 
-    if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) {
-        base = 16;
-        p += 2;
-    }
-    if (!*p)
-        goto bad;
-    for (; *p; p++) {
-        if (*p >= '0' && *p <= '9')
-            d = (uint64_t)(*p - '0');
-        else if (base == 16 && *p >= 'a' && *p <= 'f')
-            d = (uint64_t)(*p - 'a' + 10);
-        else if (base == 16 && *p >= 'A' && *p <= 'F')
-            d = (uint64_t)(*p - 'A' + 10);
-        else
-            goto bad;
-        if (v > (UINT64_MAX - d) / base) {
-            why = "is out of range";
-            goto bad;
-        }
-        v = v * base + d;
-    }
-    if (v >= min && v <= max)
+    rc = lapict_tool_num(s, &v);
+    if (rc == LAPICT_TOOL_NUM_OK && v >= min && v <= max)
         return v;
-    why = "is out of range";
-bad:
     fprintf(stderr, "lapict-vmm: %s: '%s' %s (%" PRIu64 " to %" PRIu64 ")\n",
-            opt, s, why, min, max);
+            opt, s,
+            rc == LAPICT_TOOL_NUM_MALFORMED ? "is not a number"
+                                            : "is out of range",
+            min, max);
     exit(2);
 }
 
