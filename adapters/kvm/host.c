@@ -136,10 +136,14 @@ int lapict_kvm__take_error(struct lapict_kvm *k)
     return LAPICT_OK;
 }
 
-static uint64_t mono_ns(void)
+static uint64_t mono_ns(const struct lapict_kvm *k)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+
+    if (k->sys->clock_gettime)
+        k->sys->clock_gettime(CLOCK_MONOTONIC, &ts);
+    else
+        clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec;
 }
 
@@ -150,8 +154,7 @@ uint64_t lapict_kvm_guest_tsc(const struct lapict_kvm *k)
 
 static uint64_t op_now(void *ctx)
 {
-    (void)ctx;
-    return mono_ns();
+    return mono_ns(K(ctx));
 }
 
 static uint64_t op_tsc(void *ctx)
@@ -164,7 +167,7 @@ static uint64_t op_tsc_to_ns(void *ctx, uint64_t guest_tsc)
     struct lapict_kvm *k = K(ctx);
     /* Anchor on a fresh (TSC, clock) pair: deltas are short, so the kHz
      * rounding of tsc_khz costs at most ppm of the delta. */
-    uint64_t tsc = lapict_kvm_guest_tsc(k), now = mono_ns();
+    uint64_t tsc = lapict_kvm_guest_tsc(k), now = mono_ns(k);
     uint64_t d = guest_tsc - tsc;
     unsigned __int128 p;
 
@@ -256,7 +259,7 @@ int lapict_kvm__kick_sync(struct lapict_kvm *k)
         return 1;
     }
     /* Already due: handle it now rather than enter and be kicked out. */
-    if (k->kick_armed_ns && (int64_t)(mono_ns() - k->kick_armed_ns) >= 0)
+    if (k->kick_armed_ns && (int64_t)(mono_ns(k) - k->kick_armed_ns) >= 0)
         return 0;
     /*
      * An interrupt waits for the guest to set IF. Interrupt-window exits
@@ -266,7 +269,7 @@ int lapict_kvm__kick_sync(struct lapict_kvm *k)
      * ~1.3 ms, which bounds the exits a guest keeping IF clear can cause.
      */
     if (k->run->request_interrupt_window) {
-        uint64_t w = mono_ns() + (10000ull << k->window_kicks);
+        uint64_t w = mono_ns(k) + (10000ull << k->window_kicks);
         if (k->kick_armed_ns && k->kick_armed_ns <= w)
             return 1; /* an earlier kick is already armed */
         if (!tgt || w < tgt) {
@@ -309,8 +312,7 @@ static bool op_inject(void *ctx, uint8_t vector)
 
 static void op_spin(void *ctx, uint64_t host_ns)
 {
-    (void)ctx;
-    while ((int64_t)(mono_ns() - host_ns) < 0)
+    while ((int64_t)(mono_ns(K(ctx)) - host_ns) < 0)
         _mm_pause();
 }
 
@@ -490,9 +492,9 @@ static void timer_due(struct lapict_kvm *k, uint64_t *fired)
      * timerfd_settime failed (reported, and armed again before the next
      * entry). Spinning to this target would take the guest's whole delay.
      */
-    if ((int64_t)(tgt - mono_ns()) > (int64_t)k->kick_lead_ns)
+    if ((int64_t)(tgt - mono_ns(k)) > (int64_t)k->kick_lead_ns)
         return;
-    while ((int64_t)(mono_ns() - tgt) < 0) {
+    while ((int64_t)(mono_ns(k) - tgt) < 0) {
         if (atomic_load_explicit(&k->target_ns, memory_order_seq_cst) != tgt ||
             atomic_load_explicit(&k->in_halt, memory_order_seq_cst))
             return;
@@ -731,7 +733,7 @@ bool lapict_kvm__poll_expiry(struct lapict_kvm *k, bool read_fd)
      * run yet (a handler can be held back: ThreadSanitizer defers them,
      * and a guest that does not exit would then never be kicked again).
      */
-    if (k->kick_armed_ns && (int64_t)(mono_ns() - k->kick_armed_ns) >= 0)
+    if (k->kick_armed_ns && (int64_t)(mono_ns(k) - k->kick_armed_ns) >= 0)
         fired = true;
     /*
      * The host timer's own instant, whatever became of its kick (a timer
@@ -739,7 +741,7 @@ bool lapict_kvm__poll_expiry(struct lapict_kvm *k, bool read_fd)
      * finds a due expiry, so none waits for a kick that never comes.
      */
     tgt = atomic_load_explicit(&k->target_ns, memory_order_relaxed);
-    if (tgt && (int64_t)(mono_ns() - tgt) >= 0)
+    if (tgt && (int64_t)(mono_ns(k) - tgt) >= 0)
         fired = true;
     if (fired) {
         /* One-shot: spent (a stale signal costs one re-arm at most). */
@@ -796,7 +798,7 @@ int lapict_kvm_halt_wait(struct lapict_kvm *k)
             atomic_load_explicit(&k->thread_errno, memory_order_relaxed))
             break;
         tgt = atomic_load_explicit(&k->target_ns, memory_order_relaxed);
-        now = mono_ns();
+        now = mono_ns(k);
         if (tgt && (int64_t)(now - tgt) >= 0) {
             note_fired(k);
             k->st.kicks_seen++;
@@ -804,9 +806,9 @@ int lapict_kvm_halt_wait(struct lapict_kvm *k)
             continue;
         }
         if (tgt && tgt - now <= k->halt_poll_ns) {
-            while ((int64_t)(mono_ns() - tgt) < 0 && !wake_flagged(k))
+            while ((int64_t)(mono_ns(k) - tgt) < 0 && !wake_flagged(k))
                 _mm_pause();
-            if ((int64_t)(mono_ns() - tgt) >= 0)
+            if ((int64_t)(mono_ns(k) - tgt) >= 0)
                 note_fired(k);
             continue;
         }

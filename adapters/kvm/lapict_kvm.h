@@ -67,6 +67,9 @@ struct lapict_kvm_sys {
                  const struct timespec *ts);
     int (*sigaction)(int sig, const struct sigaction *sa,
                      struct sigaction *old);
+    /* Every clock read of the adapter (CLOCK_MONOTONIC); NULL: the real
+     * one. A test can slow it to stand for a preemption. */
+    int (*clock_gettime)(int clk, struct timespec *ts);
 };
 
 /** lapict_kvm_sys_linux - the real system calls. */

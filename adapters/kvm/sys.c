@@ -54,6 +54,11 @@ static int sys_sigaction(int sig, const struct sigaction *sa,
     return sigaction(sig, sa, old);
 }
 
+static int sys_clock_gettime(int clk, struct timespec *ts)
+{
+    return clock_gettime((clockid_t)clk, ts);
+}
+
 const struct lapict_kvm_sys lapict_kvm_sys_linux = {
     .ioctl = sys_ioctl,
     .timerfd_settime = sys_timerfd_settime,
@@ -62,4 +67,5 @@ const struct lapict_kvm_sys lapict_kvm_sys_linux = {
     .timer_delete = sys_timer_delete,
     .ppoll = sys_ppoll,
     .sigaction = sys_sigaction,
+    .clock_gettime = sys_clock_gettime,
 };

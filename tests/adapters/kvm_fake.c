@@ -136,6 +136,20 @@ static int fake_sigaction(int sig, const struct sigaction *sa,
     return lapict_kvm_sys_linux.sigaction(sig, sa, old);
 }
 
+static int fake_clock_gettime(int clk, struct timespec *ts)
+{
+    uint64_t stall = __atomic_exchange_n(&lt_fake.clock_stall_ns, 0,
+                                         __ATOMIC_SEQ_CST);
+
+    if (stall) {
+        struct timespec d = {(time_t)(stall / 1000000000u),
+                             (long)(stall % 1000000000u)};
+        while (nanosleep(&d, &d) == -1 && errno == EINTR)
+            ;
+    }
+    return lapict_kvm_sys_linux.clock_gettime(clk, ts);
+}
+
 const struct lapict_kvm_sys lt_fake_sys = {
     .ioctl = fake_ioctl,
     .timerfd_settime = fake_timerfd_settime,
@@ -144,4 +158,5 @@ const struct lapict_kvm_sys lt_fake_sys = {
     .timer_delete = fake_timer_delete,
     .ppoll = fake_ppoll,
     .sigaction = fake_sigaction,
+    .clock_gettime = fake_clock_gettime,
 };

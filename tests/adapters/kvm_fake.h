@@ -54,6 +54,9 @@ struct lt_fake {
      */
     void (*after_ppoll)(void *arg);
     void *after_ppoll_arg;
+    /* Set by the test: the next clock read waits this many ns before it
+     * reads the clock (then 0), as a thread preempted just before it. */
+    uint64_t clock_stall_ns;
 };
 
 extern struct lt_fake lt_fake;
