@@ -162,14 +162,50 @@ static uint64_t op_tsc(void *ctx)
     return lapict_kvm_guest_tsc(K(ctx));
 }
 
+/* (TSC, clock) pairs read before the tightest is taken as it is. */
+#define PAIR_TRIES 4
+
+/*
+ * The guest TSC and the host clock at one instant: the clock read between
+ * two TSC reads, paired with the first (the clock is no earlier than it, so
+ * an instant computed from the pair is never early; it is late by the
+ * pair's width). A thread preempted inside a pair makes it as wide as the
+ * preemption, which would move the instant that late: such a pair is read
+ * again, and the tightest of PAIR_TRIES is kept.
+ */
+static void tsc_and_ns(const struct lapict_kvm *k, uint64_t *tsc,
+                       uint64_t *ns)
+{
+    /* 1 us of TSC ticks: no preemption fits in a pair this tight. */
+    uint64_t tight = k->tsc_khz / 1000u, best = UINT64_MAX;
+
+    *tsc = *ns = 0;
+    for (int i = 0; i < PAIR_TRIES && best > tight; i++) {
+        uint64_t a = lapict_kvm_guest_tsc(k), c = mono_ns(k);
+        uint64_t b = lapict_kvm_guest_tsc(k);
+        if (b - a < best) {
+            best = b - a;
+            *tsc = a;
+            *ns = c;
+        }
+    }
+}
+
+/*
+ * The core's wait before an entry with an interrupt injected ahead takes
+ * an instant further away than the advance for a clock error and enters
+ * at once: a late answer here would show the guest that interrupt early.
+ */
 static uint64_t op_tsc_to_ns(void *ctx, uint64_t guest_tsc)
 {
     struct lapict_kvm *k = K(ctx);
-    /* Anchor on a fresh (TSC, clock) pair: deltas are short, so the kHz
-     * rounding of tsc_khz costs at most ppm of the delta. */
-    uint64_t tsc = lapict_kvm_guest_tsc(k), now = mono_ns(k);
-    uint64_t d = guest_tsc - tsc;
+    uint64_t tsc, now, d;
     unsigned __int128 p;
+
+    /* Anchor on a fresh pair: deltas are short, so the kHz rounding of
+     * tsc_khz costs at most ppm of the delta. */
+    tsc_and_ns(k, &tsc, &now);
+    d = guest_tsc - tsc;
 
     if ((int64_t)d <= 0)
         return now;

@@ -23,6 +23,7 @@
 #include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
+#include <x86intrin.h>
 
 #include "kvm_fake.h"
 #include "lapict_kvm.h"
@@ -753,6 +754,68 @@ static void kick_racing_destroy(void **state)
     }
 }
 
+/* --- the host instant of a guest TSC value ------------------------------ */
+
+/* The host TSC and the clock at one instant: the tightest of a few (TSC,
+ * clock, TSC) brackets, its first TSC read (the clock is no earlier). */
+static void tsc_and_ns(uint64_t *tsc, uint64_t *ns)
+{
+    uint64_t best = UINT64_MAX;
+
+    *tsc = *ns = 0;
+    for (int i = 0; i < 16; i++) {
+        uint64_t a = __rdtsc(), c = mono_ns(), b = __rdtsc();
+        if (b - a < best) {
+            best = b - a;
+            *tsc = a;
+            *ns = c;
+        }
+    }
+}
+
+/* The host TSC's rate, kHz (the fake's guest TSC is the host TSC). */
+static uint32_t host_tsc_khz(void)
+{
+    uint64_t c0, t0, c1, t1;
+
+    tsc_and_ns(&c0, &t0);
+    sleep_ns(100000000);
+    tsc_and_ns(&c1, &t1);
+    return (uint32_t)((c1 - c0) * 1000000u / (t1 - t0));
+}
+
+/*
+ * Rule (ops.h, tsc_to_host_ns): the host instant at which the guest TSC
+ * reaches a value stays right when the thread stalls between its reads of
+ * the TSC and of the clock (preempted on a busy host). One moved late
+ * looks further away than the advance to the core's wait before entry,
+ * which takes that for a clock error and enters at once: the interrupt
+ * injected ahead would reach the guest early.
+ */
+static void tsc_instant_survives_a_stall(void **state)
+{
+    struct lapict_kvm_config c = {.tsc_khz = host_tsc_khz()};
+    uint64_t tsc0, t0, d, at, truth;
+    struct fx *f;
+    int rc;
+
+    (void)state;
+    lt_fake_reset();
+    f = fx_new(&c, &rc);
+    assert_int_equal(rc, 0);
+    /* 10 s ahead: still ahead after the stall, however slow the host. */
+    tsc_and_ns(&tsc0, &t0);
+    d = tsc0 + (uint64_t)c.tsc_khz * 10000u;
+    truth = t0 + 10000000000ull;
+    __atomic_store_n(&lt_fake.clock_stall_ns, 100000000, __ATOMIC_SEQ_CST);
+    at = lapict_kvm_ops.tsc_to_host_ns(&f->k, d);
+    assert_int_equal(lt_fake.clock_stall_ns, 0); /* it stalled in there */
+    /* Never early (1 us for the rate's rounding), and not the stall late. */
+    assert_true((int64_t)(at - truth) > -1000);
+    assert_true((int64_t)(at - truth) < 50000000);
+    fx_free(f);
+}
+
 /* Rule: with kick_signal 0 the caller kicks: lapict_kvm_next_deadline()
  * says when, lapict_kvm_kick() (any thread) makes the entry exit. The
  * caller's timer fires at f->kick_at, read before the vCPU ran: by the
@@ -864,6 +927,7 @@ int main(void)
         cmocka_unit_test(timer_thread_spins_at_most_the_lead),
         cmocka_unit_test(destroy_ends_the_lead_spin),
         cmocka_unit_test(kick_racing_destroy),
+        cmocka_unit_test(tsc_instant_survives_a_stall),
         cmocka_unit_test(caller_kicks),
         cmocka_unit_test(illegal_lvt_vector_esr),
     };
