@@ -4,7 +4,7 @@
 # each one LAPICT_STRESS_VALGRIND times under valgrind memcheck and
 # LAPICT_STRESS_HOG times beside a CPU hog that keeps every core busy. Prints
 # the failures per test and in total; exit status 0 only if none failed.
-# Not part of cmake/test-all.sh (it takes about an hour at 50 + 50): run it
+# Not part of cmake/test-all.sh (20-40 minutes at 50 + 50 on 2 cores): run it
 # after changing the adapters' threads, signals or timers, or those tests.
 #
 # The tests:
