@@ -11,10 +11,10 @@
 #include "export.h"
 
 /* Version of these headers; lapict_version() gives the library's. */
-#define LAPICT_VERSION_MAJOR 0
-#define LAPICT_VERSION_MINOR 1
+#define LAPICT_VERSION_MAJOR 1
+#define LAPICT_VERSION_MINOR 0
 #define LAPICT_VERSION_PATCH 0
-#define LAPICT_VERSION_STRING "0.1.0"
+#define LAPICT_VERSION_STRING "1.0.0"
 /* (major << 16) | (minor << 8) | patch: comparable as an integer. */
 #define LAPICT_VERSION_NUMBER                                                  \
     ((LAPICT_VERSION_MAJOR << 16) | (LAPICT_VERSION_MINOR << 8) |              \
@@ -36,7 +36,7 @@ LAPICT_API uint32_t lapict_version(void);
  * lapict_version_string() - version of the linked library as text.
  *
  * Context: any.
- * Return: a static NUL-terminated string such as "0.1.0".
+ * Return: a static NUL-terminated string such as "1.0.0".
  */
 LAPICT_API const char *lapict_version_string(void);
 
