@@ -42,6 +42,8 @@ const char *lapict_strerror(int status)
         return "state blob does not match this instance's configuration";
     case LAPICT_E_SYSTEM:
         return "a host system call failed (the adapter keeps its errno)";
+    case LAPICT_E_NOT_COUNTDOWN:
+        return "timer state is more than a plain count-down";
     default:
         return "unknown status";
     }

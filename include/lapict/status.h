@@ -50,10 +50,16 @@ enum lapict_status {
      * name of the call (adapters/kvm: lapict_kvm_errno()).
      */
     LAPICT_E_SYSTEM = -18,
+    /*
+     * The timer state is more than a plain count-down (a TSC deadline
+     * armed, an interrupt held pending, an expiry injected ahead):
+     * lapict_countdown_get() described only part of it (countdown.h).
+     */
+    LAPICT_E_NOT_COUNTDOWN = -19,
 };
 
 /* Lowest (most negative) status value, for table-driven tests. */
-#define LAPICT_STATUS_MIN LAPICT_E_SYSTEM
+#define LAPICT_STATUS_MIN LAPICT_E_NOT_COUNTDOWN
 
 /**
  * lapict_strerror() - human-readable text for a status code.
