@@ -119,7 +119,7 @@ int lapict_advance_set(struct lapict_timer *t, uint32_t goal,
                        uint32_t spin_budget_ns)
 {
     if (!lapict__valid(t) || !lapict__goal_ok(goal, spin_budget_ns))
-        return LAPICT_E_INVAL;
+        return lapict__invalid(t);
     t->adv_goal = (uint8_t)goal;
     t->adv_budget_ns = spin_budget_ns;
     return LAPICT_OK;

@@ -23,7 +23,7 @@ typedef unsigned __int128 lapict__u128;
 /*
  * Held in place of the magic while one of the instance's ops runs, so that
  * a call into the library from inside an op (re-entry) fails the validity
- * test: LAPICT_E_INVAL, nothing touched (ops.h).
+ * test: LAPICT_E_REENTRY, nothing touched (ops.h).
  */
 #define LAPICT__MAGIC_IN_OP 0x4C41504Fu
 
@@ -247,6 +247,17 @@ static inline bool lapict__valid(const struct lapict_timer *t)
 {
     /* The magic is only ever set together with a checked ops table. */
     return t && t->magic == LAPICT__MAGIC;
+}
+
+/*
+ * The status of a call refused by lapict__valid(): LAPICT_E_REENTRY when
+ * it comes from inside one of the instance's own ops, else LAPICT_E_INVAL
+ * (NULL, uninitialised or finished instance, or another bad argument).
+ */
+static inline int lapict__invalid(const struct lapict_timer *t)
+{
+    return t && t->magic == LAPICT__MAGIC_IN_OP ? LAPICT_E_REENTRY
+                                                : LAPICT_E_INVAL;
 }
 
 /* Divider log2 for a TDCR value (0..7 for divide 1..128). */

@@ -37,7 +37,7 @@ int lapict_lvtt_write(struct lapict_timer *t, uint32_t val)
     uint64_t now;
 
     if (!lapict__valid(t))
-        return LAPICT_E_INVAL;
+        return lapict__invalid(t);
     now = sync_now(t);
     v = val & LVTT_STORED;
     if (!(t->flags & LAPICT__F_SVR_EN))
@@ -82,7 +82,7 @@ int lapict_tdcr_write(struct lapict_timer *t, uint32_t val)
     uint32_t c;
 
     if (!lapict__valid(t))
-        return LAPICT_E_INVAL;
+        return lapict__invalid(t);
     now = sync_now(t);
     val &= TDCR_STORED;
     if (val == t->tdcr)
@@ -112,7 +112,7 @@ int lapict_tmict_write(struct lapict_timer *t, uint32_t val)
     uint64_t now;
 
     if (!lapict__valid(t))
-        return LAPICT_E_INVAL;
+        return lapict__invalid(t);
     now = sync_now(t);
     if (in_deadline_mode(t))
         return LAPICT_OK;
@@ -150,7 +150,7 @@ int lapict_tsc_deadline_write(struct lapict_timer *t, uint64_t val)
     uint64_t now, tsc;
 
     if (!lapict__valid(t))
-        return LAPICT_E_INVAL;
+        return lapict__invalid(t);
     /* The deadline being replaced fires first if it has been reached. */
     now = sync_now(t);
     if (!in_deadline_mode(t))
@@ -173,7 +173,7 @@ int lapict_tsc_deadline_write(struct lapict_timer *t, uint64_t val)
 int lapict_svr_write(struct lapict_timer *t, bool enabled)
 {
     if (!lapict__valid(t))
-        return LAPICT_E_INVAL;
+        return lapict__invalid(t);
     sync_now(t);
     if (enabled) {
         t->flags |= LAPICT__F_SVR_EN;
@@ -187,7 +187,7 @@ int lapict_svr_write(struct lapict_timer *t, bool enabled)
 int lapict_xapic_read(struct lapict_timer *t, uint32_t offset, uint32_t *val)
 {
     if (!lapict__valid(t) || !val)
-        return LAPICT_E_INVAL;
+        return lapict__invalid(t);
     switch (offset) {
     case LAPICT_XAPIC_LVTT:
         *val = lapict_lvtt_read(t);
@@ -209,7 +209,7 @@ int lapict_xapic_read(struct lapict_timer *t, uint32_t offset, uint32_t *val)
 int lapict_xapic_write(struct lapict_timer *t, uint32_t offset, uint32_t val)
 {
     if (!lapict__valid(t))
-        return LAPICT_E_INVAL;
+        return lapict__invalid(t);
     switch (offset) {
     case LAPICT_XAPIC_LVTT:
         return lapict_lvtt_write(t, val);
@@ -230,7 +230,7 @@ int lapict_msr_read(struct lapict_timer *t, uint32_t msr, uint64_t *val)
     int rc;
 
     if (!lapict__valid(t) || !val)
-        return LAPICT_E_INVAL;
+        return lapict__invalid(t);
     if (msr == LAPICT_MSR_TSC_DEADLINE) {
         *val = lapict_tsc_deadline_read(t);
         return LAPICT_OK;
@@ -248,7 +248,7 @@ int lapict_msr_write(struct lapict_timer *t, uint32_t msr, uint64_t val)
     uint32_t off;
 
     if (!lapict__valid(t))
-        return LAPICT_E_INVAL;
+        return lapict__invalid(t);
     if (msr == LAPICT_MSR_TSC_DEADLINE)
         return lapict_tsc_deadline_write(t, val);
     if (msr < 0x800u || msr > 0x8FFu)

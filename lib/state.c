@@ -113,7 +113,7 @@ int lapict_state_save_at(const struct lapict_timer *cur, uint64_t now,
     bool cd;
 
     if (!lapict__valid(cur) || !buf)
-        return LAPICT_E_INVAL;
+        return lapict__invalid(cur);
     if (len < LAPICT_STATE_SIZE)
         return LAPICT_E_STATE_SIZE;
     /*
@@ -183,7 +183,7 @@ int lapict_state_save(const struct lapict_timer *t, void *buf, size_t len)
     uint64_t now;
 
     if (!lapict__valid(t) || !buf)
-        return LAPICT_E_INVAL;
+        return lapict__invalid(t);
     if (len < LAPICT_STATE_SIZE)
         return LAPICT_E_STATE_SIZE;
     /* Pure reads; the guest TSC matters only to an armed deadline. */
@@ -350,7 +350,7 @@ int lapict_state_restore(struct lapict_timer *t, const void *buf, size_t len)
     int rc;
 
     if (!lapict__valid(t) || !buf)
-        return LAPICT_E_INVAL;
+        return lapict__invalid(t);
     if (len != LAPICT_STATE_SIZE)
         return LAPICT_E_STATE_SIZE;
     rc = check_header(b);

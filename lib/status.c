@@ -44,6 +44,8 @@ const char *lapict_strerror(int status)
         return "a host system call failed (the adapter keeps its errno)";
     case LAPICT_E_NOT_COUNTDOWN:
         return "timer state is more than a plain count-down";
+    case LAPICT_E_REENTRY:
+        return "called from inside one of the instance's own ops (re-entry)";
     default:
         return "unknown status";
     }

@@ -419,7 +419,7 @@ int lapict_init(struct lapict_timer *t, const struct lapict_config *cfg,
 int lapict_reset(struct lapict_timer *t)
 {
     if (!lapict__valid(t))
-        return LAPICT_E_INVAL;
+        return lapict__invalid(t);
     lapict__host_cancel(t);
     lapict__disarm(t);
     t->lvtt = LAPICT_LVTT_RESET;
@@ -434,7 +434,7 @@ int lapict_expire(struct lapict_timer *t)
     bool inj;
 
     if (!lapict__valid(t))
-        return LAPICT_E_INVAL;
+        return lapict__invalid(t);
     now = lapict__now(t);
     /* Whether to sample is this call's own result, never a counter's. */
     done = process(t, now, false, 0);
@@ -464,7 +464,7 @@ int lapict_expire(struct lapict_timer *t)
 int lapict_irq_window_open(struct lapict_timer *t)
 {
     if (!lapict__valid(t))
-        return LAPICT_E_INVAL;
+        return lapict__invalid(t);
     process(t, lapict__now(t), false, 0);
     deliver(t, false);
     lapict__rearm(t, lapict__now(t));
@@ -474,7 +474,7 @@ int lapict_irq_window_open(struct lapict_timer *t)
 int lapict_vcpu_blocking(struct lapict_timer *t)
 {
     if (!lapict__valid(t))
-        return LAPICT_E_INVAL;
+        return lapict__invalid(t);
     lapict__update(t, lapict__now(t));
     t->flags |= LAPICT__F_BLOCKED;
     lapict__host_move(t);
@@ -484,7 +484,7 @@ int lapict_vcpu_blocking(struct lapict_timer *t)
 int lapict_vcpu_unblocked(struct lapict_timer *t)
 {
     if (!lapict__valid(t))
-        return LAPICT_E_INVAL;
+        return lapict__invalid(t);
     t->flags &= (uint16_t)~LAPICT__F_BLOCKED;
     lapict__update(t, lapict__now(t));
     lapict__host_move(t);
@@ -553,7 +553,7 @@ static __attribute__((noinline)) int entry_work(struct lapict_timer *t)
 int lapict_before_guest_entry(struct lapict_timer *t)
 {
     if (!lapict__valid(t))
-        return LAPICT_E_INVAL;
+        return lapict__invalid(t);
     /* Every guest entry passes here: nothing to do is the common case. */
     if (!(t->flags & (LAPICT__F_PREINJ | LAPICT__F_SAMPLE)))
         return LAPICT_OK;
@@ -563,7 +563,7 @@ int lapict_before_guest_entry(struct lapict_timer *t)
 int lapict_stats_get(const struct lapict_timer *t, struct lapict_stats *out)
 {
     if (!lapict__valid(t) || !out)
-        return LAPICT_E_INVAL;
+        return lapict__invalid(t);
     out->expiries = t->c.expiries;
     out->injections = t->c.injections;
     out->refused = t->c.refused;

@@ -2088,8 +2088,10 @@ static void stall_beyond_2p63_gives_no_callback_storm(void **state)
 }
 
 /* Re-entry from an op (ops.h, timer.h "Context:"): a library call made
- * from inside one of the instance's ops is refused with LAPICT_E_INVAL and
- * changes nothing; the outer call completes normally, never a storm. */
+ * from inside one of the instance's ops is refused with its own status,
+ * LAPICT_E_REENTRY (not LAPICT_E_INVAL, which names an uninitialised
+ * instance), and changes nothing; the outer call completes normally, never
+ * a storm. */
 static bool (*reentry_inner_inject)(void *ctx, uint8_t vector);
 static int reentry_rc[4];
 static uint32_t reentry_read;
@@ -2124,10 +2126,10 @@ static void reentry_from_an_op_is_refused_without_storm(void **state)
         reentry_read = 1;
         fake_advance(&h, 1000);
         assert_int_equal(h.ninj, 1);
-        assert_int_equal(reentry_rc[0], LAPICT_E_INVAL);
-        assert_int_equal(reentry_rc[1], LAPICT_E_INVAL);
-        assert_int_equal(reentry_rc[2], LAPICT_E_INVAL);
-        assert_int_equal(reentry_rc[3], LAPICT_E_INVAL);
+        assert_int_equal(reentry_rc[0], LAPICT_E_REENTRY);
+        assert_int_equal(reentry_rc[1], LAPICT_E_REENTRY);
+        assert_int_equal(reentry_rc[2], LAPICT_E_REENTRY);
+        assert_int_equal(reentry_rc[3], LAPICT_E_REENTRY);
         assert_int_equal(reentry_read, 0);
         /* The refused write changed nothing: still N = 1000 on its grid. */
         assert_int_equal(lapict_tmict_read(&t), 1000);

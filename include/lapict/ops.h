@@ -19,7 +19,7 @@
  *
  * Re-entry: an op must not call into the library for the instance it was
  * called for (say, lapict_irq_window_open() from inside inject). Such a
- * call is detected: it returns LAPICT_E_INVAL (register reads return 0)
+ * call is detected: it returns LAPICT_E_REENTRY (register reads return 0)
  * and changes nothing, and the outer call completes as if it had not been
  * made. The host does it afterwards, from its own loop. This holds for
  * every op that acts (timer arm/cancel, inject, spin_until, report); the

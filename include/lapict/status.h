@@ -15,7 +15,10 @@ extern "C" {
 /* LAPICT_OK or a negative error; lapict_strerror() names each. */
 enum lapict_status {
     LAPICT_OK = 0,
-    /* Host misuse: NULL pointer, uninitialised instance, bad argument. */
+    /*
+     * Host misuse: NULL pointer, uninitialised (or finished) instance, bad
+     * argument.
+     */
     LAPICT_E_INVAL = -1,
     /* Ops table too old, or a mandatory op missing. */
     LAPICT_E_OPS = -2,
@@ -56,10 +59,16 @@ enum lapict_status {
      * lapict_countdown_get() described only part of it (countdown.h).
      */
     LAPICT_E_NOT_COUNTDOWN = -19,
+    /*
+     * A call for an instance made from inside one of that instance's own
+     * ops (ops.h, "Re-entry"): refused, nothing changed; the host makes the
+     * call afterwards, from its own loop.
+     */
+    LAPICT_E_REENTRY = -20,
 };
 
 /* Lowest (most negative) status value, for table-driven tests. */
-#define LAPICT_STATUS_MIN LAPICT_E_NOT_COUNTDOWN
+#define LAPICT_STATUS_MIN LAPICT_E_REENTRY
 
 /**
  * lapict_strerror() - human-readable text for a status code.

@@ -146,9 +146,9 @@ LAPICT_API int lapict_reset(struct lapict_timer *t);
  *
  * Context: owner thread (see ops.h for callbacks on other threads); not
  * from inside one of this instance's ops: such a call returns
- * LAPICT_E_INVAL and changes nothing (ops.h, "Re-entry"). The same holds
+ * LAPICT_E_REENTRY and changes nothing (ops.h, "Re-entry"). The same holds
  * for every function of the library that takes the instance.
- * Return: LAPICT_OK or LAPICT_E_INVAL.
+ * Return: LAPICT_OK, LAPICT_E_INVAL or LAPICT_E_REENTRY.
  */
 LAPICT_API int lapict_expire(struct lapict_timer *t);
 
@@ -159,7 +159,7 @@ LAPICT_API int lapict_expire(struct lapict_timer *t);
  * Delivers held (pending) interrupts, reading mask and vector now.
  *
  * Context: owner thread, not from inside an op: an inject op that calls it
- * gets LAPICT_E_INVAL and nothing changes (ops.h, "Re-entry"); the host
+ * gets LAPICT_E_REENTRY and nothing changes (ops.h, "Re-entry"); the host
  * calls it from its loop once the window is open.
  * Return: LAPICT_OK or LAPICT_E_INVAL.
  */

@@ -56,7 +56,7 @@
  * - an expiry injected ahead is the interrupt of its servicing: with
  *   coalesce or drop, the other expiries of that servicing give no credit;
  * - re-entry (ops.h): calls into the library from inside an inject op are
- *   refused with LAPICT_E_INVAL and change nothing;
+ *   refused with LAPICT_E_REENTRY and change nothing;
  * - an input with a save/restore runs twice, the second time (the twin)
  *   with every save/restore skipped: register reads, deliveries and the
  *   adaptive advance after the same tuner samples must be the same in both
@@ -585,24 +585,24 @@ static void rg_reenter(void)
     uint32_t v32 = 1;
 
     RG_TRACE("# re-entry from inject\n");
-    RG_CHECK(lapict_irq_window_open(rg.t) == LAPICT_E_INVAL,
+    RG_CHECK(lapict_irq_window_open(rg.t) == LAPICT_E_REENTRY,
              "re-entry: irq_window_open not refused");
-    RG_CHECK(lapict_expire(rg.t) == LAPICT_E_INVAL,
+    RG_CHECK(lapict_expire(rg.t) == LAPICT_E_REENTRY,
              "re-entry: expire not refused");
-    RG_CHECK(lapict_before_guest_entry(rg.t) == LAPICT_E_INVAL,
+    RG_CHECK(lapict_before_guest_entry(rg.t) == LAPICT_E_REENTRY,
              "re-entry: before_guest_entry not refused");
-    RG_CHECK(lapict_tmict_write(rg.t, 1) == LAPICT_E_INVAL,
+    RG_CHECK(lapict_tmict_write(rg.t, 1) == LAPICT_E_REENTRY,
              "re-entry: TMICT write not refused");
     RG_CHECK(lapict_msr_write(rg.t, LAPICT_MSR_TSC_DEADLINE, 1) ==
-                 LAPICT_E_INVAL,
+                 LAPICT_E_REENTRY,
              "re-entry: deadline write not refused");
     RG_CHECK(lapict_xapic_read(rg.t, LAPICT_XAPIC_TMCCT, &v32) ==
-                 LAPICT_E_INVAL,
+                 LAPICT_E_REENTRY,
              "re-entry: TMCCT read not refused");
     RG_CHECK(lapict_msr_read(rg.t, LAPICT_MSR_TSC_DEADLINE, &v64) ==
-                 LAPICT_E_INVAL,
+                 LAPICT_E_REENTRY,
              "re-entry: deadline read not refused");
-    RG_CHECK(lapict_stats_get(rg.t, &st) == LAPICT_E_INVAL,
+    RG_CHECK(lapict_stats_get(rg.t, &st) == LAPICT_E_REENTRY,
              "re-entry: stats not refused");
     RG_CHECK(memcmp(&before, rg.t, sizeof(before)) == 0,
              "re-entry changed the instance");
