@@ -8,7 +8,7 @@
  * when /dev/kvm is missing or a VM cannot be made.
  */
 #define _GNU_SOURCE
-#include <check.h>
+#include "check_run.h"
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,8 +85,6 @@ int main(void)
     const char *why = lt_kvm_unusable();
     Suite *s;
     TCase *tc;
-    SRunner *sr;
-    int failed;
 
     if (why) {
         printf("check_baremetal: SKIP: %s\n", why);
@@ -98,11 +96,7 @@ int main(void)
     tcase_add_test(tc, baremetal_few_timers);
     tcase_set_timeout(tc, 90);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return lt_check_run(s);
 }
 
 #else

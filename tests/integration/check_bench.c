@@ -12,7 +12,7 @@
  * lapict-bench is found beside lapict-replay (both go to the build's bin/).
  */
 #define _POSIX_C_SOURCE 200809L
-#include <check.h>
+#include "check_run.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -356,8 +356,6 @@ int main(void)
 {
     Suite *s = suite_create("bench");
     TCase *tc = tcase_create("bench");
-    SRunner *sr;
-    int failed;
 
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, tuning_lapict_never_early_and_beats_kvm);
@@ -372,9 +370,5 @@ int main(void)
     tcase_add_loop_test(tc, numeric_option_range_ends_accepted, 0, 3);
     tcase_add_loop_test(tc, mux_n_out_of_range_is_usage_error, 0, 4);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return lt_check_run(s);
 }

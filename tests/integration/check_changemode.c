@@ -19,7 +19,7 @@
  * tests/CMakeLists.txt declares as SKIP_RETURN_CODE.
  */
 #define _GNU_SOURCE
-#include <check.h>
+#include "check_run.h"
 
 #include "kvm_probe.h"
 #include <stdbool.h>
@@ -212,8 +212,6 @@ int main(void)
     const char *why = lt_kvm_unusable();
     Suite *s;
     TCase *tc;
-    SRunner *r;
-    int failed;
 
     if (!why && (tsc_khz = kvm_tsc_khz()) <= 0)
         why = "KVM_GET_TSC_KHZ failed";
@@ -227,11 +225,7 @@ int main(void)
     tcase_add_test(tc, changemode_lib_xapic);
     tcase_set_timeout(tc, 150);
     suite_add_tcase(s, tc);
-    r = srunner_create(s);
-    srunner_run_all(r, CK_NORMAL);
-    failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return lt_check_run(s);
 }
 #else
 int main(void)

@@ -17,7 +17,7 @@
  * kvm_known[] may fail.
  */
 #define _GNU_SOURCE
-#include <check.h>
+#include "check_run.h"
 
 #include "kvm_probe.h"
 #include <stdio.h>
@@ -387,18 +387,12 @@ int main(int argc, char **argv)
 {
     bool kvm = argc > 1 && !strcmp(argv[1], "kvm");
     const char *why = kvm ? lt_kvm_unusable() : NULL;
-    SRunner *r;
-    int failed;
 
     if (why) {
         printf("check_multiboot: SKIP the lapict-vmm cases: %s\n", why);
         return LT_SKIP_RC;
     }
-    r = srunner_create(kvm ? kvm_suite() : loader_suite());
-    srunner_run_all(r, CK_NORMAL);
-    failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return lt_check_run(kvm ? kvm_suite() : loader_suite());
 }
 #else
 int main(void)

@@ -12,7 +12,7 @@
  * fails the test even where the KVM cases then skip.
  */
 #define _GNU_SOURCE
-#include <check.h>
+#include "check_run.h"
 
 #include "kvm_probe.h"
 #include <stdio.h>
@@ -284,8 +284,6 @@ static int run_option_cases(void)
 {
     Suite *s = suite_create("vmm_options");
     TCase *tc = tcase_create("options");
-    SRunner *r;
-    int failed;
 
     tcase_add_loop_test(tc, vmm_numeric_option_out_of_range_is_usage_error, 0,
                         (int)(sizeof(bad_options) / sizeof(bad_options[0])));
@@ -294,11 +292,7 @@ static int run_option_cases(void)
                         (int)(sizeof(good_options) / sizeof(good_options[0])));
     tcase_set_timeout(tc, 30);
     suite_add_tcase(s, tc);
-    r = srunner_create(s);
-    srunner_run_all(r, CK_NORMAL);
-    failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed;
+    return lt_check_run(s);
 }
 
 int main(void)
@@ -306,8 +300,6 @@ int main(void)
     const char *why;
     Suite *s;
     TCase *v;
-    SRunner *r;
-    int failed;
 
     if (run_option_cases())
         return EXIT_FAILURE;
@@ -326,11 +318,7 @@ int main(void)
     tcase_add_loop_test(v, vmm_immed_lib, 0, 2);
     tcase_set_timeout(v, 60);
     suite_add_tcase(s, v);
-    r = srunner_create(s);
-    srunner_run_all(r, CK_NORMAL);
-    failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return lt_check_run(s);
 }
 
 #else /* no lapict-vmm on this platform */
