@@ -553,10 +553,11 @@ enum stop_kind {
     K_HALTED,  /* the guest halted, its wait not begun */
     K_MODE,    /* right after the guest switched the timer's mode */
     K_RANDOM,  /* anywhere between exits */
+    K_TMCCT,   /* between two TMCCT samples of a running one-shot */
     K_N
 };
-static const char *const kind_names[K_N] = {"pending", "advance", "halted",
-                                            "modeswitch", "random"};
+static const char *const kind_names[K_N] = {
+    "pending", "advance", "halted", "modeswitch", "random", "tmcct"};
 
 #define MIG_STOP 1000 /* lapict_vmm_vm_run_points(): stop for a migration */
 #define MIG_MAGIC 0x4D49475354415445ull
@@ -579,7 +580,7 @@ struct mig_ctx {
     const struct opts *o;
     struct result *res;
     struct mig_state *m;
-    bool mode_exit;
+    bool mode_exit, tmcct_exit;
     int kind;
     /* The timer's pending count and injections as of the last stop point
      * (see note_silent_drops()). */
@@ -636,15 +637,22 @@ static void note_reset(struct mig_ctx *c)
     c->last_injections = ts.injections;
 }
 
-/* The next stop: its kind in turn (advance only with an advance), after a
- * random 0-3 ms; a kind that does not come within 30 ms is taken anywhere. */
+/*
+ * The next stop: its kind in turn (advance only with an advance), after a
+ * random 0-3 ms; a kind that does not come within 30 ms is taken anywhere.
+ * A TMCCT stop waits for the guest's next one-shot phase, which its
+ * periodic and deadline phases put at most about 600 ms away: it is given
+ * 5 s, so that every run checks TMCCT across migrations however slow the
+ * host, and a guest that never asks is a fallback the result shows.
+ */
 static void mig_next(struct mig_state *m, const struct opts *o)
 {
     do
         m->want = (m->want + 1) % K_N;
     while (m->want == K_ADVANCE && o->advance_mode == LAPICT_ADVANCE_OFF);
     m->earliest_ns = lapict_vmm_mono_ns() + mig_rnd(m) % 3000000u;
-    m->give_up_ns = m->earliest_ns + 30000000u;
+    m->give_up_ns = m->earliest_ns +
+                    (m->want == K_TMCCT ? 5000000000ull : 30000000u);
 }
 
 /* A timer interrupt owed and not taken: in IRR, or held by lapict (LVTT
@@ -692,11 +700,12 @@ static int mig_point(void *arg)
     struct mig_ctx *c = arg;
     struct mig_state *m = c->m;
     struct lapict_vmm_vm *v = c->v;
-    bool mode = c->mode_exit;
+    bool mode = c->mode_exit, tmcct = c->tmcct_exit;
     uint64_t now;
     int kind = -1;
 
     c->mode_exit = false;
+    c->tmcct_exit = false;
     note_silent_drops(c);
     if (m->done >= m->target) {
         if (!m->stop_sent)
@@ -724,6 +733,11 @@ static int mig_point(void *arg)
         if (mode)
             kind = K_MODE;
         break;
+    case K_TMCCT:
+        mig_mb(v)->mig.tmcct_req = 1;
+        if (tmcct)
+            kind = K_TMCCT;
+        break;
     default:
         kind = K_RANDOM;
         break;
@@ -734,6 +748,7 @@ static int mig_point(void *arg)
     }
     if (kind < 0)
         return -1;
+    mig_mb(v)->mig.tmcct_req = 0;
     c->kind = kind;
     return MIG_STOP;
 }
@@ -745,6 +760,11 @@ static int mig_exit(void *arg, struct kvm_run *r)
     if (r->exit_reason == KVM_EXIT_IO && r->io.direction == KVM_EXIT_IO_OUT &&
         r->io.port == PORT_MODE) {
         c->mode_exit = true;
+        return -1;
+    }
+    if (r->exit_reason == KVM_EXIT_IO && r->io.direction == KVM_EXIT_IO_OUT &&
+        r->io.port == PORT_TMCCT) {
+        c->tmcct_exit = true;
         return -1;
     }
     if (r->exit_reason == KVM_EXIT_IO && r->io.direction == KVM_EXIT_IO_OUT &&

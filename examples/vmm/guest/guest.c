@@ -987,6 +987,19 @@ static void wait_owed(uint64_t limit, bool frozen_counts, uint64_t f0hi,
                 tmcct_check(&prev, &cur);
             prev = cur;
             have = true;
+            /*
+             * The VMM asks for a migration right here: interrupts are off
+             * (wait_slice() ends in cli), so the next sample follows it
+             * whether or not the count ran out meanwhile, and checks TMCCT
+             * across it.
+             */
+            if (mb->mig.tmcct_req) {
+                outl(PORT_TMCCT, 0);
+                if (tmcct_sample(&cur)) {
+                    tmcct_check(&prev, &cur);
+                    prev = cur;
+                }
+            }
         }
         frozen(&f);
         if (rdtsc() >

@@ -39,6 +39,10 @@
  * sample (if any) and raises ENTRY_VEC for the next entry; ENTRY_LAST:
  * it records the previous round only. */
 #define PORT_ENTRY 0x518u
+/* --test=migrate: the guest is between two TMCCT samples of a running
+ * one-shot, interrupts off, as mig.tmcct_req asked: a stop point the VMM
+ * takes, so that the sample after it straddles a migration. */
+#define PORT_TMCCT 0x51Cu
 #define ENTRY_RAISE 0u
 #define ENTRY_LAST 1u
 #define ENTRY_VEC 0x41u
@@ -97,6 +101,8 @@ struct mailbox {
     struct {
         uint64_t seq0, frozen_lo_ns, frozen_hi_ns, seq1;
         uint64_t missed_ticks, seed, stop;
+        /* VMM -> guest: stop at PORT_TMCCT between the next two samples. */
+        uint64_t tmcct_req;
         uint64_t interrupts, lost, doubled, early, phases;
         uint64_t tmcct_checks, tmcct_across, tmcct_bad;
         uint64_t periodic_ticks, oneshots, deadlines;
