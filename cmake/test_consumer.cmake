@@ -1,15 +1,21 @@
 # SPDX-License-Identifier: MIT
-# Install a built lapict into a scratch prefix and use it from outside: once
-# through find_package(lapict CONFIG) and once through pkg-config. Both must
-# build and run. With INSTALLED_PREFIX, lapict is already installed there
-# (cmake/test-packages.sh: the Debian packages unpacked with dpkg -x) and
-# BUILD_DIR is not used.
+# Install a built lapict into a scratch prefix and use it from outside: the
+# programs of tests/consumer (the core, a host on the simulated host, a VMM
+# loop on the KVM adapter), once built through find_package(lapict CONFIG
+# COMPONENTS ...) and once through pkg-config (lapict, lapict-sim,
+# lapict-kvm). All must build and run; the VMM loop may skip (exit 77: no
+# usable /dev/kvm), which is reported. With INSTALLED_PREFIX, lapict is
+# already installed there (cmake/test-packages.sh: the Debian packages
+# unpacked with dpkg -x) and BUILD_DIR is not used.
 #
 #   cmake -DBUILD_DIR=... | -DINSTALLED_PREFIX=...
 #         -DSOURCE_DIR=tests/consumer -DWORK_DIR=...
 #         -DC_COMPILER=cc -DLIBDIR=lib -DPKG_CONFIG=pkg-config
 #         [-DCONFIG=...] [-DGENERATOR=...] [-DEXTRA_FLAGS="..."]
-#         -P test_consumer.cmake
+#         [-DRUN_VMM=OFF] -P test_consumer.cmake
+#
+# RUN_VMM=OFF builds the VMM loop without running it (ctest runs it as a
+# test of its own, consumer_vmm_loop, which can report a skip).
 cmake_minimum_required(VERSION 3.16)
 if(NOT DEFINED INSTALLED_PREFIX AND NOT DEFINED BUILD_DIR)
     message(FATAL_ERROR "test_consumer.cmake: -DBUILD_DIR=... or "
@@ -78,34 +84,69 @@ if(NOT at EQUAL 0)
     message(FATAL_ERROR "consumer: find_package found lapict in '${found}', "
                         "not in ${prefix}")
 endif()
-run("build with lapict::lapict"
+run("build with lapict::lapict, lapict::sim, lapict::kvm"
     ${CMAKE_COMMAND} --build ${build} ${config_args})
-set(exe ${build}/lapict_consumer)
-if(CONFIG AND EXISTS ${build}/${CONFIG}/lapict_consumer)
-    set(exe ${build}/${CONFIG}/lapict_consumer)
+if(NOT DEFINED RUN_VMM)
+    set(RUN_VMM ON)
 endif()
+
+# Runs one program of the consumer; the VMM loop's 77 is a skip.
+function(run_program what exe)
+    execute_process(COMMAND ${CMAKE_COMMAND} -E env LD_LIBRARY_PATH=${libpath}
+                            ${exe}
+                    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+    string(STRIP "${out}${err}" text)
+    if(rc STREQUAL "77" AND exe MATCHES "vmm_loop")
+        message(STATUS "consumer: ${what}: SKIPPED: ${text}")
+    elseif(NOT rc STREQUAL "0")
+        message(FATAL_ERROR "consumer: ${what} failed (${rc})\n$ ${exe}\n"
+                            "${text}")
+    else()
+        message(STATUS "consumer: ${what}: ${text}")
+    endif()
+endfunction()
+
+# The programs: name, source, pkg-config module.
+set(programs lapict_consumer main.c lapict
+             lapict_sim_host sim_host.c lapict-sim)
+if(EXISTS ${build}/lapict_vmm_loop OR
+   (CONFIG AND EXISTS ${build}/${CONFIG}/lapict_vmm_loop))
+    list(APPEND programs lapict_vmm_loop vmm_loop.c lapict-kvm)
+endif()
+
 # CMake gives the build an rpath to the library unless it deems the
 # directory implicit, which varies with the prefix; the library path is
 # therefore given explicitly, as for the pkg-config build.
-run("run the find_package build"
-    ${CMAKE_COMMAND} -E env LD_LIBRARY_PATH=${libpath} ${exe})
-message(STATUS "${run_output}")
+while(programs)
+    list(POP_FRONT programs name src module)
+    set(exe ${build}/${name})
+    if(CONFIG AND EXISTS ${build}/${CONFIG}/${name})
+        set(exe ${build}/${CONFIG}/${name})
+    endif()
+    set(run_it ON)
+    if(name STREQUAL "lapict_vmm_loop" AND NOT RUN_VMM)
+        set(run_it OFF)
+    endif()
+    if(run_it)
+        run_program("run ${name} (find_package)" ${exe})
+    endif()
 
-# 2. pkg-config, seeing only the scratch prefix.
-run("pkg-config --cflags --libs lapict"
-    ${CMAKE_COMMAND} -E env PKG_CONFIG_LIBDIR=${libpath}/pkgconfig
-    PKG_CONFIG_PATH= ${PKG_CONFIG} --cflags --libs lapict)
-string(STRIP "${run_output}" pc_flags)
-message(STATUS "pkg-config: ${pc_flags}")
-separate_arguments(pc_flags UNIX_COMMAND "${pc_flags}")
-set(exe ${WORK_DIR}/lapict_consumer_pc)
-# As a user would type it; the headers must be warning-free for a strict
-# consumer. (In a coverage build, main.c's own .gcno lands in WORK_DIR.)
-run("compile with pkg-config flags"
-    ${CMAKE_COMMAND} -E chdir ${WORK_DIR}
-    ${C_COMPILER} -std=c11 -Wall -Wextra -Werror ${extra}
-    ${SOURCE_DIR}/main.c ${pc_flags} -o ${exe})
-# A shared lapict is found through LD_LIBRARY_PATH (no rpath here).
-run("run the pkg-config build"
-    ${CMAKE_COMMAND} -E env LD_LIBRARY_PATH=${libpath} ${exe})
-message(STATUS "${run_output}")
+    # pkg-config, seeing only the scratch prefix.
+    run("pkg-config --cflags --libs ${module}"
+        ${CMAKE_COMMAND} -E env PKG_CONFIG_LIBDIR=${libpath}/pkgconfig
+        PKG_CONFIG_PATH= ${PKG_CONFIG} --cflags --libs ${module})
+    string(STRIP "${run_output}" pc_flags)
+    message(STATUS "pkg-config ${module}: ${pc_flags}")
+    separate_arguments(pc_flags UNIX_COMMAND "${pc_flags}")
+    set(exe ${WORK_DIR}/${name}_pc)
+    # As a user would type it; the headers must be warning-free for a
+    # strict consumer. (In a coverage build, the .gcno lands in WORK_DIR.)
+    run("compile ${src} with pkg-config flags"
+        ${CMAKE_COMMAND} -E chdir ${WORK_DIR}
+        ${C_COMPILER} -std=c11 -Wall -Wextra -Werror ${extra}
+        ${SOURCE_DIR}/${src} ${pc_flags} -o ${exe})
+    # A shared lapict is found through LD_LIBRARY_PATH (no rpath here).
+    if(run_it)
+        run_program("run ${name} (pkg-config)" ${exe})
+    endif()
+endwhile()
