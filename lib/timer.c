@@ -416,6 +416,16 @@ int lapict_init(struct lapict_timer *t, const struct lapict_config *cfg,
     return LAPICT_OK;
 }
 
+int lapict_fini(struct lapict_timer *t)
+{
+    if (!lapict__valid(t))
+        return lapict__invalid(t);
+    lapict__host_cancel(t);
+    /* After the cancel: the op runs with the instance still bound. */
+    t->magic = 0;
+    return LAPICT_OK;
+}
+
 int lapict_reset(struct lapict_timer *t)
 {
     if (!lapict__valid(t))

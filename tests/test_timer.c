@@ -2093,7 +2093,7 @@ static void stall_beyond_2p63_gives_no_callback_storm(void **state)
  * instance), and changes nothing; the outer call completes normally, never
  * a storm. */
 static bool (*reentry_inner_inject)(void *ctx, uint8_t vector);
-static int reentry_rc[4];
+static int reentry_rc[5];
 static uint32_t reentry_read;
 static bool reentry_inject(void *ctx, uint8_t vector)
 {
@@ -2102,6 +2102,7 @@ static bool reentry_inject(void *ctx, uint8_t vector)
     reentry_rc[1] = lapict_tmict_write(h->timer, 77);
     reentry_rc[2] = lapict_expire(h->timer);
     reentry_rc[3] = lapict_before_guest_entry(h->timer);
+    reentry_rc[4] = lapict_fini(h->timer);
     reentry_read = lapict_tmict_read(h->timer);
     return reentry_inner_inject(ctx, vector);
 }
@@ -2130,6 +2131,7 @@ static void reentry_from_an_op_is_refused_without_storm(void **state)
         assert_int_equal(reentry_rc[1], LAPICT_E_REENTRY);
         assert_int_equal(reentry_rc[2], LAPICT_E_REENTRY);
         assert_int_equal(reentry_rc[3], LAPICT_E_REENTRY);
+        assert_int_equal(reentry_rc[4], LAPICT_E_REENTRY);
         assert_int_equal(reentry_read, 0);
         /* The refused write changed nothing: still N = 1000 on its grid. */
         assert_int_equal(lapict_tmict_read(&t), 1000);
@@ -2175,6 +2177,68 @@ static void tsc_going_back_before_entry_ends_wait_without_double(void **state)
         assert_int_equal(lapict_tsc_deadline_read(&t), 0);
         tu_check_host(&h);
     }
+}
+
+/* timer.h, lapict_fini(): finishing an instance cancels the host timer it
+ * has armed (software or hardware) through its ops, and leaves it
+ * uninitialised, so every later call is host misuse (LAPICT_E_INVAL) and a
+ * late host callback is harmless; lapict_init() binds it again. */
+static void fini_cancels_host_timer_and_uninitialises(void **state)
+{
+    size_t b;
+    (void)state;
+    for (b = 0; b < TU_NBASES; b++) {
+        struct fake_host h;
+        struct lapict_timer t;
+        struct lapict_config c = tu_cfg();
+        struct lapict_stats s;
+        uint8_t blob[LAPICT_STATE_SIZE];
+        uint32_t v = 1;
+        bool hv = b == 1;
+        tu_setup(&h, &t, &c, tu_bases[b], hv);
+        countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1000);
+        assert_true(fake_armed(&h));
+        assert_int_equal(lapict_fini(&t), LAPICT_OK);
+        assert_false(fake_armed(&h));
+        assert_int_equal(hv ? h.hv_cancels : h.sw_cancels, 1);
+        /* A callback already under way finds no instance: no op called. */
+        h.op_calls = 0;
+        assert_int_equal(lapict_expire(&t), LAPICT_E_INVAL);
+        assert_int_equal(h.op_calls, 0);
+        assert_int_equal(lapict_tmict_write(&t, 5), LAPICT_E_INVAL);
+        assert_int_equal(lapict_xapic_read(&t, LAPICT_XAPIC_TMICT, &v),
+                         LAPICT_E_INVAL);
+        assert_int_equal(lapict_tmcct_read(&t), 0);
+        assert_int_equal(lapict_stats_get(&t, &s), LAPICT_E_INVAL);
+        assert_int_equal(lapict_state_save(&t, blob, sizeof(blob)),
+                         LAPICT_E_INVAL);
+        assert_int_equal(lapict_fini(&t), LAPICT_E_INVAL);
+        assert_false(fake_armed(&h));
+        fake_advance(&h, 5000);
+        assert_int_equal(h.ninj, 0);
+        /* Bound again: a fresh instance in its reset state. */
+        assert_int_equal(fake_attach(&h, &t, &c), LAPICT_OK);
+        assert_int_equal(lapict_lvtt_read(&t), LAPICT_LVTT_RESET);
+        countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 100);
+        fake_advance(&h, 100);
+        assert_int_equal(h.ninj, 1);
+        tu_check_host(&h);
+    }
+    assert_int_equal(lapict_fini(NULL), LAPICT_E_INVAL);
+}
+
+/* lapict_fini() with nothing armed cancels nothing: no op is called. */
+static void fini_of_an_idle_instance_calls_no_op(void **state)
+{
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    (void)state;
+    tu_setup(&h, &t, &c, 0, true);
+    h.op_calls = 0;
+    assert_int_equal(lapict_fini(&t), LAPICT_OK);
+    assert_int_equal(h.op_calls, 0);
+    assert_int_equal(lapict_expire(&t), LAPICT_E_INVAL);
 }
 
 /* ---- misc ---------------------------------------------------------- */
@@ -2410,6 +2474,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(stall_beyond_2p63_gives_no_callback_storm),
         cmocka_unit_test(reentry_from_an_op_is_refused_without_storm),
         cmocka_unit_test(tsc_going_back_before_entry_ends_wait_without_double),
+        cmocka_unit_test(fini_cancels_host_timer_and_uninitialises),
+        cmocka_unit_test(fini_of_an_idle_instance_calls_no_op),
         cmocka_unit_test(timer_calls_null_instance_are_inval),
         cmocka_unit_test(stats_start_at_zero),
         cmocka_unit_test(stall_beyond_2p64_ticks_keeps_the_policy_count),

@@ -109,6 +109,13 @@ struct lapict_stats {
  * The timer starts in its reset state with the APIC software-enabled, the
  * vCPU running and no host timer armed. No op is called.
  *
+ * Re-initialising: lapict_init() never reads the old contents of @t (any
+ * bytes are accepted, also ones that look like an instance), so it cannot
+ * cancel a host timer an earlier binding armed. An instance that has been
+ * initialised is finished with lapict_fini() before lapict_init() binds it
+ * again (docs/spec/timer.md section 7, "Lifetime"); otherwise the old host
+ * timer stays armed and fires into the new binding.
+ *
  * Context: owner thread.
  * Return: LAPICT_OK; LAPICT_E_INVAL for NULL @t/@ops; LAPICT_E_OPS for a
  * missing mandatory op or a zero version; a config code from
@@ -117,6 +124,25 @@ struct lapict_stats {
 LAPICT_API int lapict_init(struct lapict_timer *t,
                            const struct lapict_config *cfg,
                            const struct lapict_ops *ops, void *ctx);
+
+/**
+ * lapict_fini() - finish an instance: cancel its host timer, unbind it.
+ * @t: an initialised instance.
+ *
+ * Cancels the host timer the instance has armed (through the host's cancel
+ * op; none is called when nothing is armed) and leaves the instance
+ * uninitialised: every later call with it returns LAPICT_E_INVAL (register
+ * reads return 0) and calls no op, so a host timer callback already under
+ * way when lapict_fini() ran is harmless. Pending interrupts, statistics
+ * and the tuned advance are dropped. The host may then free @t or bind it
+ * again with lapict_init().
+ *
+ * Context: owner thread, not from inside one of the instance's ops
+ * (LAPICT_E_REENTRY, nothing changed).
+ * Return: LAPICT_OK; LAPICT_E_INVAL for NULL or an instance that is not
+ * initialised (also one already finished); LAPICT_E_REENTRY.
+ */
+LAPICT_API int lapict_fini(struct lapict_timer *t);
 
 /**
  * lapict_reset() - power-on / INIT reset of the timer registers.
