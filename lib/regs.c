@@ -219,6 +219,11 @@ int lapict_xapic_write(struct lapict_timer *t, uint32_t offset, uint32_t val)
         return LAPICT_OK; /* read-only; xAPIC ignores the write */
     case LAPICT_XAPIC_TDCR:
         return lapict_tdcr_write(t, val);
+    case LAPICT_XAPIC_SVR: {
+        /* The host's register, but its software enable acts on LVTT. */
+        int rc = lapict_svr_write(t, (val & LAPICT_SVR_ENABLE) != 0);
+        return rc != LAPICT_OK ? rc : LAPICT_E_NOREG;
+    }
     default:
         return LAPICT_E_NOREG;
     }
@@ -255,7 +260,8 @@ int lapict_msr_write(struct lapict_timer *t, uint32_t msr, uint64_t val)
         return LAPICT_E_NOREG;
     off = (msr - 0x800u) << 4;
     if (off != LAPICT_XAPIC_LVTT && off != LAPICT_XAPIC_TMICT &&
-        off != LAPICT_XAPIC_TMCCT && off != LAPICT_XAPIC_TDCR)
+        off != LAPICT_XAPIC_TMCCT && off != LAPICT_XAPIC_TDCR &&
+        off != LAPICT_XAPIC_SVR)
         return LAPICT_E_NOREG;
     /* x2APIC: reserved high half and the read-only TMCCT raise #GP. */
     if ((val >> 32) || off == LAPICT_XAPIC_TMCCT)

@@ -266,6 +266,66 @@ static void svr_disable_forces_mask_reenable_keeps_it(void **state)
     assert_int_equal(h.ninj, 1);
 }
 
+/* regs.h, SVR: a VMM that routes every APIC write through the library
+ * (xAPIC offset 0xF0, x2APIC MSR 0x80F) gets the software enable applied
+ * as by lapict_svr_write(), and LAPICT_E_NOREG back: the register itself
+ * is the host's to store. Disabling masks LVTT, so the running timer gives
+ * no interrupt; an x2APIC write with bits 63:32 set is #GP and changes
+ * nothing. Reads are the host's. */
+static void svr_write_through_apic_access_soft_disables_timer(void **state)
+{
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    uint32_t v32 = 7;
+    uint64_t v64 = 7;
+    (void)state;
+    setup(&h, &t, &c, 0);
+    lapict_tdcr_write(&t, 0xB);
+    lapict_lvtt_write(&t, LAPICT_LVTT_PERIODIC | VEC);
+    lapict_tmict_write(&t, 1000);
+    fake_advance(&h, 1000);
+    assert_int_equal(h.ninj, 1);
+    /* xAPIC: bit 8 clear soft-disables; the other bits are not the timer's. */
+    assert_int_equal(lapict_xapic_write(&t, 0xF0, 0x0FFu), LAPICT_E_NOREG);
+    assert_int_equal(lapict_lvtt_read(&t),
+                     LAPICT_LVTT_PERIODIC | LAPICT_LVTT_MASK | VEC);
+    fake_advance(&h, 3000);
+    assert_int_equal(h.ninj, 1);
+    assert_int_equal(tu_stats(&t).masked, 3);
+    /* Enabled again: the mask stays until the guest clears it. */
+    assert_int_equal(lapict_xapic_write(&t, 0xF0, 0x1FFu), LAPICT_E_NOREG);
+    assert_int_equal(lapict_lvtt_read(&t),
+                     LAPICT_LVTT_PERIODIC | LAPICT_LVTT_MASK | VEC);
+    lapict_lvtt_write(&t, LAPICT_LVTT_PERIODIC | VEC);
+    fake_advance(&h, 1000);
+    assert_int_equal(h.ninj, 2);
+    /* x2APIC: the same through MSR 0x80F. */
+    assert_int_equal(lapict_msr_write(&t, 0x80F, 0xFFu), LAPICT_E_NOREG);
+    assert_int_equal(lapict_lvtt_read(&t),
+                     LAPICT_LVTT_PERIODIC | LAPICT_LVTT_MASK | VEC);
+    /* While disabled an LVTT write is forced masked. */
+    lapict_lvtt_write(&t, LAPICT_LVTT_PERIODIC | VEC);
+    assert_int_equal(lapict_lvtt_read(&t),
+                     LAPICT_LVTT_PERIODIC | LAPICT_LVTT_MASK | VEC);
+    /* Reserved bits 63:32: #GP, still disabled. */
+    assert_int_equal(lapict_msr_write(&t, 0x80F, (1ull << 32) | 0x1FFu),
+                     LAPICT_E_GP);
+    lapict_lvtt_write(&t, LAPICT_LVTT_PERIODIC | VEC);
+    assert_int_equal(lapict_lvtt_read(&t),
+                     LAPICT_LVTT_PERIODIC | LAPICT_LVTT_MASK | VEC);
+    assert_int_equal(lapict_msr_write(&t, 0x80F, 0x1FFu), LAPICT_E_NOREG);
+    lapict_lvtt_write(&t, LAPICT_LVTT_PERIODIC | VEC);
+    assert_int_equal(lapict_lvtt_read(&t), LAPICT_LVTT_PERIODIC | VEC);
+    /* The register's value is the host's: reads are not the library's. */
+    assert_int_equal(lapict_xapic_read(&t, 0xF0, &v32), LAPICT_E_NOREG);
+    assert_int_equal(lapict_msr_read(&t, 0x80F, &v64), LAPICT_E_NOREG);
+    assert_int_equal(v32, 7);
+    assert_int_equal(v64, 7);
+    assert_int_equal(lapict_xapic_write(NULL, 0xF0, 0), LAPICT_E_INVAL);
+    tu_check_host(&h);
+}
+
 static void xapic_offsets_reach_timer_registers(void **state)
 {
     (void)state;
@@ -316,7 +376,7 @@ static void xapic_tmcct_write_is_ignored(void **state)
 }
 
 static const uint32_t xapic_noregs[] = {
-    0x000, 0x020,  0x030,  0x080,   0x0B0, 0x0F0, 0x300,       0x310,
+    0x000, 0x020,  0x030,  0x080,   0x0B0, 0x0E0, 0x300,       0x310,
     0x321, 0x322,  0x323,  0x324,   0x328, 0x330, 0x340,       0x350,
     0x360, 0x370,  0x37F,  0x381,   0x384, 0x38C, 0x391,       0x394,
     0x3A0, 0x3B0,  0x3D0,  0x3DF,   0x3E1, 0x3E4, 0x3F0,       0x3FF,
@@ -447,7 +507,7 @@ static void msr_tmcct_write_is_gp(void **state)
 
 static const uint32_t msr_noregs[] = {
     0x0,   0x10,  0x1B,   0x6DF, 0x6E1, 0x800,       0x802,
-    0x80F, 0x830, 0x831,  0x833, 0x837, 0x83A,       0x83D,
+    0x80E, 0x830, 0x831,  0x833, 0x837, 0x83A,       0x83D,
     0x83F, 0x840, 0x1832, 0x320, 0x380, 0x40000832u, 0xFFFFFFFFu,
 };
 
@@ -563,6 +623,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(tdcr_every_value_selects_divide_table),
         cmocka_unit_test(tmict_stores_31_0),
         cmocka_unit_test(svr_disable_forces_mask_reenable_keeps_it),
+        cmocka_unit_test(svr_write_through_apic_access_soft_disables_timer),
         cmocka_unit_test(xapic_offsets_reach_timer_registers),
         cmocka_unit_test(xapic_tmcct_write_is_ignored),
         cmocka_unit_test(xapic_other_offsets_are_noreg),

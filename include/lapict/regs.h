@@ -24,11 +24,18 @@ extern "C" {
 #define LAPICT_XAPIC_TMICT 0x380u
 #define LAPICT_XAPIC_TMCCT 0x390u
 #define LAPICT_XAPIC_TDCR 0x3E0u
+/*
+ * Spurious Interrupt Vector Register: the host's LAPIC model owns it, but
+ * its bit 8 (APIC software enable) acts on the timer (lapict_svr_write()).
+ */
+#define LAPICT_XAPIC_SVR 0x0F0u
+#define LAPICT_SVR_ENABLE 0x00000100u
 /* x2APIC MSRs of the timer registers, and IA32_TSC_DEADLINE. */
 #define LAPICT_MSR_X2APIC_LVTT 0x832u
 #define LAPICT_MSR_X2APIC_TMICT 0x838u
 #define LAPICT_MSR_X2APIC_TMCCT 0x839u
 #define LAPICT_MSR_X2APIC_TDCR 0x83Eu
+#define LAPICT_MSR_X2APIC_SVR 0x80Fu
 #define LAPICT_MSR_TSC_DEADLINE 0x6E0u
 
 /* LVTT fields. */
@@ -150,7 +157,9 @@ LAPICT_API int lapict_tsc_deadline_write(struct lapict_timer *t, uint64_t val);
  * @t: the instance.
  * @enabled: SVR bit 8.
  *
- * Disabling masks LVTT; re-enabling does not unmask.
+ * Disabling masks LVTT; re-enabling does not unmask. A host that routes
+ * SVR writes through lapict_xapic_write() or lapict_msr_write() gets this
+ * call made for it.
  *
  * Context: owner thread.
  * Return: LAPICT_OK or LAPICT_E_INVAL.
@@ -179,8 +188,15 @@ LAPICT_API int lapict_xapic_read(struct lapict_timer *t, uint32_t offset,
  * @offset: offset within the 4 KiB APIC page.
  * @val: the value. Writes to TMCCT are ignored, as on hardware.
  *
+ * A host can route every APIC write through here and handle those that
+ * return LAPICT_E_NOREG itself. The SVR (0xF0) is one of those, but its
+ * software-enable bit 8 is applied first, as lapict_svr_write() does (a
+ * disable masks LVTT): such a host needs no lapict_svr_write() call of its
+ * own, and still stores the SVR in its own model.
+ *
  * Context: owner thread.
- * Return: LAPICT_OK; LAPICT_E_NOREG if not a timer register; LAPICT_E_INVAL.
+ * Return: LAPICT_OK; LAPICT_E_NOREG if not a timer register (for the SVR:
+ * after its bit 8 was applied); LAPICT_E_INVAL.
  */
 LAPICT_API int lapict_xapic_write(struct lapict_timer *t, uint32_t offset,
                                   uint32_t val);
@@ -208,11 +224,13 @@ LAPICT_API int lapict_msr_read(struct lapict_timer *t, uint32_t msr,
  *
  * x2APIC rules: bits 63:32 set in an x2APIC register, or any write to the
  * read-only TMCCT, is refused with LAPICT_E_GP and changes nothing; the
- * adapter injects #GP(0).
+ * adapter injects #GP(0). The SVR (0x80F) is handled as by
+ * lapict_xapic_write(): bit 8 applied, then LAPICT_E_NOREG for the host to
+ * store it (LAPICT_E_GP, nothing applied, with bits 63:32 set).
  *
  * Context: owner thread.
- * Return: LAPICT_OK; LAPICT_E_GP; LAPICT_E_NOREG for other MSRs;
- * LAPICT_E_INVAL.
+ * Return: LAPICT_OK; LAPICT_E_GP; LAPICT_E_NOREG for other MSRs (and the
+ * SVR, see above); LAPICT_E_INVAL.
  */
 LAPICT_API int lapict_msr_write(struct lapict_timer *t, uint32_t msr,
                                 uint64_t val);
