@@ -108,7 +108,8 @@ banner "gate fuzz: clang -DLAPICT_FUZZ=ON, ${FUZZ_SECONDS:-60}s per target"
 cmake -S . -B build-ci/fuzz -DCMAKE_C_COMPILER=clang \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLAPICT_BUILD_TESTS=OFF \
     -DLAPICT_WERROR=ON -DLAPICT_FUZZ=ON
-cmake --build build-ci/fuzz -j"$jobs" --target fuzz_regs fuzz_restore fuzz_replay
+cmake --build build-ci/fuzz -j"$jobs" --target fuzz_regs fuzz_restore fuzz_replay \
+    fuzz_countdown
 FUZZ_SECONDS=${FUZZ_SECONDS:-60} bash tests/fuzz/run.sh build-ci/fuzz
 summary+=("fuzz: $((SECONDS - start))s")
 

@@ -7,7 +7,7 @@
  * in the normal build with whatever compiler and sanitizers it uses. A
  * broken invariant prints the input's name and aborts.
  *
- * The three targets are compiled into this one file: their file-scope
+ * The four targets are compiled into this one file: their file-scope
  * names carry per-target prefixes and their entry points are renamed with
  * the FUZZ_*_ENTRY macros (see tests/fuzz/fuzz_common.h). The input
  * folders are found from __FILE__ (CMake compiles with absolute paths), or
@@ -21,6 +21,8 @@
 #include "fuzz/fuzz_restore.c"
 #define FUZZ_REPLAY_ENTRY fuzz_replay_one
 #include "fuzz/fuzz_replay.c"
+#define FUZZ_COUNTDOWN_ENTRY fuzz_countdown_one
+#include "fuzz/fuzz_countdown.c"
 
 /* clang-format off */
 #include <stdarg.h>
@@ -126,6 +128,13 @@ static void restore_inputs_keep_invariants(void **state)
     fr_run("restore", fuzz_restore_one);
 }
 
+/* Count-downs: rejected ones change nothing, accepted ones never early. */
+static void countdown_inputs_keep_invariants(void **state)
+{
+    (void)state;
+    fr_run("countdown", fuzz_countdown_one);
+}
+
 /* Traces: the replay parser neither crashes nor leaks nor misorders. */
 static void replay_inputs_keep_invariants(void **state)
 {
@@ -139,6 +148,7 @@ int main(void)
         cmocka_unit_test(regs_inputs_keep_invariants),
         cmocka_unit_test(restore_inputs_keep_invariants),
         cmocka_unit_test(replay_inputs_keep_invariants),
+        cmocka_unit_test(countdown_inputs_keep_invariants),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

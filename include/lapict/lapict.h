@@ -4,6 +4,7 @@
 #define LAPICT_LAPICT_H
 
 #include "config.h"
+#include "countdown.h"
 #include "export.h"
 #include "ops.h"
 #include "regs.h"

@@ -8,12 +8,12 @@
 #   tests/fuzz/run.sh BUILD_DIR         BUILD_DIR configured with
 #                                       -DCMAKE_C_COMPILER=clang -DLAPICT_FUZZ=ON
 #   FUZZ_SECONDS=N (default 60)         time per target
-#   FUZZ_TARGETS="regs restore replay"  which targets
+#   FUZZ_TARGETS="regs restore replay countdown"  which targets
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=${1:?usage: tests/fuzz/run.sh BUILD_DIR}
 seconds=${FUZZ_SECONDS:-60}
-targets=${FUZZ_TARGETS:-regs restore replay}
+targets=${FUZZ_TARGETS:-regs restore replay countdown}
 
 if ! command -v clang >/dev/null 2>&1; then
     echo "fuzz: SKIPPED: clang not found (install clang and libclang-rt-<version>-dev)"
