@@ -351,7 +351,8 @@ int lapict_state_restore(struct lapict_timer *t, const void *buf, size_t len)
 
     if (!lapict__valid(t) || !buf)
         return lapict__invalid(t);
-    if (len != LAPICT_STATE_SIZE)
+    /* The rule save has: room for the blob; only its bytes are read. */
+    if (len < LAPICT_STATE_SIZE)
         return LAPICT_E_STATE_SIZE;
     rc = check_header(b);
     if (rc == LAPICT_OK)

@@ -32,8 +32,10 @@ extern "C" {
 /**
  * lapict_state_save() - serialise the timer state as of now.
  * @t: the instance; not modified.
- * @buf: receives LAPICT_STATE_SIZE bytes.
- * @len: size of @buf; at least LAPICT_STATE_SIZE.
+ * @buf: receives the blob, LAPICT_STATE_SIZE bytes.
+ * @len: size of @buf; at least LAPICT_STATE_SIZE. Only the first
+ *       LAPICT_STATE_SIZE bytes are written (docs/spec/state.md section 1,
+ *       the rule lapict_state_restore() shares).
  *
  * Reads the host clock (now_ns, and guest_tsc if a TSC deadline is armed)
  * and calls no other op: nothing is injected, armed or reported, and the
@@ -46,7 +48,7 @@ extern "C" {
  *
  * Context: owner thread, vCPU stopped.
  * Return: LAPICT_OK; LAPICT_E_INVAL for NULL; LAPICT_E_STATE_SIZE if @len
- * is too small.
+ * is below LAPICT_STATE_SIZE (nothing written).
  */
 LAPICT_API int lapict_state_save(const struct lapict_timer *t, void *buf,
                                  size_t len);
@@ -56,8 +58,8 @@ LAPICT_API int lapict_state_save(const struct lapict_timer *t, void *buf,
  * @t: the instance; not modified.
  * @now_ns: host time of the save, at or after the instance's last call.
  * @guest_tsc: the guest TSC at @now_ns (used only for an armed deadline).
- * @buf: receives LAPICT_STATE_SIZE bytes.
- * @len: size of @buf; at least LAPICT_STATE_SIZE.
+ * @buf: receives the blob, LAPICT_STATE_SIZE bytes.
+ * @len: size of @buf; at least LAPICT_STATE_SIZE (as lapict_state_save()).
  *
  * Calls no op at all, so a host can save every vCPU's timer as of one
  * instant (the moment it stopped the VM) and from any context.
@@ -76,8 +78,11 @@ LAPICT_API int lapict_state_save_at(const struct lapict_timer *t,
  *     The blob does not carry the vCPU's run state: if the destination vCPU
  *     is halted, call lapict_vcpu_blocking() before restoring, so that no
  *     hardware preemption timer is armed for a vCPU that is not running.
- * @buf: the blob (untrusted).
- * @len: its length; must be exactly LAPICT_STATE_SIZE.
+ * @buf: the blob (untrusted), at the start of the buffer.
+ * @len: size of @buf; at least LAPICT_STATE_SIZE, the same rule as
+ *       lapict_state_save(): the blob is the first LAPICT_STATE_SIZE bytes
+ *       and nothing after them is read (docs/spec/state.md section 1). A
+ *       buffer as a save filled it is always accepted.
  *
  * Every field is validated before anything changes. Count-downs resume
  * where they were at save (the gap does not count); a TSC deadline fires
