@@ -8,8 +8,13 @@
 #     "--name" in its output). --help itself is left out of both: usage
 #     texts do not list it.
 #
+#   MODE=lookup: `man -M MANPATH NAME` finds a page by name, as `man NAME`
+#     does after an install, and renders it with nothing on standard error
+#     (a ".so" page included).
+#
 #   cmake -DMODE=render -DPAGE=lapict-x.1 -DGROFF=groff -DMAN=man -P ...
 #   cmake -DMODE=options -DSOURCE=lapict-x.1.scd -DTOOL=path -P ...
+#   cmake -DMODE=lookup -DMANPATH=dir -DNAME=lapict_init -DMAN=man -P ...
 cmake_minimum_required(VERSION 3.16)
 
 if(MODE STREQUAL "render")
@@ -70,6 +75,15 @@ elseif(MODE STREQUAL "options")
     endif()
     list(JOIN page " " page)
     message(STATUS "${SOURCE}: same options as --help: ${page}")
+elseif(MODE STREQUAL "lookup")
+    execute_process(COMMAND ${CMAKE_COMMAND} -E env MANWIDTH=80 MANPAGER=cat
+                            PAGER=cat ${MAN} -M ${MANPATH} ${NAME}
+                    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+    if(NOT rc EQUAL 0 OR NOT err STREQUAL "" OR out STREQUAL "")
+        message(FATAL_ERROR "man -M ${MANPATH} ${NAME} (${rc}):\n${err}")
+    endif()
+    string(REGEX MATCH "^[^\n]*" first "${out}")
+    message(STATUS "man ${NAME}: ${first}")
 else()
-    message(FATAL_ERROR "check_man.cmake: MODE=render|options")
+    message(FATAL_ERROR "check_man.cmake: MODE=render|options|lookup")
 endif()
