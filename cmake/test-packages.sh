@@ -95,16 +95,33 @@ echo "test-packages: lintian: 0 errors;" \
 
 # --- unpack into a scratch root -------------------------------------------
 root=$work/root
-for pkg in "$libpkg" liblapict-dev lapict-tools; do
+# Every package debian/control builds for this architecture.
+adapter_soversion=$(sed -n 's/^set(LAPICT_ADAPTER_SOVERSION \([0-9]*\))$/\1/p' CMakeLists.txt)
+[ -n "$adapter_soversion" ] ||
+    fail "cannot read LAPICT_ADAPTER_SOVERSION from CMakeLists.txt"
+adapters="sim baremetal"
+[ "$arch" = amd64 ] && adapters="kvm $adapters"
+pkgs="$libpkg liblapict-dev lapict-tools"
+for a in $adapters; do
+    pkgs="$pkgs liblapict-$a$adapter_soversion liblapict-$a-dev"
+done
+for pkg in $pkgs; do
     deb=$work/${pkg}_${debversion}_${arch}.deb
     [ -f "$deb" ] || fail "no $deb"
     dpkg -x "$deb" "$root"
 done
 libdir=$root/usr/lib/$multiarch
-[ -e "$libdir/liblapict.so.$soversion" ] ||
-    fail "$libpkg has no liblapict.so.$soversion"
-[ "$(objdump -p "$libdir/liblapict.so.$soversion" | awk '/SONAME/ {print $2}')" = \
-    "liblapict.so.$soversion" ] || fail "SONAME is not liblapict.so.$soversion"
+# Each library package holds the library its name says, with that SONAME.
+check_soname() { # file soname package
+    [ -e "$libdir/$1" ] || fail "$3 has no $1"
+    [ "$(objdump -p "$libdir/$1" | awk '/SONAME/ {print $2}')" = "$2" ] ||
+        fail "$1: SONAME is not $2"
+}
+check_soname "liblapict.so.$soversion" "liblapict.so.$soversion" "$libpkg"
+for a in $adapters; do
+    so=liblapict-$a.so.$adapter_soversion
+    check_soname "$so" "$so" "liblapict-$a$adapter_soversion"
+done
 
 # The installed tools run on the installed library.
 echo "test-packages: installed lapict-replay on the REPLAY.md example"
@@ -120,6 +137,21 @@ for tool in lapict-replay lapict-vmm lapict-bench; do
     LD_LIBRARY_PATH=$libdir "$root/usr/bin/$tool" --help >/dev/null ||
         fail "installed $tool --help"
 done
+# liblapict-dev: the documents a user reads, .md uncompressed
+# (dh_compress -X.md), and the section-3 pages by name, as after
+# `apt install liblapict-dev`: lapict(3), a header's, a function's.
+docdir=$root/usr/share/doc/liblapict-dev
+for doc in README.md porting.md spec/timer.md spec/replay.md spec/state.md \
+           html/index.html; do
+    [ -f "$docdir/$doc" ] || fail "liblapict-dev has no $doc in $docdir"
+done
+for name in lapict lapict-timer lapict_init lapict_strerror; do
+    err=$(MANWIDTH=80 MANPAGER=cat man -M "$root/usr/share/man" "$name" 2>&1 >/dev/null) ||
+        fail "man $name (liblapict-dev's pages)"
+    [ -z "$err" ] || fail "man $name: $err"
+done
+echo "test-packages: liblapict-dev: README, porting guide, spec, HTML" \
+     "reference; man lapict, man lapict_init"
 # lapict-vmm loads its guest images from where the package puts them.
 # (strings into a file: with pipefail, grep -q closing the pipe early would
 # fail the pipeline.)
