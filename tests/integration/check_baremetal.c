@@ -90,6 +90,7 @@ int main(void)
         printf("check_baremetal: SKIP: %s\n", why);
         return LT_SKIP_RC;
     }
+    lt_guest_priority("check_baremetal");
     s = suite_create("baremetal");
     tc = tcase_create("kvm");
     tcase_add_test(tc, baremetal_default_timers);

@@ -143,6 +143,7 @@ int main(void)
         printf("check_migrate: SKIP: %s\n", why);
         return LT_SKIP_RC;
     }
+    lt_guest_priority("check_migrate");
     s = suite_create("migrate");
     v = tcase_create("kvm");
     tcase_add_test(v, migrate_advance_off);

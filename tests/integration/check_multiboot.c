@@ -392,6 +392,8 @@ int main(int argc, char **argv)
         printf("check_multiboot: SKIP the lapict-vmm cases: %s\n", why);
         return LT_SKIP_RC;
     }
+    if (kvm)
+        lt_guest_priority("check_multiboot");
     return lt_check_run(kvm ? kvm_suite() : loader_suite());
 }
 #else

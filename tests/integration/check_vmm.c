@@ -308,6 +308,7 @@ int main(void)
         printf("check_vmm: options passed; KVM cases SKIP: %s\n", why);
         return LT_SKIP_RC;
     }
+    lt_guest_priority("check_vmm");
     s = suite_create("vmm");
     v = tcase_create("kvm");
     tcase_add_test(v, vmm_selftest_lib);

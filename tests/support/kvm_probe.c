@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -34,6 +35,13 @@ const char *lt_kvm_unusable(void)
     close(vm);
     close(fd);
     return NULL;
+}
+
+void lt_guest_priority(const char *test)
+{
+    if (setpriority(PRIO_PROCESS, 0, LT_GUEST_NICE) != 0)
+        printf("%s: guests run at the normal priority: setpriority(%d): %m\n",
+               test, LT_GUEST_NICE);
 }
 
 char *lt_run_capture(const char *cmd, int *status)

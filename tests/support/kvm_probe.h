@@ -21,6 +21,21 @@
 const char *lt_kvm_unusable(void);
 
 /*
+ * The guests' timing checks need the vCPU to run for milliseconds at a
+ * stretch (a one-shot counting to half, two periodic ticks), and the checks
+ * made inconclusive by a host stall are run again or set aside, never
+ * counted as passed. Beside a busy loop per core at equal priority the vCPU
+ * thread is off the CPU 16 ms at a time, and most iterations prove nothing
+ * (8 % of check_changemode's were conclusive). So the tests that boot
+ * guests raise their own priority, which lapict-vmm inherits, to
+ * LT_GUEST_NICE: it changes how often a check can conclude, never what a
+ * check calls a defect. Without the privilege for it (not root) they run
+ * as they are and say so on stdout.
+ */
+#define LT_GUEST_NICE (-10)
+void lt_guest_priority(const char *test);
+
+/*
  * Runs @cmd through the shell with stderr joined to stdout. Returns its
  * output (malloc'ed, NUL-terminated, never NULL) and in *status the exit
  * code, or -1 if it did not exit normally. Aborts the test on failure to
