@@ -151,6 +151,9 @@ int lapict_tsc_deadline_write(struct lapict_timer *t, uint64_t val)
 
     if (!lapict__valid(t))
         return lapict__invalid(t);
+    /* Without CPUID.01H:ECX.TSC_Deadline the MSR does not exist: #GP. */
+    if (!(t->flags & LAPICT__F_DL_OK))
+        return LAPICT_E_GP;
     /* The deadline being replaced fires first if it has been reached. */
     now = sync_now(t);
     if (!in_deadline_mode(t))
@@ -237,6 +240,8 @@ int lapict_msr_read(struct lapict_timer *t, uint32_t msr, uint64_t *val)
     if (!lapict__valid(t) || !val)
         return lapict__invalid(t);
     if (msr == LAPICT_MSR_TSC_DEADLINE) {
+        if (!(t->flags & LAPICT__F_DL_OK))
+            return LAPICT_E_GP; /* no such MSR without the CPUID bit */
         *val = lapict_tsc_deadline_read(t);
         return LAPICT_OK;
     }

@@ -130,11 +130,55 @@ static void lvtt_bit18_reserved_without_tsc_deadline(void **state)
     assert_int_equal(lapict_lvtt_read(&t), 0x00020030u); /* 11 -> 01 */
     assert_int_equal(tu_stats(&t).mode_errors, 0);
     assert_int_equal(h.nrep, 0);
-    /* Not in TSC-deadline mode: the MSR is neither stored nor armed. */
-    assert_int_equal(lapict_tsc_deadline_write(&t, 5000), LAPICT_OK);
+    /* Without the mode the MSR does not exist (below): never armed. */
+    assert_int_equal(lapict_tsc_deadline_write(&t, 5000), LAPICT_E_GP);
     assert_int_equal(lapict_tsc_deadline_read(&t), 0);
     fake_advance(&h, 1000000);
     assert_int_equal(h.ninj, 0);
+}
+
+/* regs.h, timer.md section 4: without CPUID.01H:ECX.TSC_Deadline
+ * (tsc_deadline false) IA32_TSC_DEADLINE does not exist, and an access
+ * raises #GP on hardware: RDMSR and WRMSR of 0x6E0 return LAPICT_E_GP for
+ * the host to raise it, and change nothing (a running count-down goes on,
+ * the value read is not touched). */
+static void tsc_deadline_msr_is_gp_without_the_cpuid_bit(void **state)
+{
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    struct tu_regs before;
+    uint64_t v = 77;
+    unsigned arms;
+    (void)state;
+    c.tsc_deadline = false;
+    setup(&h, &t, &c, 0);
+    lapict_tdcr_write(&t, 0xB);
+    lapict_lvtt_write(&t, LAPICT_LVTT_PERIODIC | VEC);
+    lapict_tmict_write(&t, 1000);
+    before = tu_read_regs(&t);
+    arms = h.sw_arms;
+    assert_int_equal(lapict_msr_write(&t, LAPICT_MSR_TSC_DEADLINE, 5000),
+                     LAPICT_E_GP);
+    assert_int_equal(lapict_msr_write(&t, LAPICT_MSR_TSC_DEADLINE, 0),
+                     LAPICT_E_GP);
+    assert_int_equal(lapict_msr_read(&t, LAPICT_MSR_TSC_DEADLINE, &v),
+                     LAPICT_E_GP);
+    assert_int_equal(v, 77);
+    assert_int_equal(lapict_tsc_deadline_write(&t, 5000), LAPICT_E_GP);
+    tu_assert_regs_equal(before, tu_read_regs(&t));
+    assert_int_equal(h.sw_arms, arms);
+    fake_advance(&h, 1000);
+    assert_int_equal(h.ninj, 1);
+    /* Offered, outside the mode: the MSR exists, writes are ignored. */
+    c.tsc_deadline = true;
+    setup(&h, &t, &c, 0);
+    assert_int_equal(lapict_msr_write(&t, LAPICT_MSR_TSC_DEADLINE, 5000),
+                     LAPICT_OK);
+    assert_int_equal(lapict_msr_read(&t, LAPICT_MSR_TSC_DEADLINE, &v),
+                     LAPICT_OK);
+    assert_int_equal(v, 0);
+    tu_check_host(&h);
 }
 
 static void lvtt_bit12_reads_pending_while_refused(void **state)
@@ -618,6 +662,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(lvtt_mode_11_keeps_previous_mode_and_counts_error),
         cmocka_unit_test(lvtt_mode_11_leaves_running_periodic_on_grid),
         cmocka_unit_test(lvtt_bit18_reserved_without_tsc_deadline),
+        cmocka_unit_test(tsc_deadline_msr_is_gp_without_the_cpuid_bit),
         cmocka_unit_test(lvtt_bit12_reads_pending_while_refused),
         cmocka_unit_test(tdcr_stores_bits_3_1_0),
         cmocka_unit_test(tdcr_every_value_selects_divide_table),

@@ -137,7 +137,9 @@ LAPICT_API uint32_t lapict_tmcct_read(struct lapict_timer *t);
  * callbacks), so it can call the host's inject, report and timer ops, as
  * lapict_expire() does.
  * Return: the armed deadline; 0 after its expiry, when disarmed, outside
- * TSC-deadline mode, or for a NULL @t.
+ * TSC-deadline mode, when the configuration does not offer the mode (the
+ * MSR does not exist: lapict_msr_read() gives LAPICT_E_GP), or for a NULL
+ * @t.
  */
 LAPICT_API uint64_t lapict_tsc_deadline_read(struct lapict_timer *t);
 
@@ -147,8 +149,15 @@ LAPICT_API uint64_t lapict_tsc_deadline_read(struct lapict_timer *t);
  * @val: the guest TSC value to fire at; 0 disarms. Ignored outside
  * TSC-deadline mode. A deadline already reached fires at once.
  *
+ * Without TSC-deadline support in the configuration (tsc_deadline false,
+ * CPUID.01H:ECX.TSC_Deadline[bit 24] clear) the MSR does not exist, and
+ * hardware raises #GP for any access to it: the write changes nothing and
+ * returns LAPICT_E_GP, for the host to inject #GP(0) (docs/spec/timer.md
+ * section 4).
+ *
  * Context: owner thread.
- * Return: LAPICT_OK or LAPICT_E_INVAL.
+ * Return: LAPICT_OK; LAPICT_E_GP without TSC-deadline support;
+ * LAPICT_E_INVAL.
  */
 LAPICT_API int lapict_tsc_deadline_write(struct lapict_timer *t, uint64_t val);
 
@@ -205,13 +214,17 @@ LAPICT_API int lapict_xapic_write(struct lapict_timer *t, uint32_t offset,
  * lapict_msr_read() - RDMSR of an x2APIC timer MSR or IA32_TSC_DEADLINE.
  * @t: the instance.
  * @msr: 0x832, 0x838, 0x839, 0x83E or 0x6E0.
- * @val: receives the value.
+ * @val: receives the value (untouched on error).
+ *
+ * IA32_TSC_DEADLINE does not exist without TSC-deadline support in the
+ * configuration: LAPICT_E_GP, for the host to inject #GP(0).
  *
  * Context: owner thread. Processes the expiries due now first
  * (docs/spec/timer.md section 6: registers follow the clock, not the host
  * callbacks), so it can call the host's inject, report and timer ops, as
  * lapict_expire() does.
- * Return: LAPICT_OK; LAPICT_E_NOREG for other MSRs; LAPICT_E_INVAL.
+ * Return: LAPICT_OK; LAPICT_E_GP (IA32_TSC_DEADLINE not offered);
+ * LAPICT_E_NOREG for other MSRs; LAPICT_E_INVAL.
  */
 LAPICT_API int lapict_msr_read(struct lapict_timer *t, uint32_t msr,
                                uint64_t *val);
@@ -227,6 +240,8 @@ LAPICT_API int lapict_msr_read(struct lapict_timer *t, uint32_t msr,
  * adapter injects #GP(0). The SVR (0x80F) is handled as by
  * lapict_xapic_write(): bit 8 applied, then LAPICT_E_NOREG for the host to
  * store it (LAPICT_E_GP, nothing applied, with bits 63:32 set).
+ * IA32_TSC_DEADLINE is written as by lapict_tsc_deadline_write(), also
+ * LAPICT_E_GP when the configuration does not offer TSC-deadline mode.
  *
  * Context: owner thread.
  * Return: LAPICT_OK; LAPICT_E_GP; LAPICT_E_NOREG for other MSRs (and the
