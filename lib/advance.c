@@ -120,7 +120,7 @@ int lapict_advance_set(struct lapict_timer *t, uint32_t goal,
 {
     if (!lapict__valid(t) || !lapict__goal_ok(goal, spin_budget_ns))
         return lapict__invalid(t);
-    t->adv_goal = (uint8_t)goal;
+    t->adv_goal = goal & 1u;
     t->adv_budget_ns = spin_budget_ns;
     return LAPICT_OK;
 }

@@ -93,7 +93,7 @@ void lapict__disarm(struct lapict_timer *t)
 
 void lapict__guest_error(struct lapict_timer *t, int status, uint32_t detail)
 {
-    t->c.last_error = status;
+    t->last_error = (int8_t)status;
     if (status == LAPICT_E_VECTOR)
         LAPICT__INC(t->c.illegal_vector);
     else if (status == LAPICT_E_MODE)
@@ -391,7 +391,7 @@ int lapict_init(struct lapict_timer *t, const struct lapict_config *cfg,
     n.tsc_r = lapict__recip(n.tsc_khz);
 
     n.min_period_ns = cfg->min_period_ns;
-    n.adv_mode = (uint8_t)cfg->advance_mode;
+    n.adv_mode = cfg->advance_mode & 3u;
     n.adv_ns = cfg->advance_mode == LAPICT_ADVANCE_OFF ? 0 : cfg->advance_ns;
     n.adv_max_ns = cfg->advance_mode == LAPICT_ADVANCE_ADAPTIVE
                        ? cfg->advance_max_ns
@@ -400,9 +400,9 @@ int lapict_init(struct lapict_timer *t, const struct lapict_config *cfg,
      * (every bound below is adv_max_ns, so adv_ns stays 0). */
     if (!ops->spin_until)
         n.adv_ns = n.adv_max_ns = 0;
-    n.adv_goal = (uint8_t)cfg->advance_goal;
+    n.adv_goal = cfg->advance_goal & 1u;
     n.adv_budget_ns = cfg->advance_spin_budget_ns;
-    n.missed = (uint8_t)cfg->missed_policy;
+    n.missed = cfg->missed_policy & 3u;
     n.catch_up_max = cfg->missed_policy == LAPICT_MISSED_CATCH_UP
                          ? (uint16_t)cfg->catch_up_max
                          : 1;
@@ -501,27 +501,37 @@ int lapict_vcpu_unblocked(struct lapict_timer *t)
     return LAPICT_OK;
 }
 
+/* A signed ns difference as a 32-bit statistic, saturating. */
+static int32_t sat32(int64_t v)
+{
+    return v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN : (int32_t)v;
+}
+
 /* Entry with an expiry injected ahead or a latency to sample. */
 static __attribute__((noinline)) int entry_work(struct lapict_timer *t)
 {
     uint64_t now, bound;
     int64_t err;
+    bool sampled = false;
 
     now = lapict__now(t);
     if (t->flags & LAPICT__F_SAMPLE) {
         t->flags &= (uint16_t)~LAPICT__F_SAMPLE;
+        sampled = true;
         err = (int64_t)(now - t->last_instant_ns);
-        t->c.last_arrival_ns = err > INT32_MAX   ? INT32_MAX
-                               : err < INT32_MIN ? INT32_MIN
-                                                 : (int32_t)err;
+        t->c.last_arrival_ns = sat32(err);
         /* latency = err + lead, saturating: a clock jump near 2^63 must
          * not overflow (the tuner bounds the value anyway). */
         lapict__tune(t, err > INT64_MAX - (int64_t)t->lead_ns
                             ? INT64_MAX
                             : err + (int64_t)t->lead_ns);
     }
-    if (!(t->flags & LAPICT__F_PREINJ))
+    if (!(t->flags & LAPICT__F_PREINJ)) {
+        /* Injected at or after its instant: the guest enters now. */
+        if (sampled)
+            t->c.last_guest_ns = t->c.last_arrival_ns;
         return LAPICT_OK;
+    }
     /*
      * The interrupt is in the host's hands and the guest must not see it
      * early: wait until the expiry is due, however many calls the host's
@@ -557,6 +567,14 @@ static __attribute__((noinline)) int entry_work(struct lapict_timer *t)
         }
     }
     lapict__update_slow(t, now);
+    /*
+     * What the guest sees: the expiry processed, its instant is at or
+     * before now (a deadline reached before its estimated instant counts
+     * at now); still injected ahead (the wait ended on a clock that went
+     * back), the instant lies ahead and the guest is early.
+     */
+    if (sampled)
+        t->c.last_guest_ns = sat32((int64_t)(now - t->last_instant_ns));
     return LAPICT_OK;
 }
 
@@ -591,7 +609,8 @@ int lapict_stats_get(const struct lapict_timer *t, struct lapict_stats *out)
     out->advance_ns = lapict__advance(t);
     out->pending = t->pending;
     out->last_arrival_ns = t->c.last_arrival_ns;
-    out->last_error = t->c.last_error;
+    out->last_error = t->last_error;
+    out->last_guest_ns = t->c.last_guest_ns;
     out->clamp_reported = t->c.clamps != 0;
     return LAPICT_OK;
 }

@@ -2241,6 +2241,83 @@ static void fini_of_an_idle_instance_calls_no_op(void **state)
     assert_int_equal(lapict_expire(&t), LAPICT_E_INVAL);
 }
 
+/* timer.h, struct lapict_stats: two measurements per interrupt
+ * lapict_expire() injected. last_arrival_ns is the host's readiness at
+ * entry, before the wait: with the advance on it reads early (< 0) though
+ * the wait hides that from the guest. last_guest_ns is what the guest saw,
+ * the entry after the wait: never < 0 for an interrupt the guest did not
+ * get early, for a count-down and for a TSC deadline; both equal the
+ * lateness when nothing was injected ahead. */
+static void stats_tell_guest_entry_from_host_arrival(void **state)
+{
+    size_t b;
+    (void)state;
+    for (b = 0; b < TU_NBASES; b++) {
+        struct fake_host h;
+        struct lapict_timer t;
+        struct lapict_config c = tu_cfg();
+        struct lapict_stats s;
+        c.advance_mode = LAPICT_ADVANCE_FIXED;
+        c.advance_ns = 5000;
+        tu_setup(&h, &t, &c, tu_bases[b], b == 1);
+        /* Count-down injected ahead: ready 5 us early, entered on time. */
+        countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 100000);
+        fake_advance(&h, 95000);
+        assert_int_equal(h.ninj, 1);
+        fake_enter(&h);
+        s = tu_stats(&t);
+        assert_int_equal(s.last_arrival_ns, -5000);
+        assert_int_equal(s.last_guest_ns, 0);
+        /* A TSC deadline injected ahead, the host 2 us late on that. */
+        lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
+        lapict_tsc_deadline_write(&t, fake_tsc(&h) + 100000);
+        fake_advance(&h, 95000);
+        assert_int_equal(h.ninj, 2);
+        fake_stall(&h, 2000);
+        fake_enter(&h);
+        s = tu_stats(&t);
+        assert_int_equal(s.last_arrival_ns, -3000);
+        assert_int_equal(s.last_guest_ns, 0);
+        /* Nothing ahead (the host was 7 us late): both the lateness. */
+        lapict_lvtt_write(&t, LAPICT_LVTT_ONESHOT | VEC);
+        lapict_tmict_write(&t, 2000);
+        fake_stall(&h, 9000);
+        assert_int_equal(lapict_expire(&t), LAPICT_OK);
+        fake_enter(&h);
+        s = tu_stats(&t);
+        assert_int_equal(s.last_arrival_ns, 7000);
+        assert_int_equal(s.last_guest_ns, 7000);
+        assert_int_equal(h.ndlv, 3);
+        tu_check_host(&h);
+    }
+}
+
+/* timer.h: a guest TSC that goes back between an injection ahead and the
+ * entry ends the wait; the guest then really gets the interrupt early,
+ * and last_guest_ns says so (< 0). */
+static void stats_guest_ns_is_negative_only_when_really_early(void **state)
+{
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    struct lapict_stats s;
+    (void)state;
+    c.advance_mode = LAPICT_ADVANCE_FIXED;
+    c.advance_ns = 5000;
+    /* A TSC well above 0, so that going back does not wrap past D. */
+    fake_host_init(&h, 0, c.tsc_khz, 4000000000u, false);
+    assert_int_equal(fake_attach(&h, &t, &c), LAPICT_OK);
+    lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
+    lapict_tsc_deadline_write(&t, fake_tsc(&h) + 1000);
+    fake_run_due(&h); /* injected ahead, 1 us before the instant */
+    assert_int_equal(h.ninj, 1);
+    h.tsc_offset -= 1000000000u;
+    fake_enter(&h);
+    s = tu_stats(&t);
+    assert_int_equal(s.last_arrival_ns, -1000);
+    assert_int_equal(s.last_guest_ns, -1000);
+}
+
 /* ---- misc ---------------------------------------------------------- */
 
 static void timer_calls_null_instance_are_inval(void **state)
@@ -2476,6 +2553,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(tsc_going_back_before_entry_ends_wait_without_double),
         cmocka_unit_test(fini_cancels_host_timer_and_uninitialises),
         cmocka_unit_test(fini_of_an_idle_instance_calls_no_op),
+        cmocka_unit_test(stats_tell_guest_entry_from_host_arrival),
+        cmocka_unit_test(stats_guest_ns_is_negative_only_when_really_early),
         cmocka_unit_test(timer_calls_null_instance_are_inval),
         cmocka_unit_test(stats_start_at_zero),
         cmocka_unit_test(stall_beyond_2p64_ticks_keeps_the_policy_count),

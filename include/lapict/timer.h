@@ -27,8 +27,8 @@ struct lapict__counters {
     uint64_t expiries, injections, refused, masked, coalesced, dropped;
     uint64_t illegal_vector, mode_errors, clamps, hv_to_sw, sw_to_hv;
     uint64_t hv_refused, spins;
-    int32_t last_arrival_ns;
-    int16_t last_error;
+    /* Host ready at entry, and guest entered, minus the expiry instant. */
+    int32_t last_arrival_ns, last_guest_ns;
 };
 
 /*
@@ -68,11 +68,16 @@ struct lapict_timer {
     uint32_t adv_budget_ns;
     uint16_t pending, catch_up_max;
     uint16_t flags;
-    uint8_t adv_mode, missed, armed, bus_q5, adv_outliers;
-    /* TDCR (stored bits) and the log2 of the divider it selects. */
-    unsigned tdcr : 4, div_shift : 4;
-    /* LAPICT_ADVANCE_GOAL_*: host configuration, not guest state. */
-    uint8_t adv_goal;
+    uint8_t bus_q5, adv_outliers;
+    /*
+     * TDCR (stored bits) and the log2 of the divider it selects; the host
+     * timer armed (LAPICT__ARMED_*), LAPICT_ADVANCE_*, LAPICT_MISSED_*,
+     * and LAPICT_ADVANCE_GOAL_* (host configuration, not guest state).
+     */
+    unsigned tdcr : 4, div_shift : 4, armed : 2, adv_mode : 2, missed : 2,
+        adv_goal : 1;
+    /* Last guest-caused status (a statistic). */
+    int8_t last_error;
     struct lapict__counters c;
 };
 
@@ -94,7 +99,18 @@ struct lapict_stats {
     uint64_t spin_ns_total;   /* ns of waiting asked of spin_until, summed */
     uint32_t advance_ns;      /* advance in force now */
     uint32_t pending;         /* interrupts held pending now */
-    int64_t last_arrival_ns;  /* last (arrival - expiry), ns; <0 = early */
+    /*
+     * Last (host ready at guest entry - expiry instant), ns, measured
+     * before the wait at entry: with the advance on, < 0 when the host
+     * was ready early, which the wait absorbs (the guest does not see it).
+     */
+    int64_t last_arrival_ns;
+    /*
+     * Last (guest entered with the interrupt - expiry instant), ns: what
+     * the guest saw. >= 0, except for an interrupt the guest really got
+     * early (a host clock or guest TSC that went back, timer.h).
+     */
+    int64_t last_guest_ns;
     int last_error;           /* last guest-caused status, LAPICT_OK if none */
     bool clamp_reported;      /* the clamp has engaged at least once */
 };
@@ -274,6 +290,13 @@ LAPICT_API int lapict_advance_set(struct lapict_timer *t, uint32_t goal,
  * now at the call; the host's own overshoot is not seen). Their ratio is
  * the mean spin per wait; divided by @out->injections instead, the host
  * CPU the advance costs per interrupt.
+ *
+ * The benefit side: for the last interrupt lapict_expire() injected,
+ * @out->last_arrival_ns is when the host was ready at guest entry (before
+ * the wait; < 0 when the advance brought it there early) and
+ * @out->last_guest_ns when the guest entered with it (after the wait;
+ * never < 0 unless the guest really got it early), both relative to the
+ * expiry instant (docs/spec/timer.md section 7, "Measurements").
  *
  * Context: owner thread.
  * Return: LAPICT_OK or LAPICT_E_INVAL.
