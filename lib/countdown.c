@@ -10,9 +10,9 @@
 #define TDCR_STORED 0xBu
 
 /* Timer activity that restore replaces (host and tuner state are kept). */
-#define F_TIMER                                                              \
-    (LAPICT__F_CD_ACTIVE | LAPICT__F_CD_ARMED | LAPICT__F_CLAMPED |          \
-     LAPICT__F_DL_ARMED | LAPICT__F_PREINJ | LAPICT__F_PREINJ_KEPT |         \
+#define F_TIMER                                                                \
+    (LAPICT__F_CD_ACTIVE | LAPICT__F_CD_ARMED | LAPICT__F_CLAMPED |            \
+     LAPICT__F_DL_ARMED | LAPICT__F_PREINJ | LAPICT__F_PREINJ_KEPT |           \
      LAPICT__F_SAMPLE | LAPICT__F_EXPIRED)
 
 /*
@@ -104,8 +104,7 @@ static void anchor_at(struct lapict_timer *n, uint64_t next, uint64_t now)
 }
 
 int lapict_countdown_restore(struct lapict_timer *t,
-                             const struct lapict_countdown *cd,
-                             uint64_t now_ns)
+                             const struct lapict_countdown *cd, uint64_t now_ns)
 {
     struct lapict_timer n;
     uint64_t illegal;

@@ -99,8 +99,7 @@ static void get_gives_the_instant_of_the_next_expiry(void **state)
     fake_advance(&f->h, 2 * ns_for(300, 0xB) + 10);
     assert_int_equal(f->h.ninj, 2);
     assert_int_equal(lapict_countdown_get(&f->t, f->h.now_ns, &cd), LAPICT_OK);
-    assert_true(cd.next_ns ==
-                f->base + 12345 + ns_for(900, 0xB));
+    assert_true(cd.next_ns == f->base + 12345 + ns_for(900, 0xB));
 }
 
 static void get_gives_none_without_a_running_count_down(void **state)
@@ -594,8 +593,7 @@ static void get_restore_matches_save_restore(void **state)
         arm(&s, cases[i].tdcr, cases[i].mode, cases[i].n);
         fake_advance(&hs, cases[i].run);
         assert_int_equal(lapict_countdown_get(&s, hs.now_ns, &cd), LAPICT_OK);
-        assert_int_equal(lapict_state_save(&s, blob, sizeof(blob)),
-                         LAPICT_OK);
+        assert_int_equal(lapict_state_save(&s, blob, sizeof(blob)), LAPICT_OK);
         /* The destination's clock is elsewhere: the stream carries the
          * source's instant, the host shifts it by its clock offset. */
         fx_twin(f, &ha, &a, hs.now_ns + gap);
@@ -635,10 +633,10 @@ static void get_restore_matches_save_restore(void **state)
     }
 }
 
-#define AT_BOTH(f)                                                           \
-    cmocka_unit_test_prestate_setup_teardown(f, fx_setup, fx_teardown,       \
-                                             (void *)&tu_bases[0]),          \
-        cmocka_unit_test_prestate_setup_teardown(f, fx_setup, fx_teardown,   \
+#define AT_BOTH(f)                                                             \
+    cmocka_unit_test_prestate_setup_teardown(f, fx_setup, fx_teardown,         \
+                                             (void *)&tu_bases[0]),            \
+        cmocka_unit_test_prestate_setup_teardown(f, fx_setup, fx_teardown,     \
                                                  (void *)&tu_bases[1])
 
 int main(void)

@@ -6,8 +6,8 @@
  * Input: byte 0 picks the configuration (bits 0-1 the bus clock: 1 GHz,
  * 3 MHz, 1 kHz, 10 GHz; bit 2 TSC-deadline offered; bits 3-4 the missed-
  * tick policy; bit 5 a 200 us minimum period; bit 6 the APIC
- * software-disabled; bit 7 host time 2^40 ns short of 2^64), byte 1 the state before
- * the restore (bits 0-1: idle, a one-shot, a periodic timer or a TSC
+ * software-disabled; bit 7 host time 2^40 ns short of 2^64), byte 1 the state
+ * before the restore (bits 0-1: idle, a one-shot, a periodic timer or a TSC
  * deadline armed; bit 2 the window closed, so an expiry is held pending;
  * bit 3 LVTT reduced to its stored bits, so that most inputs pass the
  * checks), then LVTT (4 bytes), TDCR (1), TMICT (4) and next_ns as an
@@ -48,15 +48,14 @@
     } while (0)
 
 #define FC_VEC 0x40u
-#define FC_STORED                                                              \
-    (LAPICT_LVTT_VECTOR | LAPICT_LVTT_MASK | LAPICT_LVTT_MODE)
+#define FC_STORED (LAPICT_LVTT_VECTOR | LAPICT_LVTT_MASK | LAPICT_LVTT_MODE)
 
 static const uint64_t fc_bus[4] = {1000000000ull, 3000000ull, 1000ull,
                                    10000000000ull};
 
 /* ceil(n * divide * 10^9 / bus), or the clamped clock's ceil(n * P / N). */
-static uint64_t fc_full(uint64_t bus, uint32_t tdcr, uint32_t mode,
-                        uint32_t n, uint32_t min_p)
+static uint64_t fc_full(uint64_t bus, uint32_t tdcr, uint32_t mode, uint32_t n,
+                        uint32_t min_p)
 {
     unsigned idx = ((tdcr >> 1) & 4u) | (tdcr & 3u);
     fz_u128 div = (fz_u128)1 << ((idx + 1u) & 7u);
@@ -109,6 +108,7 @@ int FUZZ_COUNTDOWN_ENTRY(const uint8_t *data, size_t size)
     int rc;
 
     lapict_config_default(&c);
+    c.tsc_khz = 1000000u;
     c.bus_hz = fc_bus[b0 & 3u];
     c.tsc_deadline = (b0 & 4u) != 0;
     c.missed_policy = ((b0 >> 3) & 3u) % 3u;
