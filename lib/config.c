@@ -6,7 +6,8 @@ void lapict_config_default(struct lapict_config *cfg)
     if (!cfg)
         return;
     cfg->bus_hz = LAPICT_BUS_HZ_DEFAULT;
-    cfg->tsc_khz = 1000000u;
+    /* No default rate: only the host knows its guest TSC's (config.h). */
+    cfg->tsc_khz = 0;
     cfg->min_period_ns = LAPICT_MIN_PERIOD_NS_DEFAULT;
     cfg->advance_mode = LAPICT_ADVANCE_OFF;
     cfg->advance_ns = 0;
@@ -28,7 +29,11 @@ int lapict_config_check(const struct lapict_config *cfg)
      */
     if (cfg->bus_hz < LAPICT_BUS_HZ_MIN || cfg->bus_hz > LAPICT_BUS_HZ_MAX)
         return LAPICT_E_BUS_HZ;
-    if (cfg->tsc_khz < LAPICT_TSC_KHZ_MIN || cfg->tsc_khz > LAPICT_TSC_KHZ_MAX)
+    /* 0: not stated, which only an instance that never reads the TSC
+     * (TSC-deadline mode not offered) can leave it. */
+    if (cfg->tsc_khz == 0 ? cfg->tsc_deadline
+                          : cfg->tsc_khz < LAPICT_TSC_KHZ_MIN ||
+                                cfg->tsc_khz > LAPICT_TSC_KHZ_MAX)
         return LAPICT_E_TSC_KHZ;
     if (cfg->min_period_ns > LAPICT_MIN_PERIOD_NS_MAX)
         return LAPICT_E_MIN_PERIOD;

@@ -44,6 +44,8 @@ typedef unsigned __int128 lapict__u128;
  * bounded by the blob's advance (at most LAPICT_ADVANCE_NS_LIMIT), not by
  * this instance's. */
 #define LAPICT__F_PREINJ_KEPT 0x1000u
+/* The guest TSC was found off tsc_khz and reported (once per instance). */
+#define LAPICT__F_TSC_REPORTED 0x2000u
 
 /* struct lapict_timer.armed */
 #define LAPICT__ARMED_NONE 0

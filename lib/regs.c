@@ -165,6 +165,10 @@ int lapict_tsc_deadline_write(struct lapict_timer *t, uint64_t val)
     if (val) {
         /* Never a negative delta: a deadline already passed fires now. */
         t->dl_ns = lapict__deadline_ns(t, now, tsc, val);
+        /* Where the TSC's rate is measured from (timer.c). */
+        t->dl_t0_ns = now;
+        t->dl_tsc0 = tsc;
+        t->dl_rearms = 0;
         t->flags |= LAPICT__F_DL_ARMED;
         if (tsc >= val)
             lapict__update(t, now);

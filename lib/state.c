@@ -366,7 +366,8 @@ int lapict_state_restore(struct lapict_timer *t, const void *buf, size_t len)
     n.lvtt = get32(b + OFF_LVTT);
     lapict__set_tdcr(&n, get32(b + OFF_TDCR));
     n.tmict = get32(b + OFF_TMICT);
-    n.flags &= (uint16_t)(LAPICT__F_BLOCKED | LAPICT__F_DL_OK);
+    n.flags &= (uint16_t)(LAPICT__F_BLOCKED | LAPICT__F_DL_OK |
+                          LAPICT__F_TSC_REPORTED);
     for (i = 0; i < NFLAGS; i++)
         if (fl & flag_map[i].wire)
             n.flags |= flag_map[i].internal;
@@ -390,6 +391,10 @@ int lapict_state_restore(struct lapict_timer *t, const void *buf, size_t len)
     if (n.flags & LAPICT__F_DL_ARMED) {
         tsc = lapict__tsc(&n);
         n.dl_ns = lapict__deadline_ns(&n, now, tsc, n.deadline_tsc);
+        /* The TSC's rate is measured from here, on this host. */
+        n.dl_t0_ns = now;
+        n.dl_tsc0 = tsc;
+        n.dl_rearms = 0;
     }
     if ((n.flags & LAPICT__F_PREINJ) && !preinj_near(&n, b, now, tsc))
         return LAPICT_E_STATE_FIELD;

@@ -13,7 +13,8 @@ const char *lapict_strerror(int status)
     case LAPICT_E_BUS_HZ:
         return "bus_hz out of range (1000 .. 10^10)";
     case LAPICT_E_TSC_KHZ:
-        return "tsc_khz out of range (1 .. 10^8)";
+        return "tsc_khz not stated (0) with TSC-deadline offered, or out of "
+               "range (1 .. 10^8)";
     case LAPICT_E_MIN_PERIOD:
         return "min_period_ns out of range (0 .. 10^9)";
     case LAPICT_E_ADVANCE:
@@ -46,6 +47,8 @@ const char *lapict_strerror(int status)
         return "timer state is more than a plain count-down";
     case LAPICT_E_REENTRY:
         return "called from inside one of the instance's own ops (re-entry)";
+    case LAPICT_E_TSC_RATE:
+        return "the guest TSC does not run at tsc_khz";
     default:
         return "unknown status";
     }

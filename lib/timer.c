@@ -237,6 +237,108 @@ static uint64_t stalled(struct lapict_timer *t, uint64_t d)
     return q >= UINT64_MAX ? UINT64_MAX : (uint64_t)q + 1;
 }
 
+/*
+ * A wrong tsc_khz (docs/spec/timer.md section 4). The guest TSC's progress
+ * since the deadline was armed is checked against what tsc_khz makes of
+ * the host time that passed: off by more than 1/2^TSC_OFF_SHIFT of that
+ * time plus TSC_OFF_SLACK_NS (the reads of the clock and the TSC are not
+ * simultaneous), the TSC does not run at tsc_khz.
+ */
+#define TSC_OFF_SHIFT 6u
+#define TSC_OFF_SLACK_NS 20000u
+/*
+ * Host timer re-arms for one deadline whose TSC was short: the first
+ * DL_REARMS_FREE aim at the estimate; after them each waits at least
+ * DL_REARM_FLOOR_NS, doubled per re-arm, so their number stays bounded
+ * (the floor outgrows any wait within the horizon after 53 doublings).
+ */
+#define DL_REARMS_FREE 8u
+#define DL_REARM_FLOOR_NS 1000u
+
+/* Record a TSC found off tsc_khz: the rate measured, reported once. */
+static __attribute__((noinline)) void dl_rate_off(struct lapict_timer *t,
+                                                  uint64_t el, uint64_t ticks)
+{
+    uint64_t khz =
+        el ? lapict__udiv128((lapict__u128)ticks * DIV_1E6, el) : UINT64_MAX;
+
+    /* 0 keeps meaning "none measured": a stopped TSC reads 1 kHz. */
+    t->tsc_khz_measured = khz > UINT32_MAX ? UINT32_MAX
+                          : khz == 0      ? 1u
+                                          : (uint32_t)khz;
+    if (t->flags & LAPICT__F_TSC_REPORTED)
+        return;
+    t->flags |= LAPICT__F_TSC_REPORTED;
+    lapict__report(t, LAPICT_E_TSC_RATE, t->tsc_khz_measured);
+}
+
+/* Check the TSC's rate over the armed deadline, at @now (TSC @tsc). */
+static LAPICT__HOT void dl_rate_check(struct lapict_timer *t, uint64_t now,
+                                      uint64_t tsc)
+{
+    uint64_t el, ticks, by_rate, off;
+
+    /* A clock or TSC that went back (or a TSC that wrapped): no rate. */
+    if (!lapict__after_eq(now, t->dl_t0_ns) || tsc < t->dl_tsc0)
+        return;
+    el = now - t->dl_t0_ns;
+    ticks = tsc - t->dl_tsc0;
+    by_rate = lapict__ns_from_tsc(t, ticks);
+    off = by_rate > el ? by_rate - el : el - by_rate;
+    if (off > (el >> TSC_OFF_SHIFT) + TSC_OFF_SLACK_NS)
+        dl_rate_off(t, el, ticks);
+}
+
+/*
+ * ns until the guest TSC (@tsc at @now, short of the deadline) reaches the
+ * deadline at the rate it has shown since the deadline was armed, rounded
+ * up; 0 when it showed none.
+ */
+static uint64_t dl_left_measured(const struct lapict_timer *t, uint64_t now,
+                                 uint64_t tsc)
+{
+    uint64_t el, ticks, q;
+
+    if (!lapict__after_eq(now, t->dl_t0_ns) || tsc <= t->dl_tsc0 ||
+        tsc >= t->deadline_tsc)
+        return 0;
+    el = now - t->dl_t0_ns;
+    ticks = tsc - t->dl_tsc0;
+    /* (D - tsc) el < 2^127: the horizon rule keeps el below 2^63. */
+    q = lapict__udiv128((lapict__u128)(t->deadline_tsc - tsc) * el +
+                            (ticks - 1u),
+                        ticks);
+    return q > LAPICT__FAR_NS ? LAPICT__FAR_NS : q;
+}
+
+/*
+ * The host timer fired at the deadline's instant and the guest TSC is
+ * still short: the TSC runs slower than the estimate (a tsc_khz too high,
+ * a tsc_to_host_ns answer too early). Aim again, at the later of the
+ * estimate and the rate the TSC has shown, never more often than the
+ * bound above. Never early either way: the TSC is checked at each fire.
+ */
+static __attribute__((noinline)) uint64_t dl_reaim(struct lapict_timer *t,
+                                                   uint64_t now, uint64_t tsc)
+{
+    uint64_t rem = lapict__deadline_ns(t, now, tsc, t->deadline_tsc) - now;
+    uint64_t m = dl_left_measured(t, now, tsc);
+    unsigned r = t->dl_rearms;
+
+    dl_rate_check(t, now, tsc);
+    if (m > rem)
+        rem = m;
+    if (r >= DL_REARMS_FREE) {
+        unsigned sh = r - DL_REARMS_FREE;
+        uint64_t floor = (uint64_t)DL_REARM_FLOOR_NS << (sh > 52u ? 52u : sh);
+        if (rem < floor)
+            rem = floor;
+    }
+    if (r < UINT8_MAX)
+        t->dl_rearms = (uint8_t)(r + 1u);
+    return now + (rem > LAPICT__FAR_NS ? LAPICT__FAR_NS : rem);
+}
+
 /* What process() did. */
 #define PROC_REARM 1u    /* the host timer needs re-arming */
 #define PROC_INJECTED 2u /* the host took an interrupt */
@@ -274,11 +376,14 @@ static LAPICT__HOT unsigned process(struct lapict_timer *t, uint64_t now,
         if (!lapict__dl_reached(t, now, tsc)) {
             /* The TSC runs slower than estimated: aim again, later. */
             if (!quiet && lapict__after_eq(now, t->dl_ns)) {
-                t->dl_ns = lapict__deadline_ns(t, now, tsc, t->deadline_tsc);
+                t->dl_ns = dl_reaim(t, now, tsc);
                 return PROC_REARM;
             }
             return 0;
         }
+        /* Reached: far sooner than tsc_khz said is a TSC too fast. */
+        if (!quiet)
+            dl_rate_check(t, now, tsc);
         t->flags &= (uint16_t)~LAPICT__F_DL_ARMED;
         return PROC_REARM | PROC_EXPIRED |
                (expired(t, 1, lapict__after_eq(now, t->dl_ns) ? t->dl_ns : now,
@@ -387,7 +492,8 @@ int lapict_init(struct lapict_timer *t, const struct lapict_config *cfg,
     for (g = n.bus_q >> __builtin_ctz(n.bus_q); g > 1; g /= 5)
         n.bus_q5++;
     n.bus_rp = lapict__recip(n.bus_p);
-    n.tsc_khz = cfg->tsc_khz;
+    /* Not stated (no TSC-deadline mode): a placeholder nothing reads. */
+    n.tsc_khz = cfg->tsc_khz ? cfg->tsc_khz : 1000000u;
     n.tsc_r = lapict__recip(n.tsc_khz);
 
     n.min_period_ns = cfg->min_period_ns;
@@ -611,6 +717,7 @@ int lapict_stats_get(const struct lapict_timer *t, struct lapict_stats *out)
     out->last_arrival_ns = t->c.last_arrival_ns;
     out->last_error = t->last_error;
     out->last_guest_ns = t->c.last_guest_ns;
+    out->tsc_khz_measured = t->tsc_khz_measured;
     out->clamp_reported = t->c.clamps != 0;
     return LAPICT_OK;
 }

@@ -17,7 +17,7 @@ static void config_default_values_are_documented(void **state)
     lapict_config_default(&b);
 
     assert_int_equal(a.bus_hz, 1000000000ull);
-    assert_int_equal(a.tsc_khz, 1000000u);
+    assert_int_equal(a.tsc_khz, 0); /* not stated: no default rate */
     assert_int_equal(a.min_period_ns, 200000u);
     assert_int_equal(a.advance_mode, LAPICT_ADVANCE_OFF);
     assert_int_equal(a.advance_max_ns, 5000u);
@@ -41,6 +41,9 @@ static void config_default_values_are_documented(void **state)
     assert_int_equal(LAPICT_MIN_PERIOD_NS_DEFAULT, 200000u);
     assert_int_equal(LAPICT_ADVANCE_MAX_NS_DEFAULT, 5000u);
     assert_int_equal(LAPICT_CATCH_UP_MAX_DEFAULT, 1000u);
+    /* Valid once the host states its guest TSC's rate. */
+    assert_int_equal(lapict_config_check(&a), LAPICT_E_TSC_KHZ);
+    a.tsc_khz = 1000000u;
     assert_int_equal(lapict_config_check(&a), LAPICT_OK);
 }
 
@@ -101,6 +104,7 @@ static struct lapict_config limit_config(const struct limit_case *lc)
 {
     struct lapict_config c;
     lapict_config_default(&c);
+    c.tsc_khz = 1000000u; /* stated, as every host must */
     switch (lc->field) {
     case F_BUS_HZ:
         c.bus_hz = lc->value;
@@ -194,14 +198,25 @@ static void init_null_instance_or_ops_is_inval(void **state)
     assert_memory_equal(&t, &copy, sizeof(t));
 }
 
+/* config.h: a NULL configuration is the defaults, which state no guest
+ * TSC rate while offering TSC-deadline mode: init fails clearly
+ * (LAPICT_E_TSC_KHZ, instance untouched). The defaults with a rate
+ * stated behave as documented. */
 static void init_null_config_uses_defaults(void **state)
 {
     (void)state;
     struct fake_host h;
-    struct lapict_timer t;
+    struct lapict_timer t, copy;
     struct lapict_stats s;
+    struct lapict_config c;
     fake_host_init(&h, 0, 1000000u, 0, false);
-    assert_int_equal(fake_attach(&h, &t, NULL), LAPICT_OK);
+    memset(&t, 0x5A, sizeof(t));
+    memcpy(&copy, &t, sizeof(t));
+    assert_int_equal(fake_attach(&h, &t, NULL), LAPICT_E_TSC_KHZ);
+    assert_memory_equal(&t, &copy, sizeof(t));
+    lapict_config_default(&c);
+    c.tsc_khz = 1000000u;
+    assert_int_equal(fake_attach(&h, &t, &c), LAPICT_OK);
     assert_int_equal(lapict_lvtt_read(&t), LAPICT_LVTT_RESET);
     /*
      * Default min period 200 us: a periodic count of 1000 at /1 on the
@@ -333,6 +348,36 @@ static void tsc_khz_0_and_bus_hz_over_1e10_rejected_by_init(void **state)
     assert_int_equal(lapict_tmcct_read(&t), 0); /* still not an instance */
 }
 
+/* config.h, timer.md section 1: there is no default guest TSC rate, so a
+ * wrong one cannot pass silently. tsc_khz 0 (not stated, the default) is
+ * LAPICT_E_TSC_KHZ while TSC-deadline mode is offered; without the mode
+ * the TSC is never read, and 0 is accepted. */
+static void tsc_khz_must_be_stated_when_tsc_deadline_is_offered(void **state)
+{
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c;
+    uint64_t v = 9;
+    (void)state;
+    lapict_config_default(&c);
+    assert_int_equal(c.tsc_khz, 0);
+    assert_true(c.tsc_deadline);
+    assert_int_equal(lapict_config_check(&c), LAPICT_E_TSC_KHZ);
+    c.tsc_khz = 2500000u;
+    assert_int_equal(lapict_config_check(&c), LAPICT_OK);
+    c.tsc_khz = 0;
+    c.tsc_deadline = false;
+    assert_int_equal(lapict_config_check(&c), LAPICT_OK);
+    fake_host_init(&h, 0, 1000000u, 0, false);
+    assert_int_equal(fake_attach(&h, &t, &c), LAPICT_OK);
+    /* No TSC-deadline mode, so the unstated rate is never used. */
+    lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | 0x40);
+    assert_int_equal(lapict_lvtt_read(&t), 0x40u);
+    assert_int_equal(lapict_msr_read(&t, LAPICT_MSR_TSC_DEADLINE, &v),
+                     LAPICT_E_GP);
+    assert_int_equal(lapict_strerror(LAPICT_E_TSC_KHZ)[0] != 0, 1);
+}
+
 int main(int argc, char **argv)
 {
     /* Optional test name pattern, e.g. for debugging one test. */
@@ -346,6 +391,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(config_check_null_is_inval),
         cmocka_unit_test(init_null_instance_or_ops_is_inval),
         cmocka_unit_test(init_null_config_uses_defaults),
+        cmocka_unit_test(tsc_khz_must_be_stated_when_tsc_deadline_is_offered),
         cmocka_unit_test(init_missing_mandatory_ops_is_e_ops),
         cmocka_unit_test(config_check_names_first_bad_field),
         cmocka_unit_test(init_extreme_rates_accept_largest_count),

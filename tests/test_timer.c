@@ -2318,6 +2318,178 @@ static void stats_guest_ns_is_negative_only_when_really_early(void **state)
     assert_int_equal(s.last_guest_ns, -1000);
 }
 
+/* ---- a wrong tsc_khz (timer.md section 4) --------------------------- */
+
+/* A 15 ms deadline on a 2.5 GHz guest TSC, the instance told @khz. */
+#define WK_REAL_KHZ 2500000u
+#define WK_DL_NS 15000000u
+
+static void wk_setup(struct fake_host *h, struct lapict_timer *t,
+                     uint32_t khz, uint64_t base, bool hv)
+{
+    struct lapict_config c = tu_cfg();
+    c.tsc_khz = khz;
+    fake_host_init(h, base, WK_REAL_KHZ, 1000000u, hv);
+    assert_int_equal(fake_attach(h, t, &c), LAPICT_OK);
+    assert_int_equal(lapict_lvtt_write(t, LAPICT_LVTT_TSC_DEADLINE | VEC),
+                     LAPICT_OK);
+}
+
+/* tsc_khz too low (1 GHz for a 2.5 GHz TSC): the host timer fires long
+ * after the TSC passed the deadline (22.5 ms late for 15 ms). Rule: it is
+ * not silent: the report op gets LAPICT_E_TSC_RATE with the measured rate,
+ * once per instance, and the statistics keep the measured rate. */
+static void tsc_khz_too_low_is_reported_with_the_measured_rate(void **state)
+{
+    size_t b;
+    (void)state;
+    for (b = 0; b < TU_NBASES; b++) {
+        struct fake_host h;
+        struct lapict_timer t;
+        uint64_t t0, D;
+        wk_setup(&h, &t, 1000000u, tu_bases[b], b == 1);
+        t0 = h.now_ns;
+        D = fake_tsc(&h) + (uint64_t)WK_DL_NS * WK_REAL_KHZ / 1000000u;
+        lapict_tsc_deadline_write(&t, D);
+        assert_int_equal(tu_stats(&t).tsc_khz_measured, 0);
+        fake_advance(&h, 40000000u);
+        assert_int_equal(h.ninj, 1);
+        /* Where tsc_khz put it: 37.5 ms, the TSC reached D at 15 ms. */
+        assert_int_equal(h.inj[0].ns - t0, 37500000u);
+        assert_int_equal(h.nrep, 1);
+        assert_int_equal(h.rep[0].status, LAPICT_E_TSC_RATE);
+        assert_int_equal(h.rep[0].detail, WK_REAL_KHZ);
+        assert_int_equal(tu_stats(&t).tsc_khz_measured, WK_REAL_KHZ);
+        assert_int_equal(tu_stats(&t).last_error, LAPICT_OK);
+        /* The next deadline is measured again, but reported no more. */
+        lapict_tsc_deadline_write(&t, fake_tsc(&h) + 1000000u);
+        fake_advance(&h, 2000000u);
+        assert_int_equal(h.ninj, 2);
+        assert_int_equal(h.nrep, 1);
+        assert_int_equal(tu_stats(&t).tsc_khz_measured, WK_REAL_KHZ);
+        tu_check_host(&h);
+    }
+}
+
+/* tsc_khz too high (25 and 100 GHz for a 2.5 GHz TSC): the host timer
+ * fires with the TSC far short. Rules: the interrupt is never early (the
+ * TSC has reached D when it is injected) and comes at the instant the TSC
+ * reaches D; the re-aim uses the rate the TSC showed, so one re-arm does
+ * (not 137 or 514); the mismatch is reported once with the measured
+ * rate. */
+static void tsc_khz_too_high_rearms_once_never_early_and_reports(void **state)
+{
+    static const uint32_t khz[] = {25000000u, 100000000u};
+    size_t b, k;
+    (void)state;
+    for (k = 0; k < 2; k++)
+        for (b = 0; b < TU_NBASES; b++) {
+            struct fake_host h;
+            struct lapict_timer t;
+            uint64_t t0, D;
+            wk_setup(&h, &t, khz[k], tu_bases[b], b == 1);
+            t0 = h.now_ns;
+            D = fake_tsc(&h) + (uint64_t)WK_DL_NS * WK_REAL_KHZ / 1000000u;
+            lapict_tsc_deadline_write(&t, D);
+            fake_advance(&h, 20000000u);
+            print_message("%u kHz: %u fires\n", khz[k],
+                          h.sw_fires + h.hv_fires);
+            assert_int_equal(h.ninj, 1);
+            assert_true(h.inj[0].tsc >= D);
+            assert_int_equal(h.inj[0].ns - t0, WK_DL_NS);
+            assert_int_equal(h.sw_fires + h.hv_fires, 2);
+            assert_int_equal(h.nrep, 1);
+            assert_int_equal(h.rep[0].status, LAPICT_E_TSC_RATE);
+            assert_int_equal(h.rep[0].detail, WK_REAL_KHZ);
+            assert_int_equal(tu_stats(&t).tsc_khz_measured, WK_REAL_KHZ);
+            tu_check_host(&h);
+        }
+}
+
+/* The right tsc_khz: nothing is reported, nothing re-armed. A host whose
+ * tsc_to_host_ns answers exactly is used for the instant, so a wrong
+ * tsc_khz (1 GHz here) costs no lateness and no re-arm; the rate is still
+ * wrong, and reported. */
+static uint64_t wk_exact_tsc_to_host(void *ctx, uint64_t tsc)
+{
+    struct fake_host *h = ctx;
+    /* First ns at which offset + floor(el * khz / 10^6) >= tsc. */
+    return h->start_ns + (tsc - h->tsc_offset + 0ull) * 1000000u / WK_REAL_KHZ +
+           (((tsc - h->tsc_offset) * 1000000u) % WK_REAL_KHZ != 0);
+}
+
+static void tsc_rate_right_reports_nothing_host_exact_is_on_time(void **state)
+{
+    size_t b, k;
+    (void)state;
+    for (k = 0; k < 2; k++)
+        for (b = 0; b < TU_NBASES; b++) {
+            struct fake_host h;
+            struct lapict_timer t;
+            uint64_t t0, D;
+            wk_setup(&h, &t, WK_REAL_KHZ, tu_bases[b], b == 1);
+            if (k == 1) {
+                /* Told 1 GHz, but the host maps the TSC exactly. */
+                struct lapict_config c = tu_cfg();
+                h.ops.tsc_to_host_ns = wk_exact_tsc_to_host;
+                assert_int_equal(fake_attach(&h, &t, &c), LAPICT_OK);
+                lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
+            }
+            t0 = h.now_ns;
+            D = fake_tsc(&h) + (uint64_t)WK_DL_NS * WK_REAL_KHZ / 1000000u;
+            lapict_tsc_deadline_write(&t, D);
+            fake_advance(&h, 20000000u);
+            assert_int_equal(h.ninj, 1);
+            assert_int_equal(h.inj[0].ns - t0, WK_DL_NS);
+            assert_int_equal(h.sw_fires + h.hv_fires, 1);
+            assert_int_equal(h.nrep, k);
+            assert_int_equal(tu_stats(&t).tsc_khz_measured,
+                             k ? WK_REAL_KHZ : 0);
+            tu_check_host(&h);
+        }
+}
+
+/* Rule: never more than a bounded number of re-arms for one deadline, and
+ * still never early and never lost. A guest TSC that stops (a rate no
+ * tsc_khz describes) for 1 s: after 8 re-arms at the estimate each waits
+ * at least 1 us, doubled each time, so 1 s takes a few dozen re-arms, not
+ * one per microsecond; once the TSC runs again the interrupt comes when
+ * it reaches D, late by at most the last wait. */
+static void tsc_that_stops_rearms_a_bounded_number_of_times(void **state)
+{
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    uint64_t D, fires, resume;
+    (void)state;
+    tu_setup(&h, &t, &c, 0, false);
+    lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
+    D = fake_tsc(&h) + 100000u;
+    lapict_tsc_deadline_write(&t, D);
+    fake_advance(&h, 50000u);
+    /* The TSC stops 50 us short of D. */
+    h.tsc_offset = fake_tsc(&h);
+    h.start_ns = h.now_ns;
+    h.tsc_num_khz = 0;
+    fake_advance(&h, 1000000000u);
+    fires = h.sw_fires;
+    print_message("%llu fires in 1 s\n", (unsigned long long)fires);
+    assert_true(fires <= 8 + 31);
+    assert_int_equal(h.ninj, 0);
+    /* It runs again: D is 50 us away on the TSC. */
+    resume = h.now_ns;
+    h.start_ns = h.now_ns;
+    h.tsc_num_khz = 1000000u;
+    fake_advance(&h, 3000000000u);
+    assert_int_equal(h.ninj, 1);
+    assert_true(h.inj[0].tsc >= D);
+    assert_true(h.inj[0].ns - resume <= 50000u + 1100000000u);
+    assert_true(h.sw_fires - fires <= 3);
+    assert_int_equal(h.nrep, 1);
+    assert_int_equal(h.rep[0].status, LAPICT_E_TSC_RATE);
+    tu_check_host(&h);
+}
+
 /* ---- misc ---------------------------------------------------------- */
 
 static void timer_calls_null_instance_are_inval(void **state)
@@ -2555,6 +2727,10 @@ int main(int argc, char **argv)
         cmocka_unit_test(fini_of_an_idle_instance_calls_no_op),
         cmocka_unit_test(stats_tell_guest_entry_from_host_arrival),
         cmocka_unit_test(stats_guest_ns_is_negative_only_when_really_early),
+        cmocka_unit_test(tsc_khz_too_low_is_reported_with_the_measured_rate),
+        cmocka_unit_test(tsc_khz_too_high_rearms_once_never_early_and_reports),
+        cmocka_unit_test(tsc_rate_right_reports_nothing_host_exact_is_on_time),
+        cmocka_unit_test(tsc_that_stops_rearms_a_bounded_number_of_times),
         cmocka_unit_test(timer_calls_null_instance_are_inval),
         cmocka_unit_test(stats_start_at_zero),
         cmocka_unit_test(stall_beyond_2p64_ticks_keeps_the_policy_count),

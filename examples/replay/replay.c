@@ -485,6 +485,8 @@ int main(int argc, char **argv)
         }
     }
     lapict_config_default(&r.cfg);
+    /* The trace format's default rate (docs/spec/replay.md). */
+    r.cfg.tsc_khz = 1000000u;
     lapict_sim_config_default(&r.scfg);
     while (read_line(&r, in, buf))
         run_line(&r, buf);

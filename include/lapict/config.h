@@ -73,7 +73,12 @@ enum lapict_missed_policy {
 struct lapict_config {
     /* Timer input clock before the divider, Hz. */
     uint64_t bus_hz;
-    /* Guest TSC frequency, kHz; converts TSC-deadline values to host ns. */
+    /*
+     * Guest TSC frequency, kHz; converts TSC-deadline values to host ns.
+     * No default: 0 (not stated) is refused while tsc_deadline is set, so
+     * the host states the rate its guest TSC really runs at (a wrong one
+     * is detected and reported: docs/spec/timer.md section 4).
+     */
     uint32_t tsc_khz;
     /* Periodic timers faster than this are slowed to it (host protection). */
     uint32_t min_period_ns;
@@ -102,7 +107,9 @@ struct lapict_config {
  * lapict_config_default() - fill @cfg with the documented defaults.
  * @cfg: configuration to fill.
  *
- * Defaults: 1 GHz bus, 1 GHz guest TSC, 200 us minimum period, advance off
+ * Defaults: 1 GHz bus, guest TSC rate not stated (tsc_khz 0: the host
+ * must set it while TSC-deadline mode is offered, or lapict_init() fails
+ * with LAPICT_E_TSC_KHZ), 200 us minimum period, advance off
  * (advance_max_ns 5000, goal latency and no spin budget for when adaptive
  * is chosen), coalesce, catch-up bound 1000, TSC-deadline supported.
  *
@@ -116,7 +123,8 @@ LAPICT_API void lapict_config_default(struct lapict_config *cfg);
  *
  * Context: any.
  * Return: LAPICT_OK, LAPICT_E_INVAL for NULL, or the LAPICT_E_* code naming
- * the first field out of range (bus_hz, tsc_khz, min_period_ns, advance
+ * the first field out of range (bus_hz, tsc_khz, also 0 with tsc_deadline
+ * set, min_period_ns, advance
  * mode / bounds / goal / spin budget, missed policy / catch-up bound).
  */
 LAPICT_API int lapict_config_check(const struct lapict_config *cfg);

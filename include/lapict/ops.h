@@ -98,7 +98,10 @@ struct lapict_ops {
 
     /*
      * Report a guest-caused error (LAPICT_E_VECTOR with the vector as
-     * @detail, LAPICT_E_MODE with the LVTT value). Optional. A host can set
+     * @detail, LAPICT_E_MODE with the LVTT value), or, once per instance,
+     * a guest TSC that does not run at the configured tsc_khz
+     * (LAPICT_E_TSC_RATE with the measured rate in kHz: the host's
+     * configuration to fix, docs/spec/timer.md section 4). Optional. A host can set
      * the LAPIC ESR "Receive Illegal Vector" bit (bit 6) from here: the SDM
      * ("Error Handling") sets it for an illegal vector in an interrupt
      * generated locally from the LVT; bit 5, "Send Illegal Vector", is for

@@ -27,6 +27,7 @@ enum lapict_status {
      * sections 1 and 7.
      */
     LAPICT_E_BUS_HZ = -3,
+    /* tsc_khz out of range, or not stated while TSC-deadline is offered. */
     LAPICT_E_TSC_KHZ = -4,
     LAPICT_E_MIN_PERIOD = -5,
     LAPICT_E_ADVANCE = -6,
@@ -65,10 +66,16 @@ enum lapict_status {
      * call afterwards, from its own loop.
      */
     LAPICT_E_REENTRY = -20,
+    /*
+     * Never returned: passed to the report op when a TSC deadline showed
+     * that the guest TSC does not run at the configured tsc_khz (the
+     * measured rate, kHz, as detail; docs/spec/timer.md section 4).
+     */
+    LAPICT_E_TSC_RATE = -21,
 };
 
 /* Lowest (most negative) status value, for table-driven tests. */
-#define LAPICT_STATUS_MIN LAPICT_E_REENTRY
+#define LAPICT_STATUS_MIN LAPICT_E_TSC_RATE
 
 /**
  * lapict_strerror() - human-readable text for a status code.

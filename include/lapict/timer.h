@@ -50,8 +50,19 @@ struct lapict_timer {
     /* Instant of the sampled expiry minus when its host timer was due. */
     uint32_t lead_ns;
     uint32_t magic;
-    /* Count-down: anchor, next expiry tick; deadline mode: the MSR. */
-    uint64_t anchor_ns, e_tick, deadline_tsc;
+    /*
+     * Count-down: anchor, next expiry tick. Deadline mode (never both):
+     * the host instant and guest TSC at which the deadline was armed,
+     * against which the TSC's rate is checked.
+     */
+    union {
+        uint64_t anchor_ns, dl_t0_ns;
+    };
+    union {
+        uint64_t e_tick, dl_tsc0;
+    };
+    /* Deadline mode: the MSR. */
+    uint64_t deadline_tsc;
     /* Next count-down expiry (ns after the anchor), or the deadline's host
      * instant: a count-down and a deadline are never armed together. */
     union {
@@ -78,6 +89,10 @@ struct lapict_timer {
         adv_goal : 1;
     /* Last guest-caused status (a statistic). */
     int8_t last_error;
+    /* Host timer re-arms for the armed deadline (its TSC was short). */
+    uint8_t dl_rearms;
+    /* The guest TSC rate, kHz, measured off tsc_khz (a statistic). */
+    uint32_t tsc_khz_measured;
     struct lapict__counters c;
 };
 
@@ -111,6 +126,13 @@ struct lapict_stats {
      * early (a host clock or guest TSC that went back, timer.h).
      */
     int64_t last_guest_ns;
+    /*
+     * The guest TSC rate, kHz, the library measured over the last TSC
+     * deadline whose TSC ran off tsc_khz (docs/spec/timer.md section 4,
+     * "A wrong tsc_khz"): above tsc_khz, deadlines came late; below, the
+     * host timer fired early and was re-armed. 0 while none did.
+     */
+    uint32_t tsc_khz_measured;
     int last_error;           /* last guest-caused status, LAPICT_OK if none */
     bool clamp_reported;      /* the clamp has engaged at least once */
 };
@@ -118,7 +140,8 @@ struct lapict_stats {
 /**
  * lapict_init() - bind a caller-allocated instance to its host.
  * @t: the instance (any contents; it is overwritten on success only).
- * @cfg: configuration, or NULL for lapict_config_default().
+ * @cfg: configuration, or NULL for lapict_config_default() (which states
+ *       no guest TSC rate: LAPICT_E_TSC_KHZ, see config.h).
  * @ops: the host's ops table; must outlive the instance.
  * @ctx: passed unchanged to every op.
  *

@@ -169,6 +169,7 @@ static void run_until_stops_only_on_a_livelock(void **state)
     ops.sw_timer_arm = arm_now;
     lapict_sim_init(&s, NULL, NULL, NULL);
     lapict_config_default(&cfg);
+    cfg.tsc_khz = s.cfg.tsc_khz;
     assert_int_equal(lapict_init(&t, &cfg, &ops, &s), LAPICT_OK);
     lapict_sim_attach(&s, &t);
     assert_int_equal(lapict_tdcr_write(&t, 0xB), LAPICT_OK);

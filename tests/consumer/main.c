@@ -18,6 +18,7 @@ int main(void)
         return 1;
     }
     lapict_config_default(&cfg);
+    cfg.tsc_khz = 1000000u; /* no default: the host states its TSC's rate */
     if (lapict_config_check(&cfg) != LAPICT_OK) {
         fprintf(stderr, "the default configuration does not check\n");
         return 1;

@@ -111,6 +111,7 @@ static void rs_config(uint8_t b, struct lapict_config *c)
     static const uint64_t buses[4] = {1000000000ull, 100000000ull, 25000000ull,
                                       3000000ull};
     lapict_config_default(c);
+    c->tsc_khz = 1000000u;
     c->bus_hz = buses[b & 3];
     c->tsc_deadline = !(b & 4);
     c->missed_policy = (b >> 3) % 3;

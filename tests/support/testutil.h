@@ -24,11 +24,15 @@
 static const uint64_t tu_bases[] = {0, TU_NEAR_WRAP};
 #define TU_NBASES (sizeof(tu_bases) / sizeof(tu_bases[0]))
 
-/* Defaults, but no minimum period: most tests want the raw count-down. */
+/*
+ * Defaults, a 1 GHz guest TSC (the defaults state no rate), and no minimum
+ * period: most tests want the raw count-down.
+ */
 static inline struct lapict_config tu_cfg(void)
 {
     struct lapict_config c;
     lapict_config_default(&c);
+    c.tsc_khz = 1000000u;
     c.min_period_ns = 0;
     return c;
 }
