@@ -20,7 +20,10 @@
 #   fields, struct lapict__*)
 #
 #   awk -v page=lapict-timer -v header=lapict/timer.h -v version=1.0.0 \
-#       -v names=FILE -f kerneldoc2man.awk include/lapict/timer.h > page.3
+#       -v names=FILE [-v module=lapict-kvm] \
+#       -f kerneldoc2man.awk include/lapict/timer.h > page.3
+#
+# module: the pkg-config module SYNOPSIS names (default lapict).
 #
 # names: FILE receives "brief <NAME's text>", then the functions documented,
 # one a line (cmake/man3.cmake makes lapict(3) from the briefs and a ".so"
@@ -222,7 +225,7 @@ END {
     print ".fi"
     print ".PP"
     print "Link with"
-    print ".IR \"pkg-config --libs lapict\" ."
+    print ".IR \"pkg-config --libs " (module == "" ? "lapict" : module) "\" ."
     print ".SH DESCRIPTION"
     cnt = split(overview, ol, "\n")
     nout = 0

@@ -152,6 +152,19 @@ for name in lapict lapict-timer lapict_init lapict_strerror; do
 done
 echo "test-packages: liblapict-dev: README, porting guide, spec, HTML" \
      "reference; man lapict, man lapict_init"
+# Each adapter's -dev package: its page and a function's.
+for a in $adapters; do
+    case $a in
+    kvm) names="lapict-kvm lapict_kvm_pre_run lapict-apic" ;;
+    sim) names="lapict-sim lapict_sim_init" ;;
+    baremetal) names="lapict-baremetal lapict_bm_cpu_init" ;;
+    esac
+    for name in $names; do
+        err=$(MANWIDTH=80 MANPAGER=cat man -M "$root/usr/share/man" "$name" 2>&1 >/dev/null) ||
+            fail "man $name (liblapict-$a-dev's pages)"
+        [ -z "$err" ] || fail "man $name: $err"
+    done
+done
 # lapict-vmm loads its guest images from where the package puts them.
 # (strings into a file: with pipefail, grep -q closing the pipe early would
 # fail the pipeline.)
