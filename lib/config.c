@@ -1,10 +1,22 @@
 /* SPDX-License-Identifier: MIT */
 #include "internal.h"
 
+/*
+ * No padding at the end: a field appended in a later release starts at the
+ * old size, so an old library sees it beyond its sizeof (config.h).
+ */
+_Static_assert(sizeof(struct lapict_config) == LAPICT_CONFIG_SIZE_1_0,
+               "struct lapict_config of 1.0.0 is LAPICT_CONFIG_SIZE_1_0");
+_Static_assert(__builtin_offsetof(struct lapict_config, catch_up_max) +
+                       sizeof(uint32_t) ==
+                   sizeof(struct lapict_config),
+               "struct lapict_config ends without padding");
+
 void lapict_config_default(struct lapict_config *cfg)
 {
     if (!cfg)
         return;
+    cfg->size = (uint32_t)sizeof(*cfg);
     cfg->bus_hz = LAPICT_BUS_HZ_DEFAULT;
     /* No default rate: only the host knows its guest TSC's (config.h). */
     cfg->tsc_khz = 0;
@@ -19,10 +31,35 @@ void lapict_config_default(struct lapict_config *cfg)
     cfg->tsc_deadline = true;
 }
 
-int lapict_config_check(const struct lapict_config *cfg)
+int lapict__config_load(const struct lapict_config *in,
+                        struct lapict_config *out)
 {
-    if (!cfg)
+    const uint8_t *p = (const uint8_t *)in;
+    size_t i, n;
+
+    if (!in || in->size < LAPICT_CONFIG_SIZE_1_0 ||
+        in->size > LAPICT_CONFIG_SIZE_MAX)
         return LAPICT_E_INVAL;
+    /* A newer host's fields: accepted only at their "not used" zero. */
+    for (i = sizeof(*out); i < in->size; i++)
+        if (p[i])
+            return LAPICT_E_INVAL;
+    /* An older host's smaller struct: the fields it lacks keep defaults. */
+    n = in->size < sizeof(*out) ? in->size : sizeof(*out);
+    lapict_config_default(out);
+    __builtin_memcpy(out, in, n);
+    out->size = (uint32_t)sizeof(*out);
+    return LAPICT_OK;
+}
+
+int lapict_config_check(const struct lapict_config *in)
+{
+    struct lapict_config c;
+    const struct lapict_config *cfg = &c;
+    int rc = lapict__config_load(in, &c);
+
+    if (rc != LAPICT_OK)
+        return rc;
     /*
      * The bounds keep every product in 128 bits: the largest count 2^32-1
      * at divide 128 on a 1 kHz bus is 5.5e17 ns, far below 2^62.

@@ -102,6 +102,15 @@ static inline bool lapict__after_eq(uint64_t a, uint64_t b)
     return (int64_t)(a - b) >= 0;
 }
 
+/* ---- config.c ---- */
+
+/*
+ * Read a host's configuration of any accepted size (config.h) into @out,
+ * this library's struct: LAPICT_E_INVAL for a size it refuses.
+ */
+int lapict__config_load(const struct lapict_config *in,
+                        struct lapict_config *out);
+
 /* ---- math.c: exact integer conversions without a 128-bit divide ---- */
 
 /*

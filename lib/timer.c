@@ -463,7 +463,7 @@ static bool preinject(struct lapict_timer *t, uint64_t now)
 int lapict_init(struct lapict_timer *t, const struct lapict_config *cfg,
                 const struct lapict_ops *ops, void *ctx)
 {
-    struct lapict_config def;
+    struct lapict_config def, got;
     struct lapict_timer n = {0};
     uint64_t g;
     int rc;
@@ -481,6 +481,9 @@ int lapict_init(struct lapict_timer *t, const struct lapict_config *cfg,
     rc = lapict_config_check(cfg);
     if (rc)
         return rc;
+    /* Read as this library's struct, whatever size the host's has. */
+    lapict__config_load(cfg, &got);
+    cfg = &got;
 
     n.ops = ops;
     n.ctx = ctx;
@@ -694,33 +697,54 @@ int lapict_before_guest_entry(struct lapict_timer *t)
     return entry_work(t);
 }
 
-int lapict_stats_get(const struct lapict_timer *t, struct lapict_stats *out)
+int lapict_stats_get(const struct lapict_timer *t, struct lapict_stats *out,
+                     size_t size)
 {
-    if (!lapict__valid(t) || !out)
+    struct lapict_stats st, *o = &st;
+
+    if (!lapict__valid(t) || !out || size < LAPICT_STATS_SIZE_1_0)
         return lapict__invalid(t);
-    out->expiries = t->c.expiries;
-    out->injections = t->c.injections;
-    out->refused = t->c.refused;
-    out->masked = t->c.masked;
-    out->coalesced = t->c.coalesced;
-    out->dropped = t->c.dropped;
-    out->illegal_vector = t->c.illegal_vector;
-    out->mode_errors = t->c.mode_errors;
-    out->clamps = t->c.clamps;
-    out->hv_to_sw = t->c.hv_to_sw;
-    out->sw_to_hv = t->c.sw_to_hv;
-    out->hv_refused = t->c.hv_refused;
-    out->spins = t->c.spins;
-    out->spin_ns_total = t->spin_ns;
-    out->advance_ns = lapict__advance(t);
-    out->pending = t->pending;
-    out->last_arrival_ns = t->c.last_arrival_ns;
-    out->last_error = t->last_error;
-    out->last_guest_ns = t->c.last_guest_ns;
-    out->tsc_khz_measured = t->tsc_khz_measured;
-    out->clamp_reported = t->c.clamps != 0;
+    __builtin_memset(o, 0, sizeof(*o));
+    /* The bytes of @out this library fills (the caller's struct may be
+     * an older, smaller one). */
+    o->size = (uint32_t)(size < sizeof(*o) ? size : sizeof(*o));
+    o->expiries = t->c.expiries;
+    o->injections = t->c.injections;
+    o->refused = t->c.refused;
+    o->masked = t->c.masked;
+    o->coalesced = t->c.coalesced;
+    o->dropped = t->c.dropped;
+    o->illegal_vector = t->c.illegal_vector;
+    o->mode_errors = t->c.mode_errors;
+    o->clamps = t->c.clamps;
+    o->hv_to_sw = t->c.hv_to_sw;
+    o->sw_to_hv = t->c.sw_to_hv;
+    o->hv_refused = t->c.hv_refused;
+    o->spins = t->c.spins;
+    o->spin_ns_total = t->spin_ns;
+    o->advance_ns = lapict__advance(t);
+    o->pending = t->pending;
+    o->last_arrival_ns = t->c.last_arrival_ns;
+    o->last_error = t->last_error;
+    o->last_guest_ns = t->c.last_guest_ns;
+    o->tsc_khz_measured = t->tsc_khz_measured;
+    o->clamp_reported = t->c.clamps != 0;
+    /* No more than the caller's struct; what this library lacks reads 0. */
+    if (size > sizeof(*o)) {
+        __builtin_memset((uint8_t *)out + sizeof(*o), 0, size - sizeof(*o));
+        size = sizeof(*o);
+    }
+    __builtin_memcpy(out, o, size);
     return LAPICT_OK;
 }
+
+/* No padding at the end of the statistics either (timer.h). */
+_Static_assert(sizeof(struct lapict_stats) == LAPICT_STATS_SIZE_1_0,
+               "struct lapict_stats of 1.0.0 is LAPICT_STATS_SIZE_1_0");
+_Static_assert(__builtin_offsetof(struct lapict_stats, tsc_khz_measured) +
+                       sizeof(uint32_t) ==
+                   sizeof(struct lapict_stats),
+               "struct lapict_stats ends without padding");
 
 /* Part of the ABI promise: hosts embed the instance in their vCPU. */
 _Static_assert(sizeof(struct lapict_timer) <= 272,

@@ -378,6 +378,66 @@ static void tsc_khz_must_be_stated_when_tsc_deadline_is_offered(void **state)
     assert_int_equal(lapict_strerror(LAPICT_E_TSC_KHZ)[0] != 0, 1);
 }
 
+/* config.h, timer.md section 1 "Growth": the configuration carries its
+ * size. lapict_config_default() sets it; smaller than the first release's
+ * struct (or beyond LAPICT_CONFIG_SIZE_MAX) is LAPICT_E_INVAL for check and
+ * init, and init then leaves the instance untouched; a newer host's larger
+ * struct is accepted with its unknown fields at 0 and refused with any of
+ * them set, never silently ignored. */
+static void config_size_is_checked_and_a_larger_struct_grows(void **state)
+{
+    struct {
+        struct lapict_config c;
+        uint32_t newer[4];
+    } big;
+    struct fake_host h;
+    struct lapict_timer t, copy;
+    struct lapict_config c;
+    (void)state;
+    memset(&c, 0xEE, sizeof(c));
+    lapict_config_default(&c);
+    assert_int_equal(c.size, sizeof(c));
+    assert_int_equal(LAPICT_CONFIG_SIZE_1_0, sizeof(c));
+    c.tsc_khz = 1000000u;
+    assert_int_equal(lapict_config_check(&c), LAPICT_OK);
+    fake_host_init(&h, 0, 1000000u, 0, false);
+    memset(&t, 0x3C, sizeof(t));
+    memcpy(&copy, &t, sizeof(t));
+    /* Too small: an unset (zeroed) size, one byte short. */
+    c.size = 0;
+    assert_int_equal(lapict_config_check(&c), LAPICT_E_INVAL);
+    assert_int_equal(fake_attach(&h, &t, &c), LAPICT_E_INVAL);
+    c.size = LAPICT_CONFIG_SIZE_1_0 - 1;
+    assert_int_equal(lapict_config_check(&c), LAPICT_E_INVAL);
+    assert_int_equal(fake_attach(&h, &t, &c), LAPICT_E_INVAL);
+    c.size = LAPICT_CONFIG_SIZE_MAX + 1;
+    assert_int_equal(lapict_config_check(&c), LAPICT_E_INVAL);
+    assert_memory_equal(&t, &copy, sizeof(t));
+    /* A newer host's struct: the fields this library lacks at 0. */
+    memset(&big, 0, sizeof(big));
+    big.c = c;
+    big.c.size = (uint32_t)sizeof(big);
+    assert_int_equal(lapict_config_check(&big.c), LAPICT_OK);
+    big.newer[3] = 1;
+    assert_int_equal(lapict_config_check(&big.c), LAPICT_E_INVAL);
+    assert_int_equal(fake_attach(&h, &t, &big.c), LAPICT_E_INVAL);
+    assert_memory_equal(&t, &copy, sizeof(t));
+    big.newer[3] = 0;
+    big.c.size = (uint32_t)sizeof(big.c) + 1;
+    assert_int_equal(fake_attach(&h, &t, &big.c), LAPICT_OK);
+    /* The fields it knows are read as given. */
+    big.c.size = (uint32_t)sizeof(big);
+    big.c.bus_hz = 100000000ull;
+    assert_int_equal(fake_attach(&h, &t, &big.c), LAPICT_OK);
+    lapict_tdcr_write(&t, 0xB);
+    lapict_lvtt_write(&t, 0x40);
+    lapict_tmict_write(&t, 1000);
+    fake_advance(&h, 9999);
+    assert_int_equal(h.ninj, 0);
+    fake_advance(&h, 1);
+    assert_int_equal(h.ninj, 1);
+}
+
 int main(int argc, char **argv)
 {
     /* Optional test name pattern, e.g. for debugging one test. */
@@ -391,6 +451,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(config_check_null_is_inval),
         cmocka_unit_test(init_null_instance_or_ops_is_inval),
         cmocka_unit_test(init_null_config_uses_defaults),
+        cmocka_unit_test(config_size_is_checked_and_a_larger_struct_grows),
         cmocka_unit_test(tsc_khz_must_be_stated_when_tsc_deadline_is_offered),
         cmocka_unit_test(init_missing_mandatory_ops_is_e_ops),
         cmocka_unit_test(config_check_names_first_bad_field),

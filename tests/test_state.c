@@ -1096,8 +1096,8 @@ static void tick_coalesced_by_a_save_is_counted_on_the_destination(void **state)
     assert_int_equal(lapict_state_restore(&t2, blob, sizeof(blob)), LAPICT_OK);
     lapict_irq_window_open(&t2);
     assert_int_equal(h2.ninj, 1); /* one delivered: coalesce */
-    lapict_stats_get(&t, &a);
-    lapict_stats_get(&t2, &b);
+    lapict_stats_get(&t, &a, sizeof(a));
+    lapict_stats_get(&t2, &b, sizeof(b));
     /* The other one shows as coalesced, on the destination (the source
      * is unchanged by the save), and the expiry is counted there too. */
     assert_int_equal(a.coalesced, 0);

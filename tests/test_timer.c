@@ -2209,7 +2209,7 @@ static void fini_cancels_host_timer_and_uninitialises(void **state)
         assert_int_equal(lapict_xapic_read(&t, LAPICT_XAPIC_TMICT, &v),
                          LAPICT_E_INVAL);
         assert_int_equal(lapict_tmcct_read(&t), 0);
-        assert_int_equal(lapict_stats_get(&t, &s), LAPICT_E_INVAL);
+        assert_int_equal(lapict_stats_get(&t, &s, sizeof(s)), LAPICT_E_INVAL);
         assert_int_equal(lapict_state_save(&t, blob, sizeof(blob)),
                          LAPICT_E_INVAL);
         assert_int_equal(lapict_fini(&t), LAPICT_E_INVAL);
@@ -2316,6 +2316,49 @@ static void stats_guest_ns_is_negative_only_when_really_early(void **state)
     s = tu_stats(&t);
     assert_int_equal(s.last_arrival_ns, -1000);
     assert_int_equal(s.last_guest_ns, -1000);
+}
+
+/* timer.h, lapict_stats_get(): the caller passes its struct's size and no
+ * more is written. Below the first release's size: LAPICT_E_INVAL, nothing
+ * written. A newer caller's larger struct: this library's fields, zeros
+ * after them up to its size, nothing beyond; out->size says how much is
+ * this library's. */
+static void stats_get_writes_no_more_than_the_callers_size(void **state)
+{
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    struct {
+        struct lapict_stats s;
+        uint64_t newer[2];
+        uint8_t canary[8];
+    } big;
+    struct lapict_stats s;
+    size_t i;
+    (void)state;
+    assert_int_equal(LAPICT_STATS_SIZE_1_0, sizeof(struct lapict_stats));
+    tu_setup(&h, &t, &c, 0, false);
+    countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 100);
+    fake_advance(&h, 100);
+    memset(&big, 0xEE, sizeof(big));
+    assert_int_equal(lapict_stats_get(&t, &big.s, sizeof(s) - 1),
+                     LAPICT_E_INVAL);
+    assert_int_equal(lapict_stats_get(&t, &big.s, 0), LAPICT_E_INVAL);
+    for (i = 0; i < sizeof(big); i++)
+        assert_int_equal(((uint8_t *)&big)[i], 0xEE);
+    assert_int_equal(lapict_stats_get(&t, &big.s, sizeof(s)), LAPICT_OK);
+    assert_int_equal(big.s.size, sizeof(s));
+    assert_int_equal(big.s.injections, 1);
+    assert_int_equal(big.newer[0], 0xEEEEEEEEEEEEEEEEull);
+    assert_int_equal(lapict_stats_get(&t, &big.s,
+                                      sizeof(big) - sizeof(big.canary)),
+                     LAPICT_OK);
+    assert_int_equal(big.s.size, sizeof(s));
+    assert_int_equal(big.s.injections, 1);
+    assert_int_equal(big.newer[0], 0);
+    assert_int_equal(big.newer[1], 0);
+    for (i = 0; i < sizeof(big.canary); i++)
+        assert_int_equal(big.canary[i], 0xEE);
 }
 
 /* ---- a wrong tsc_khz (timer.md section 4) --------------------------- */
@@ -2506,8 +2549,8 @@ static void timer_calls_null_instance_are_inval(void **state)
     assert_int_equal(lapict_vcpu_blocking(NULL), LAPICT_E_INVAL);
     assert_int_equal(lapict_vcpu_unblocked(NULL), LAPICT_E_INVAL);
     assert_int_equal(lapict_before_guest_entry(NULL), LAPICT_E_INVAL);
-    assert_int_equal(lapict_stats_get(NULL, &s), LAPICT_E_INVAL);
-    assert_int_equal(lapict_stats_get(&t, NULL), LAPICT_E_INVAL);
+    assert_int_equal(lapict_stats_get(NULL, &s, sizeof(s)), LAPICT_E_INVAL);
+    assert_int_equal(lapict_stats_get(&t, NULL, sizeof(s)), LAPICT_E_INVAL);
 }
 
 static void stats_start_at_zero(void **state)
@@ -2731,6 +2774,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(tsc_khz_too_high_rearms_once_never_early_and_reports),
         cmocka_unit_test(tsc_rate_right_reports_nothing_host_exact_is_on_time),
         cmocka_unit_test(tsc_that_stops_rearms_a_bounded_number_of_times),
+        cmocka_unit_test(stats_get_writes_no_more_than_the_callers_size),
         cmocka_unit_test(timer_calls_null_instance_are_inval),
         cmocka_unit_test(stats_start_at_zero),
         cmocka_unit_test(stall_beyond_2p64_ticks_keeps_the_policy_count),

@@ -527,7 +527,7 @@ static void loss_report(uint32_t n, uint64_t t_end_tsc, uint64_t over,
             past = guest_tsc_at(v, t_end_tsc) - v->deadline;
         if (v->mode == M_PERIODIC)
             due = points_due(v, at);
-        lapict_stats_get(&v->t, &ts);
+        lapict_stats_get(&v->t, &ts, sizeof(ts));
         lvtt = lapict_lvtt_read(&v->t);
         tmcct = lapict_tmcct_read(&v->t);
         out("baremetal: loss: vt %u mode=%u armed=%u tsc_past_deadline=%d "

@@ -270,7 +270,7 @@ static int run_lib(const struct scenario *sc, uint32_t N, enum algo algo,
         uint32_t lat = sc->lat(n, N, &spike);
         uint64_t spun0 = h.spun;
 
-        lapict_stats_get(&t, &st);
+        lapict_stats_get(&t, &st, sizeof(st));
         r[n].adv = st.advance_ns;
         for (guard = 0; !h.injected; guard++) {
             if (!h.armed || guard > 4) {
@@ -291,7 +291,7 @@ static int run_lib(const struct scenario *sc, uint32_t N, enum algo algo,
         lapict_tsc_deadline_write(&t, D);
     }
     /* The library's own account of the wait agrees with the host's. */
-    lapict_stats_get(&t, &st);
+    lapict_stats_get(&t, &st, sizeof(st));
     if (st.spin_ns_total != h.spun) {
         fprintf(stderr, "tuning: %s: spin_ns_total %llu, host spun %llu\n",
                 sc->name, (unsigned long long)st.spin_ns_total,

@@ -320,7 +320,7 @@ int lapict_vmm_boot(const struct lapict_vmm_boot_opts *o)
     if (v.k && !o->quiet) {
         struct lapict_kvm *k = v.k;
         struct lapict_stats ts;
-        lapict_stats_get(&k->timer, &ts);
+        lapict_stats_get(&k->timer, &ts, sizeof(ts));
         fprintf(stderr,
                 "lapict-vmm: lib: runs=%" PRIu64 " mmio=%" PRIu64
                 " msr=%" PRIu64 " gp=%" PRIu64 " hlt_sleeps=%" PRIu64

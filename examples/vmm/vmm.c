@@ -519,7 +519,7 @@ static int run_one(const struct opts *o, int lapic, const char *csv,
     if (v.k && !o->quiet) {
         struct lapict_kvm *k = v.k;
         struct lapict_stats ts;
-        lapict_stats_get(&k->timer, &ts);
+        lapict_stats_get(&k->timer, &ts, sizeof(ts));
         printf("lib: runs=%" PRIu64 " mmio=%" PRIu64 " msr=%" PRIu64
                " hlt_sleeps=%" PRIu64 " kicks=%" PRIu64
                " interrupts=%" PRIu64 " windows=%" PRIu64
@@ -603,7 +603,7 @@ static struct mailbox *mig_mb(struct lapict_vmm_vm *v)
 static uint64_t timer_missed(struct lapict_vmm_vm *v)
 {
     struct lapict_stats ts;
-    lapict_stats_get(&v->k->timer, &ts);
+    lapict_stats_get(&v->k->timer, &ts, sizeof(ts));
     return ts.coalesced + ts.dropped;
 }
 
@@ -618,7 +618,7 @@ static void note_silent_drops(struct mig_ctx *c)
     struct lapict_stats ts;
     uint64_t fell, inj;
 
-    lapict_stats_get(&c->v->k->timer, &ts);
+    lapict_stats_get(&c->v->k->timer, &ts, sizeof(ts));
     fell = c->last_pending > ts.pending ? c->last_pending - ts.pending : 0;
     inj = ts.injections - c->last_injections;
     if (fell > inj)
@@ -632,7 +632,7 @@ static void note_reset(struct mig_ctx *c)
 {
     struct lapict_stats ts;
 
-    lapict_stats_get(&c->v->k->timer, &ts);
+    lapict_stats_get(&c->v->k->timer, &ts, sizeof(ts));
     c->last_pending = ts.pending;
     c->last_injections = ts.injections;
 }
@@ -784,7 +784,7 @@ static void add_stats(uint64_t *sum, struct lapict_vmm_vm *v)
 {
     struct lapict_stats ts;
 
-    lapict_stats_get(&v->k->timer, &ts);
+    lapict_stats_get(&v->k->timer, &ts, sizeof(ts));
     sum[0] += ts.expiries;
     sum[1] += ts.injections;
     sum[2] += ts.refused;

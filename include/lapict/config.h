@@ -16,6 +16,13 @@
 extern "C" {
 #endif
 
+/*
+ * sizeof(struct lapict_config) in the first release, 1.0.0: the smallest
+ * size accepted. A size above LAPICT_CONFIG_SIZE_MAX is refused unread.
+ */
+#define LAPICT_CONFIG_SIZE_1_0 56u
+#define LAPICT_CONFIG_SIZE_MAX 4096u
+
 /* Limits checked by lapict_config_check(): docs/spec/timer.md section 1. */
 #define LAPICT_BUS_HZ_MIN 1000ull
 #define LAPICT_BUS_HZ_MAX 10000000000ull
@@ -69,10 +76,21 @@ enum lapict_missed_policy {
     LAPICT_MISSED_DROP = 2,
 };
 
-/* Configuration of one instance; lapict_config_default() fills it. */
+/*
+ * Configuration of one instance; lapict_config_default() fills it. It grows
+ * only at the end, and @size tells the library how much of it the host
+ * has (docs/spec/timer.md section 1, "Growth"); the layout has no
+ * padding at the end, so a field appended later starts at the old size.
+ */
 struct lapict_config {
-    /* Timer input clock before the divider, Hz. */
-    uint64_t bus_hz;
+    /*
+     * sizeof(struct lapict_config) as the host was built: set by
+     * lapict_config_default(), checked by lapict_config_check() and
+     * lapict_init(). At least LAPICT_CONFIG_SIZE_1_0.
+     */
+    uint32_t size;
+    /* CPUID.01H:ECX.TSC_Deadline[bit 24] as the guest sees it. */
+    bool tsc_deadline;
     /*
      * Guest TSC frequency, kHz; converts TSC-deadline values to host ns.
      * No default: 0 (not stated) is refused while tsc_deadline is set, so
@@ -80,6 +98,8 @@ struct lapict_config {
      * is detected and reported: docs/spec/timer.md section 4).
      */
     uint32_t tsc_khz;
+    /* Timer input clock before the divider, Hz. */
+    uint64_t bus_hz;
     /* Periodic timers faster than this are slowed to it (host protection). */
     uint32_t min_period_ns;
     /* LAPICT_ADVANCE_*. */
@@ -99,14 +119,13 @@ struct lapict_config {
     uint32_t missed_policy;
     /* CATCH_UP: the most ticks held pending. */
     uint32_t catch_up_max;
-    /* CPUID.01H:ECX.TSC_Deadline[bit 24] as the guest sees it. */
-    bool tsc_deadline;
 };
 
 /**
  * lapict_config_default() - fill @cfg with the documented defaults.
  * @cfg: configuration to fill.
  *
+ * Sets @cfg->size to sizeof(struct lapict_config) as the host was built.
  * Defaults: 1 GHz bus, guest TSC rate not stated (tsc_khz 0: the host
  * must set it while TSC-deadline mode is offered, or lapict_init() fails
  * with LAPICT_E_TSC_KHZ), 200 us minimum period, advance off
@@ -121,8 +140,16 @@ LAPICT_API void lapict_config_default(struct lapict_config *cfg);
  * lapict_config_check() - validate a configuration without initialising.
  * @cfg: configuration to check.
  *
+ * @cfg->size is checked first (docs/spec/timer.md section 1, "Growth"):
+ * below LAPICT_CONFIG_SIZE_1_0 or above LAPICT_CONFIG_SIZE_MAX it is
+ * LAPICT_E_INVAL; above this library's sizeof(struct lapict_config), the
+ * bytes it does not know (fields of a newer release) must be zero, their
+ * "not used" value, else LAPICT_E_INVAL: a host never has a setting it
+ * asked for silently ignored.
+ *
  * Context: any.
- * Return: LAPICT_OK, LAPICT_E_INVAL for NULL, or the LAPICT_E_* code naming
+ * Return: LAPICT_OK, LAPICT_E_INVAL for NULL or a bad @cfg->size, or the
+ * LAPICT_E_* code naming
  * the first field out of range (bus_hz, tsc_khz, also 0 with tsc_deadline
  * set, min_period_ns, advance
  * mode / bounds / goal / spin budget, missed policy / catch-up bound).

@@ -8,6 +8,7 @@
 #define LAPICT_TIMER_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "config.h"
@@ -96,8 +97,19 @@ struct lapict_timer {
     struct lapict__counters c;
 };
 
-/* Statistics of one instance; counters saturate, they never wrap. */
+/*
+ * Statistics of one instance; counters saturate, they never wrap. The
+ * struct grows only at the end, without padding there: lapict_stats_get()
+ * writes as much of it as both the caller and the library know.
+ */
 struct lapict_stats {
+    /*
+     * Set by lapict_stats_get(): how many bytes at the start of the struct
+     * hold this library's statistics (any after them, up to the size the
+     * caller passed, read 0).
+     */
+    uint32_t size;
+    bool clamp_reported;      /* the clamp has engaged at least once */
     uint64_t expiries;        /* expiries processed (masked ones included) */
     uint64_t injections;      /* interrupts the host accepted */
     uint64_t refused;         /* inject calls the host refused */
@@ -112,8 +124,6 @@ struct lapict_stats {
     uint64_t hv_refused;      /* hardware timer arms the host refused */
     uint64_t spins;           /* spin_until calls (waits before entry) */
     uint64_t spin_ns_total;   /* ns of waiting asked of spin_until, summed */
-    uint32_t advance_ns;      /* advance in force now */
-    uint32_t pending;         /* interrupts held pending now */
     /*
      * Last (host ready at guest entry - expiry instant), ns, measured
      * before the wait at entry: with the advance on, < 0 when the host
@@ -126,6 +136,9 @@ struct lapict_stats {
      * early (a host clock or guest TSC that went back, timer.h).
      */
     int64_t last_guest_ns;
+    uint32_t advance_ns;      /* advance in force now */
+    uint32_t pending;         /* interrupts held pending now */
+    int last_error;           /* last guest-caused status, LAPICT_OK if none */
     /*
      * The guest TSC rate, kHz, the library measured over the last TSC
      * deadline whose TSC ran off tsc_khz (docs/spec/timer.md section 4,
@@ -133,9 +146,10 @@ struct lapict_stats {
      * host timer fired early and was re-armed. 0 while none did.
      */
     uint32_t tsc_khz_measured;
-    int last_error;           /* last guest-caused status, LAPICT_OK if none */
-    bool clamp_reported;      /* the clamp has engaged at least once */
 };
+
+/* sizeof(struct lapict_stats) in 1.0.0: the smallest size accepted. */
+#define LAPICT_STATS_SIZE_1_0 152u
 
 /**
  * lapict_init() - bind a caller-allocated instance to its host.
@@ -305,6 +319,12 @@ LAPICT_API int lapict_advance_set(struct lapict_timer *t, uint32_t goal,
  * lapict_stats_get() - read the statistics of an instance.
  * @t: the instance.
  * @out: filled with a snapshot.
+ * @size: the size of @out as the caller was built, sizeof(*out); at least
+ *        LAPICT_STATS_SIZE_1_0. No more than @size bytes are written: a
+ *        caller built against an older release (a smaller struct) gets the
+ *        fields it knows, one built against a newer release gets this
+ *        library's fields and zeros after them, and @out->size says how
+ *        many bytes this library filled.
  *
  * The cost side of the advance: @out->spins counts the waits asked of the
  * host's spin_until op before guest entry (a TSC deadline may need more
@@ -322,10 +342,11 @@ LAPICT_API int lapict_advance_set(struct lapict_timer *t, uint32_t goal,
  * expiry instant (docs/spec/timer.md section 7, "Measurements").
  *
  * Context: owner thread.
- * Return: LAPICT_OK or LAPICT_E_INVAL.
+ * Return: LAPICT_OK; LAPICT_E_INVAL for NULL @t or @out, or a @size below
+ * LAPICT_STATS_SIZE_1_0 (nothing written).
  */
 LAPICT_API int lapict_stats_get(const struct lapict_timer *t,
-                                struct lapict_stats *out);
+                                struct lapict_stats *out, size_t size);
 
 #ifdef __cplusplus
 }

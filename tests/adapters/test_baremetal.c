@@ -1454,7 +1454,7 @@ static void preempt_timer_is_the_core_hv_timer(void **state)
     /* Not loaded: the hardware timer is refused, the heap takes it. */
     t0 = now_ns(&r);
     assert_int_equal(lapict_tmict_write(&t, 300000), LAPICT_OK);
-    lapict_stats_get(&t, &ts);
+    lapict_stats_get(&t, &ts, sizeof(ts));
     assert_int_equal(ts.hv_refused, 1);
     lapict_bm_stats_get(&r.cpu, &st);
     assert_int_equal(st.armed, 1);
@@ -1462,7 +1462,7 @@ static void preempt_timer_is_the_core_hv_timer(void **state)
     /* Loaded: the core moves it to the preemption timer. */
     assert_int_equal(lapict_bm_node_load(n), LAPICT_OK);
     assert_int_equal(lapict_bm_node_load(n), LAPICT_OK); /* idempotent */
-    lapict_stats_get(&t, &ts);
+    lapict_stats_get(&t, &ts, sizeof(ts));
     assert_int_equal(ts.sw_to_hv, 1);
     lapict_bm_stats_get(&r.cpu, &st);
     assert_int_equal(st.armed, 0);
@@ -1489,7 +1489,7 @@ static void preempt_timer_is_the_core_hv_timer(void **state)
                      (t0 + 11 * 300000 - hv_fired_ns[9]) / 32 + 1);
     /* Put (halt): the heap and the physical timer take it. */
     assert_int_equal(lapict_bm_node_put(n), LAPICT_OK);
-    lapict_stats_get(&t, &ts);
+    lapict_stats_get(&t, &ts, sizeof(ts));
     assert_int_equal(ts.hv_to_sw, 1);
     lapict_bm_stats_get(&r.cpu, &st);
     assert_int_equal(st.armed, 1);
@@ -1620,7 +1620,7 @@ static void preempt_scheduled_instances(void **state)
             else
                 assert_int_equal(v->k, (now - v->anchor_ns) / v->period_ns);
             assert_true(v->deliveries > 0);
-            lapict_stats_get(&v->t, &ts);
+            lapict_stats_get(&v->t, &ts, sizeof(ts));
             to_hv += ts.sw_to_hv;
             to_sw += ts.hv_to_sw;
         }

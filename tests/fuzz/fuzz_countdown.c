@@ -213,7 +213,7 @@ int FUZZ_COUNTDOWN_ENTRY(const uint8_t *data, size_t size)
         }
     } else if (due) {
         struct lapict_stats st;
-        lapict_stats_get(&h.t, &st);
+        lapict_stats_get(&h.t, &st, sizeof(st));
         FC_CHECK(st.pending <= (c.missed_policy == LAPICT_MISSED_CATCH_UP
                                     ? c.catch_up_max
                                     : 1u),

@@ -602,7 +602,7 @@ static void rg_reenter(void)
     RG_CHECK(lapict_msr_read(rg.t, LAPICT_MSR_TSC_DEADLINE, &v64) ==
                  LAPICT_E_REENTRY,
              "re-entry: deadline read not refused");
-    RG_CHECK(lapict_stats_get(rg.t, &st) == LAPICT_E_REENTRY,
+    RG_CHECK(lapict_stats_get(rg.t, &st, sizeof(st)) == LAPICT_E_REENTRY,
              "re-entry: stats not refused");
     RG_CHECK(memcmp(&before, rg.t, sizeof(before)) == 0,
              "re-entry changed the instance");
@@ -686,7 +686,7 @@ static void rg_on_deliver(void *arg, uint64_t when, uint8_t vector)
     uint64_t now = rg.sim.now_ns;
 
     (void)arg;
-    lapict_stats_get(rg.t, &st); /* the advance right after this entry */
+    lapict_stats_get(rg.t, &st, sizeof(st)); /* the advance right after this entry */
     rg_event(RG_EV_DLV, vector, when)->aux = st.advance_ns;
     RG_TRACE("# delivered %u at %llu, advance %u\n", vector, RG_ULL(when),
              st.advance_ns);
@@ -1000,7 +1000,7 @@ static void rg_exp_rebase(void)
     struct lapict_stats st;
 
     rg_advance(&rg.o, rg.sim.now_ns);
-    if (lapict_stats_get(rg.t, &st) == LAPICT_OK) {
+    if (lapict_stats_get(rg.t, &st, sizeof(st)) == LAPICT_OK) {
         rg.o.exp_base = rg.o.exp_all;
         rg.o.exp_base_lib = st.expiries;
     }
@@ -1227,7 +1227,7 @@ static void rg_after_step(void)
 
     rg_advance(o, now);
     rg_one_timer();
-    RG_CHECK(lapict_stats_get(rg.t, &st) == LAPICT_OK, "stats");
+    RG_CHECK(lapict_stats_get(rg.t, &st, sizeof(st)) == LAPICT_OK, "stats");
     rg.log->steps = ++rg.step;
     if (rg.wild) {
         /* O(1) servicing against the library's own expiry count. */
@@ -1292,7 +1292,7 @@ static void rg_step(struct fz_in *in)
     rg_advance(o, now);
     {
         struct lapict_stats st;
-        if (lapict_stats_get(rg.t, &st) == LAPICT_OK)
+        if (lapict_stats_get(rg.t, &st, sizeof(st)) == LAPICT_OK)
             rg.wild_expiries = st.expiries;
         rg.wild_calls = rg.sim.expire_calls;
     }

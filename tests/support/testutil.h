@@ -41,7 +41,7 @@ static inline struct lapict_stats tu_stats(const struct lapict_timer *t)
 {
     struct lapict_stats s;
     memset(&s, 0, sizeof(s));
-    assert_int_equal(lapict_stats_get(t, &s), LAPICT_OK);
+    assert_int_equal(lapict_stats_get(t, &s, sizeof(s)), LAPICT_OK);
     return s;
 }
 
