@@ -37,8 +37,8 @@ static void boot(unsigned timers, unsigned expect, struct bm_result *r)
     if (timers)
         snprintf(opt, sizeof(opt), " --timers=%u", timers);
     snprintf(cmd, sizeof(cmd),
-             "%s --lapic=kernel --guest=baremetal%s --timeout=60",
-             LAPICT_VMM_BIN, opt);
+             "%s --lapic=kernel --guest=baremetal%s --timeout=%d",
+             LAPICT_VMM_BIN, opt, LT_GUEST_TIMEOUT_S);
     out = lt_run_capture(cmd, &rc);
     snprintf(console, sizeof(console), "%s", out);
     free(out);
@@ -95,7 +95,7 @@ int main(void)
     tc = tcase_create("kvm");
     tcase_add_test(tc, baremetal_default_timers);
     tcase_add_test(tc, baremetal_few_timers);
-    tcase_set_timeout(tc, 90);
+    tcase_set_timeout(tc, LT_GUEST_CASE_S);
     suite_add_tcase(s, tc);
     return lt_check_run(s);
 }

@@ -135,14 +135,14 @@ static unsigned run_once(bool x2apic)
     const char *mode = x2apic ? "x2apic" : "xapic";
 
     snprintf(cmd, sizeof(cmd),
-             "%s --timeout=60 --quiet --lapic=lib --x2apic=%s --kernel %s "
+             "%s --timeout=%d --quiet --lapic=lib --x2apic=%s --kernel %s "
              "--append 'changemode=%u tsc_khz=%d cm_print=%u'",
-             LAPICT_VMM_BIN, x2apic ? "on" : "off", LAPICT_MBTEST, ITERS,
+             LAPICT_VMM_BIN, LT_GUEST_TIMEOUT_S, x2apic ? "on" : "off", LAPICT_MBTEST, ITERS,
              tsc_khz, ITERS);
     o = lt_run_capture(cmd, &status);
     ck_assert_msg(strstr(o, x2apic ? "mode: x2apic" : "mode: xapic"), "%s", o);
     line = strstr(o, "CM-SUMMARY ");
-    ck_assert_msg(line, "did not finish:\n%s", o);
+    ck_assert_msg(line, "did not finish (status %d):\n%s", status, o);
     ck_assert_int_eq(sscanf(line,
                             "CM-SUMMARY mode=%*s iters=%u pass=%u stalls=%u "
                             "defects=%u printed=%u",
@@ -229,7 +229,8 @@ int main(void)
     tc = tcase_create("kvm");
     tcase_add_test(tc, changemode_lib_x2apic);
     tcase_add_test(tc, changemode_lib_xapic);
-    tcase_set_timeout(tc, 150);
+    /* Two boots at most (run_changemode()). */
+    tcase_set_timeout(tc, 2 * LT_GUEST_CASE_S);
     suite_add_tcase(s, tc);
     return lt_check_run(s);
 }

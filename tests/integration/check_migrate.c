@@ -23,8 +23,8 @@
 static char *vmm(const char *args, int *rc)
 {
     char cmd[512];
-    snprintf(cmd, sizeof(cmd), "%s --timeout=50 --quiet %s", LAPICT_VMM_BIN,
-             args);
+    snprintf(cmd, sizeof(cmd), "%s --timeout=%d --quiet %s", LAPICT_VMM_BIN,
+             LT_GUEST_TIMEOUT_S, args);
     return lt_run_capture(cmd, rc);
 }
 
@@ -150,7 +150,7 @@ int main(void)
     tcase_add_test(v, migrate_advance_adaptive);
     tcase_add_test(v, migrate_exec);
     tcase_add_test(v, migrate_restore_rejects_garbage);
-    tcase_set_timeout(v, 60);
+    tcase_set_timeout(v, LT_GUEST_CASE_S);
     suite_add_tcase(s, v);
     return lt_check_run(s);
 }

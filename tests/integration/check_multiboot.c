@@ -272,8 +272,8 @@ END_TEST
 static char *vmm(const char *args, int *status)
 {
     char cmd[1024];
-    snprintf(cmd, sizeof(cmd), "%s --timeout=60 --quiet %s", LAPICT_VMM_BIN,
-             args);
+    snprintf(cmd, sizeof(cmd), "%s --timeout=%d --quiet %s", LAPICT_VMM_BIN,
+             LT_GUEST_TIMEOUT_S, args);
     return lt_run_capture(cmd, status);
 }
 
@@ -376,7 +376,7 @@ static Suite *kvm_suite(void)
     tcase_add_test(v, mbtest_kernel_x2apic);
     tcase_add_test(v, mbtest_kernel_xapic);
     tcase_add_test(v, vmm_refuses_non_multiboot);
-    tcase_set_timeout(v, 90);
+    tcase_set_timeout(v, LT_GUEST_CASE_S);
     suite_add_tcase(s, v);
     return s;
 }

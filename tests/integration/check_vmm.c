@@ -24,7 +24,8 @@
 static char *vmm(const char *args, int *rc)
 {
     char cmd[512];
-    snprintf(cmd, sizeof(cmd), "%s --timeout=30 %s", LAPICT_VMM_BIN, args);
+    snprintf(cmd, sizeof(cmd), "%s --timeout=%d %s", LAPICT_VMM_BIN,
+             LT_GUEST_TIMEOUT_S, args);
     return lt_run_capture(cmd, rc);
 }
 
@@ -317,7 +318,7 @@ int main(void)
     tcase_add_loop_test(v, vmm_entry_lib, 0, 4);
     tcase_add_test(v, vmm_compare_floor);
     tcase_add_loop_test(v, vmm_immed_lib, 0, 2);
-    tcase_set_timeout(v, 60);
+    tcase_set_timeout(v, LT_GUEST_CASE_S);
     suite_add_tcase(s, v);
     return lt_check_run(s);
 }

@@ -33,6 +33,15 @@ const char *lt_kvm_unusable(void);
  * as they are and say so on stdout.
  */
 #define LT_GUEST_NICE (-10)
+
+/*
+ * The bound on one lapict-vmm run (its --timeout, seconds), and on a Check
+ * case that makes one (LT_GUEST_CASE_S). It only turns a hang into a
+ * failure: a run that takes 12 s on an idle host took over 60 s beside
+ * the stress script's hogs and two parallel builds (load average 13).
+ */
+#define LT_GUEST_TIMEOUT_S 300
+#define LT_GUEST_CASE_S (LT_GUEST_TIMEOUT_S + 30)
 void lt_guest_priority(const char *test);
 
 /*
