@@ -442,7 +442,15 @@ static bool preinject(struct lapict_timer *t, uint64_t now)
             return false;
         instant = now + left;
     } else if (t->flags & LAPICT__F_DL_ARMED) {
-        uint64_t tsc = lapict__tsc(t);
+        uint64_t tsc;
+        /*
+         * A TSC found off tsc_khz, with no host answer for the instant: an
+         * instant estimated from tsc_khz can be far too soon, and the wait
+         * before entry would spin until the TSC gets there.
+         */
+        if ((t->flags & LAPICT__F_TSC_REPORTED) && !t->ops->tsc_to_host_ns)
+            return false;
+        tsc = lapict__tsc(t);
         if (lapict__dl_reached(t, now, tsc))
             return false;
         instant = lapict__deadline_ns(t, now, tsc, t->deadline_tsc);

@@ -2533,6 +2533,50 @@ static void tsc_that_stops_rearms_a_bounded_number_of_times(void **state)
     tu_check_host(&h);
 }
 
+/* timer.md section 7: once the TSC was found off tsc_khz, a host without
+ * tsc_to_host_ns injects no deadline ahead: the instant tsc_khz gives can
+ * be far too soon (10x here), and the wait before entry would spin until
+ * the TSC got there. The first deadline, before the rate was known, spins
+ * for it; the next fires at its instant, with no spin, never early. */
+static void tsc_off_rate_stops_deadlines_injected_ahead(void **state)
+{
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    uint64_t D, t0;
+    unsigned spins;
+    (void)state;
+    c.tsc_khz = 25000000u;
+    c.advance_mode = LAPICT_ADVANCE_FIXED;
+    c.advance_ns = 10000;
+    fake_host_init(&h, 0, WK_REAL_KHZ, 1000000u, false);
+    assert_int_equal(fake_attach(&h, &t, &c), LAPICT_OK);
+    lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
+    /* 100 us on the TSC, 10 us by tsc_khz: injected ahead at once. */
+    D = fake_tsc(&h) + 250000u;
+    lapict_tsc_deadline_write(&t, D);
+    fake_run_due(&h);
+    assert_int_equal(h.ninj, 1);
+    fake_enter(&h);
+    assert_true(h.dlv[0].tsc >= D);
+    assert_int_equal(h.nrep, 1);
+    spins = h.spins;
+    assert_true(spins >= 1);
+    /* The next one: no injection ahead, no spin, on time. */
+    t0 = h.now_ns;
+    D = fake_tsc(&h) + 250000u;
+    lapict_tsc_deadline_write(&t, D);
+    fake_advance(&h, 99999);
+    assert_int_equal(h.ninj, 1);
+    fake_advance(&h, 1);
+    assert_int_equal(h.ninj, 2);
+    assert_true(h.inj[1].tsc >= D);
+    assert_int_equal(h.inj[1].ns - t0, 100000u);
+    fake_enter(&h);
+    assert_int_equal(h.spins, spins);
+    tu_check_host(&h);
+}
+
 /* ---- misc ---------------------------------------------------------- */
 
 static void timer_calls_null_instance_are_inval(void **state)
@@ -2774,6 +2818,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(tsc_khz_too_high_rearms_once_never_early_and_reports),
         cmocka_unit_test(tsc_rate_right_reports_nothing_host_exact_is_on_time),
         cmocka_unit_test(tsc_that_stops_rearms_a_bounded_number_of_times),
+        cmocka_unit_test(tsc_off_rate_stops_deadlines_injected_ahead),
         cmocka_unit_test(stats_get_writes_no_more_than_the_callers_size),
         cmocka_unit_test(timer_calls_null_instance_are_inval),
         cmocka_unit_test(stats_start_at_zero),
