@@ -7,6 +7,7 @@
 #   line 2 "/* text */" or "/*" ... " */"  the header's overview: NAME
 #                                           (up to its first ':' or '.')
 #                                           and DESCRIPTION
+#   "/** name() - text */", a declaration  a function, its brief only
 #   "/**" block, then a declaration        a function: FUNCTIONS entry
 #       " * name() - brief"                 (the brief may go on until a
 #       " * @arg: text"                     blank " *", "@arg:" or section)
@@ -155,6 +156,28 @@ END {
             def[++ndef] = "};"
             continue
         }
+        # A one-line kernel-doc comment before a prototype.
+        if (s ~ /^\/\*\* [A-Za-z_][A-Za-z0-9_]*\(\) - .*\*\/$/) {
+            for (k = i + 1; k <= n && line[k] !~ /;[ \t]*$/; k++)
+                ;
+            decl = ""
+            for (m = i + 1; m <= k; m++)
+                decl = decl (decl == "" ? "" : "\n") line[m]
+            if (decl ~ /\(/) {
+                nfn++
+                name = s
+                sub(/^\/\*\* /, "", name)
+                brief = name
+                sub(/\(\).*/, "", name)
+                sub(/^[A-Za-z_][A-Za-z0-9_]*\(\) - /, "", brief)
+                sub(/[ \t]*\*\/$/, "", brief)
+                fn_name[nfn] = name
+                fn_oneline[nfn] = brief
+                fn_decl[nfn] = decl
+                i = k
+                continue
+            }
+        }
         # A kernel-doc block and what it documents.
         if (s ~ /^\/\*\*$/) {
             start = i
@@ -242,6 +265,10 @@ END {
         nout = 0
         incode = 0
         print ".SS " fn_name[f] "()"
+        if (f in fn_oneline) {
+            print prose(fn_oneline[f])
+            continue
+        }
         # The brief: the first line after "name() - ", continued to the
         # first blank line, @arg or section.
         s = line[fn_first[f]]
