@@ -154,6 +154,11 @@ if [ ! -x "$bin" ]; then
         -DLAPICT_BUILD_ADAPTERS=OFF >/dev/null
     nice -n 10 cmake --build "$tree/lapict-build" -j"$jobs" >/dev/null
     cmake --install "$tree/lapict-build" --prefix "$tree/lapict-prefix" >/dev/null
+    # The install keeps the headers' modification times, which may be older
+    # than objects compiled against the previous install: ninja would then
+    # link those, built against other headers (another struct layout).
+    # Newer than any object, they recompile what includes them (apic.c).
+    find "$tree/lapict-prefix/include" -type f -exec touch {} +
     export PKG_CONFIG_PATH=$tree/lapict-prefix/lib/pkgconfig
 
     if [ ! -f "$tree/build/.configured" ]; then

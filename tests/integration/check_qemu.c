@@ -479,9 +479,10 @@ static void mig_cleanup(struct mig *m)
 }
 
 /*
- * Rule: lapict's state travels in the migration stream: the destination
- * finishes cyclictest (its one-shot timers keep firing) and the periodic
- * tick keeps rising after the move.
+ * Rule: a running periodic count-down travels in the main section's timer
+ * fields alone (no apic_lapict subsection: the legacy timer's stream): the
+ * destination finishes cyclictest (its one-shot timers keep firing) and
+ * the periodic tick keeps rising after the move.
  */
 START_TEST(migrate_timer_armed)
 {
@@ -497,8 +498,8 @@ START_TEST(migrate_timer_armed)
 
     migrate_out(&m, append);
     s = slurp(m.state, &len);
-    ck_assert_msg(memmem(s, len, "apic_lapict", 11),
-                  "no apic_lapict subsection in the stream");
+    ck_assert_msg(!memmem(s, len, "apic_lapict", 11),
+                  "an apic_lapict subsection for a periodic count-down");
     free(s);
     src = slurp(m.serial, NULL);
     o = migrate_in(&m, append, &status);
@@ -523,13 +524,16 @@ START_TEST(migrate_timer_armed)
 END_TEST
 
 /*
- * Rule: a corrupt lapict blob fails the incoming migration with a clear
- * error; QEMU exits, it does not abort.
+ * Rule: a corrupt lapict subsection fails the incoming migration with
+ * lapict's message; QEMU exits, it does not abort.
  */
 START_TEST(migrate_corrupt_blob)
 {
-    /* Periodic: the timer runs at every instant, so the subsection goes. */
-    const char *append = "lapic=notscdeadline nohz=off highres=off";
+    /*
+     * TSC-deadline mode (-cpu max): a deadline is armed at every instant
+     * of cyclictest's run, which only the subsection carries.
+     */
+    const char *append = "";
     struct mig m;
     size_t len;
     char *s, *o, *p;
@@ -540,9 +544,10 @@ START_TEST(migrate_corrupt_blob)
     s = slurp(m.state, &len);
     p = memmem(s, len, "apic_lapict", 11);
     ck_assert_msg(p, "no apic_lapict subsection in the stream");
-    /* Name, then the subsection's version (be32), then the 128-byte blob. */
-    ck_assert_uint_ge(len, (size_t)(p - s) + 11 + 4 + 128);
-    p[11 + 4 + 8] ^= 0x40; /* a bit of LVTT: the checksum no longer holds */
+    /* Name, then the subsection's version (be32), then its fields. */
+    ck_assert_uint_ge(len, (size_t)(p - s) + 11 + 4 + 4);
+    /* lapict_sv.flags (be32) first: bit 30 is reserved. */
+    p[11 + 4] ^= 0x40;
     f = fopen(m.state, "wb");
     ck_assert_ptr_nonnull(f);
     ck_assert_uint_eq(fwrite(s, 1, len, f), len);
@@ -552,7 +557,7 @@ START_TEST(migrate_corrupt_blob)
     ck_assert_msg(status > 0 && status != 124 && status != 137,
                   "status %d (want a clean failure exit):\n%s", status, shown(o));
     ck_assert_msg(strstr(o, "lapict timer state rejected"), "%s", shown(o));
-    ck_assert_msg(strstr(o, "checksum"), "%s", shown(o));
+    ck_assert_msg(strstr(o, "field invalid"), "%s", shown(o));
     ck_assert_msg(!strstr(o, "LAPICT"), "the guest ran:\n%s", shown(o));
     free(o);
     mig_cleanup(&m);
@@ -699,9 +704,10 @@ static const char *kernel_complaint(const char *serial)
 /*
  * A relay from the unix socket @from (the source connects) to @to (the
  * destination listens), both directions (the return path flows back);
- * on the way to the destination it flips one bit of the lapict blob: the
- * 8th byte after the subsection's name and version (LVTT, as in
- * migrate_corrupt_blob). Runs in a child process; exits when both close.
+ * on the way to the destination it flips one bit of the lapict
+ * subsection: bit 30 of its first field, the flags, after its name and
+ * version (as in migrate_corrupt_blob). Runs in a child process; exits
+ * when both close.
  */
 static void relay_corrupt(const char *from, const char *to)
 {
@@ -748,7 +754,7 @@ static void relay_corrupt(const char *from, const char *to)
                 continue;
             }
             for (ssize_t j = 0; k == 0 && j < n; j++) {
-                if (after >= 0 && ++after == 13)
+                if (after >= 0 && ++after == 5)
                     buf[j] ^= 0x40;
                 if (after >= 0)
                     continue;
@@ -763,7 +769,7 @@ static void relay_corrupt(const char *from, const char *to)
             }
         }
     }
-    _exit(after >= 13 ? 0 : 5);
+    _exit(after >= 5 ? 0 : 5);
 }
 
 /*
@@ -774,8 +780,8 @@ static void relay_corrupt(const char *from, const char *to)
  */
 START_TEST(migrate_corrupt_live_source_runs)
 {
-    /* Periodic: the timer runs at every instant, so the subsection goes. */
-    const char *append = "lapic=notscdeadline nohz=off highres=off";
+    /* TSC-deadline mode: a deadline armed, so the subsection goes. */
+    const char *append = "";
     char dir[64], cmd[2048], sock[96], s_in[96], s_out[96], path[96];
     char ans[2048], *o, *src;
     pid_t spid, dpid, rpid;
@@ -819,7 +825,7 @@ START_TEST(migrate_corrupt_live_source_runs)
     snprintf(path, sizeof(path), "%s/out1", dir);
     o = slurp(path, NULL);
     ck_assert_msg(strstr(o, "lapict timer state rejected") &&
-                  strstr(o, "checksum"), "destination said:\n%s", o);
+                  strstr(o, "field invalid"), "destination said:\n%s", o);
     free(o);
     ck_assert_int_eq(waitpid(rpid, &status, 0), rpid);
     ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
@@ -1163,6 +1169,191 @@ START_TEST(migrate_stock_compat)
 }
 END_TEST
 
+/* "info lapic"'s timer: TMICT, TMCCT and the LVTT mode; false if absent. */
+static bool lapic_timer(const char *sock, uint32_t *ic, uint32_t *cc,
+                        char *mode, size_t cap)
+{
+    static const char *const modes[] = {"periodic", "tsc-deadline",
+                                        "one-shot"};
+    char ans[8192];
+    const char *p, *l;
+
+    if (!hmp_try(sock, "info lapic", ans, sizeof(ans), 5) ||
+        !(p = strstr(ans, "initial_count = ")) ||
+        sscanf(p, "initial_count = %" SCNu32 " current_count = %" SCNu32,
+               ic, cc) != 2 || !(l = strstr(ans, "LVTT\t")))
+        return false;
+    snprintf(mode, cap, "?");
+    for (size_t i = 0; i < sizeof(modes) / sizeof(*modes); i++)
+        if (strstr(l, modes[i]) && strstr(l, modes[i]) < strchr(l, '\n')) {
+            snprintf(mode, cap, "%s", modes[i]);
+            break;
+        }
+    return true;
+}
+
+/* Waits until the monitor of @sock shows a loaded, paused VM. */
+static bool wait_paused(const char *sock, int secs)
+{
+    char ans[512];
+    double end = now_s() + secs;
+
+    while (now_s() < end) {
+        if (hmp_try(sock, "info status", ans, sizeof(ans), 5) &&
+            strstr(ans, "VM status: paused") && !strstr(ans, "inmigrate"))
+            return true;
+        usleep(20000);
+    }
+    return false;
+}
+
+/*
+ * The timer modes of migrate_stock_modes: the machine type, the guest's
+ * clockevent (Linux's command line), the LVTT mode "info lapic" shows, the
+ * direction, and whether the stream needs lapict's subsection (stock then
+ * refuses it).
+ */
+static const struct stock_mode {
+    const char *machine, *append, *mode;
+    bool to_stock, refused;
+} stock_modes[] = {
+    {"q35", "lapic=notscdeadline", "one-shot", true, false},
+    {"q35", "lapic=notscdeadline", "one-shot", false, false},
+    {"q35", "lapic=notscdeadline nohz=off highres=off", "periodic", true,
+     false},
+    {"q35", "lapic=notscdeadline nohz=off highres=off", "periodic", false,
+     false},
+    {"q35", "", "tsc-deadline", true, true},
+    {"pc-q35-9.2", "lapic=notscdeadline", "one-shot", true, false},
+    {"pc-q35-9.2", "lapic=notscdeadline", "one-shot", false, false},
+};
+
+/*
+ * Rule: a Linux guest moves between the patched QEMU and Debian's stock
+ * 10.0 with its timer armed, in each mode, both ways, on q35 (lapict's
+ * timer) and on pc-q35-9.2 (QEMU's own). The VM is stopped with a
+ * count-down in flight (TMCCT between 0 and TMICT); the stream carries no
+ * apic_lapict subsection, and the paused destination shows the same
+ * TMICT and mode and the count within one tick (QEMU's own timer counts a
+ * period of TMICT + 1 ticks), not its initial count: the count-down
+ * resumes where it was. The destination then runs the guest to the end of
+ * cyclictest. A TSC deadline armed is what only the subsection carries:
+ * stock refuses that stream with an error, and the source, resumed, runs
+ * on.
+ */
+START_TEST(migrate_stock_modes)
+{
+    const struct stock_mode *c = &stock_modes[_i];
+    const char *src = c->to_stock ? QEMU : STOCK;
+    const char *dst = c->to_stock ? STOCK : QEMU;
+    char dir[64], guest[1024], cmd[256], sock[96], path[96], ans[2048];
+    char mode[32] = "", mode1[32] = "";
+    uint32_t ic = 0, cc = 0, ic1 = 0, cc1 = 0;
+    bool found = false;
+    char *o, *st;
+    pid_t p0, p1;
+    size_t len;
+    int status;
+
+    ck_assert_msg(access(STOCK, X_OK) == 0, "%s: %s", STOCK, strerror(errno));
+    snprintf(dir, sizeof(dir), "/tmp/lapict-qemu-modes-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(guest, sizeof(guest),
+             "-M %s -m 512 -nic none -kernel %s -initrd %s "
+             "-append 'console=ttyS0 panic=-1 lapict.duration=8 %s'",
+             c->machine, KERNEL, INITRD, c->append);
+    p0 = hop_start(dir, 0, src, 300, guest);
+    snprintf(path, sizeof(path), "%s/serial0", dir);
+    ck_assert_msg(wait_for(path, "LAPICT start", 150),
+                  "%s: the source guest did not start cyclictest", src);
+    snprintf(sock, sizeof(sock), "%s/mon0", dir);
+    /*
+     * Stop where the timer is armed in its mode with a count in flight;
+     * for a TSC deadline, where one is armed (the stream has the
+     * subsection: the VM may stop between an expiry and the next write).
+     */
+    for (int i = 0; i < 100 && !found; i++) {
+        bool sub;
+
+        ck_assert(hmp_try(sock, "stop", NULL, 0, 5));
+        ck_assert(lapic_timer(sock, &ic, &cc, mode, sizeof(mode)));
+        found = !strcmp(mode, c->mode) &&
+                (c->refused || (cc > 0 && cc + 2 < ic));
+        if (found) {
+            snprintf(cmd, sizeof(cmd), "migrate \"exec:cat > %s/state0\"",
+                     dir);
+            ck_assert(hmp_try(sock, cmd, ans, sizeof(ans), 5));
+            ck_assert(hmp_try(sock, "info migrate", ans, sizeof(ans), 5));
+            ck_assert_msg(strstr(ans, "Migration status: completed"), "%s",
+                          ans);
+            snprintf(path, sizeof(path), "%s/state0", dir);
+            st = slurp(path, &len);
+            sub = memmem(st, len, "apic_lapict", 11) != NULL;
+            free(st);
+            ck_assert_msg(c->refused || !sub,
+                          "%s on %s, %s: apic_lapict subsection sent", src,
+                          c->machine, c->mode);
+            found = sub == c->refused;
+        }
+        if (!found) {
+            ck_assert(hmp_try(sock, "cont", NULL, 0, 5));
+            usleep(23000 + 1000 * i);
+        }
+    }
+    ck_assert_msg(found, "%s on %s: no %s %s (last: %s, %" PRIu32
+                  " of %" PRIu32 ")", src, c->machine, c->mode,
+                  c->refused ? "deadline armed" : "count in flight", mode,
+                  cc, ic);
+    p1 = hop_start(dir, 1, dst, 200, guest);
+    snprintf(sock, sizeof(sock), "%s/mon1", dir);
+    if (c->refused) {
+        ck_assert_int_eq(waitpid(p1, &status, 0), p1);
+        snprintf(path, sizeof(path), "%s/out1", dir);
+        o = slurp(path, NULL);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) != 0 &&
+                      WEXITSTATUS(status) != 124 &&
+                      WEXITSTATUS(status) != 137 && strstr(o, "apic"),
+                      "%s took the stream (status %d):\n%s", dst, status, o);
+        free(o);
+        /* The source goes on. */
+        snprintf(sock, sizeof(sock), "%s/mon0", dir);
+        ck_assert(hmp_try(sock, "cont", NULL, 0, 5));
+        snprintf(path, sizeof(path), "%s/serial0", dir);
+        ck_assert_msg(wait_for(path, "LAPICT done", 120),
+                      "the source did not run on");
+        hmp_try(sock, "quit", NULL, 0, 5);
+        ck_assert_int_eq(waitpid(p0, &status, 0), p0);
+        o = slurp(path, NULL);
+    } else {
+        ck_assert_msg(wait_paused(sock, 60), "%s does not load the stream "
+                      "of %s", dst, src);
+        ck_assert(lapic_timer(sock, &ic1, &cc1, mode1, sizeof(mode1)));
+        ck_assert_msg(ic1 == ic && !strcmp(mode1, mode) &&
+                      cc1 + 1 >= cc && cc1 <= cc + 1,
+                      "%s -> %s on %s: %s TMICT %" PRIu32 " TMCCT %" PRIu32
+                      " became %s %" PRIu32 " %" PRIu32, src, dst,
+                      c->machine, mode, ic, cc, mode1, ic1, cc1);
+        snprintf(sock, sizeof(sock), "%s/mon0", dir);
+        hmp_try(sock, "quit", NULL, 0, 5);
+        ck_assert_int_eq(waitpid(p0, &status, 0), p0);
+        snprintf(sock, sizeof(sock), "%s/mon1", dir);
+        ck_assert(hmp_try(sock, "cont", NULL, 0, 5));
+        ck_assert_int_eq(waitpid(p1, &status, 0), p1);
+        snprintf(path, sizeof(path), "%s/serial1", dir);
+        o = slurp(path, NULL);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                      "destination status %d:\n%s", status, shown(o));
+    }
+    ck_assert_msg(strstr(o, "LAPICT cyclictest rc=0"), "%s", shown(o));
+    ck_assert_msg(strstr(o, "LAPICT done"), "%s", shown(o));
+    ck_assert_msg(!kernel_complaint(o), "kernel complaint \"%s\":\n%s",
+                  kernel_complaint(o), shown(o));
+    free(o);
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    free(lt_run_capture(cmd, &status));
+}
+END_TEST
+
 /* ---- icount and record/replay ---------------------------------------------- */
 
 /* Runs Linux under icount with @icount's options; the console output. */
@@ -1422,6 +1613,8 @@ static Suite *suite(void)
     st = tcase_create("stock");
     tcase_set_timeout(st, 400);
     tcase_add_loop_test(st, migrate_stock_compat, 0, 2);
+    tcase_add_loop_test(st, migrate_stock_modes, 0,
+                        sizeof(stock_modes) / sizeof(*stock_modes));
     suite_add_tcase(s, st);
     ic = tcase_create("icount");
     tcase_set_timeout(ic, 600);
