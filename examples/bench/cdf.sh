@@ -3,8 +3,11 @@
 # Latency distributions as CDFs on a log x axis, with p50, p99 and p99.9
 # marked on each curve: tails stay readable where overlapping histograms
 # hide them. The y axis is the percentile on a log scale of 1 - F (so 90,
-# 99 and 99.9 % are equally spaced), as latency percentile plots draw it. Used by examples/vmm/plot.sh (lapict-vmm --compare) and the
-# QEMU cyclictest comparison.
+# 99 and 99.9 % are equally spaced), as latency percentile plots draw it.
+# The percentiles' values go in the key, beside each series' name: curves
+# that run close together would put labels on the plot over each other.
+# Used by examples/vmm/plot.sh (lapict-vmm --compare) and the QEMU
+# cyclictest comparison.
 #
 #   examples/bench/cdf.sh OUT.png TITLE XLABEL LABEL=FILE[:COLUMN] ...
 #
@@ -47,9 +50,9 @@ for spec in "$@"; do
     echo "cdf.sh: $label: n=$n p50=$p50 p99=$p99 p99.9=$p999"
     printf '%s 0.30103 p50\n%s 2 p99\n%s 3 p99.9\n' "$p50" "$p99" "$p999" >"$tmp/m$i"
     c=${colours[$((i % ${#colours[@]}))]}
-    plot+="${plot:+, }'$tmp/c$i' using 1:2 with steps lw 2 lc rgb '$c' title '$label'"
+    key="$label: p50 $p50, p99 $p99, p99.9 $p999"
+    plot+="${plot:+, }'$tmp/c$i' using 1:2 with steps lw 2 lc rgb '$c' title '$key'"
     plot+=", '$tmp/m$i' using 1:2 with points pt 7 ps 1.2 lc rgb '$c' notitle"
-    plot+=", '$tmp/m$i' using 1:2:(sprintf('%s %.0f', stringcolumn(3), \$1)) with labels offset 1,-0.6 left font ',8' tc rgb '$c' notitle"
     i=$((i + 1))
 done
 gnuplot <<GP
