@@ -12,6 +12,17 @@
 #                                            lapict's advance off / fixed
 #   adapters/qemu/bench.sh mbtest            mbtest under TCG, xAPIC and
 #                                            x2APIC, both QEMUs
+#   adapters/qemu/bench.sh cpu [SECONDS]     default mode, cyclictest at
+#                                            1 kHz and 5 kHz (RATES="1000
+#                                            200", interval in us), -smp 1,
+#                                            2 and 4 (SMPS): latency beside
+#                                            the host CPU each QEMU spent,
+#                                            and the ratios to stock
+# Every Linux run also reports the host CPU QEMU spent over the cyclictest
+# window (between the guest's "LAPICT start" and "LAPICT end" lines), read
+# from /proc/PID/task/*/stat: the whole process, its main-loop thread (the
+# thread group leader) and its vCPU threads ("CPU n/TCG"), each in % of one
+# core. Those figures carry the console's line latency at both ends.
 # HOSTREF=1 (linux, advance): each round also sleeps on the host, no VM,
 # to each next 1 ms instant for SECONDS ("host sleeps"): the host's own
 # wake-up tail, which every timer in QEMU's main loop inherits.
@@ -46,20 +57,70 @@ P, S, G = os.environ["PATCHED"], os.environ["STOCK"], os.environ["GUEST"]
 secs, what = int(os.environ["SECS"]), os.environ["WHAT"]
 hist = os.environ.get("HIST", "0") == "1"
 
+TICK = os.sysconf("SC_CLK_TCK")
+
+def threads_cpu(pid):
+    """{tid: (comm, utime + stime in clock ticks)} of every thread of pid."""
+    out = {}
+    try:
+        tids = os.listdir("/proc/%d/task" % pid)
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+                st = f.read()
+        except OSError:
+            continue  # the thread ended meanwhile
+        comm = st[st.index("(") + 1:st.rindex(")")]
+        fields = st[st.rindex(")") + 2:].split()
+        out[int(tid)] = (comm, int(fields[11]) + int(fields[12]))
+    return out
+
+def cpu_use(cpu, pid):
+    """Host CPU between the start and end lines, % of one core: the
+    process, its main-loop thread, its vCPU threads; None if a line is
+    missing."""
+    if "start" not in cpu or "end" not in cpu:
+        return None
+    (t0, a), (t1, b) = cpu["start"], cpu["end"]
+    secs = (t1 - t0) / 1e9
+    use = {"all": 0, "main": 0, "vcpu": 0}
+    for tid, (comm, ticks) in b.items():
+        d = ticks - a.get(tid, (comm, 0))[1]
+        use["all"] += d
+        if tid == pid:
+            use["main"] += d
+        elif comm.startswith("CPU "):
+            use["vcpu"] += d
+    return {k: 100.0 * v / TICK / secs for k, v in use.items()}
+
+def cpu_text(r):
+    c = r.get("cpu")
+    if not c:
+        return "CPU n/a"
+    return ("CPU %5.1f%% (main %5.1f%%, vCPUs %5.1f%%)"
+            % (c["all"], c["main"], c["vcpu"]))
+
 def linux(qemu, smp, append, extra=()):
     cmd = [qemu, "-M", "q35", "-accel", "tcg", "-cpu", "max", "-smp", str(smp),
            "-m", "512", "-display", "none", "-monitor", "none",
-           "-serial", "stdio", "-no-reboot", *extra,
+           "-serial", "stdio", "-no-reboot", "-name", "bench,debug-threads=on",
+           *extra,
            "-kernel", G + "/vmlinuz", "-initrd", G + "/initrd.img",
            "-append", "console=ttyS0 panic=-1 lapict.duration=%d %s%s"
            % (secs, "lapict.hist=20000 " if hist else "", append)]
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    lines = []
+    lines, cpu = [], {}
     for raw in p.stdout:
-        lines.append((time.clock_gettime_ns(time.CLOCK_MONOTONIC),
-                      raw.decode(errors="replace").rstrip("\r\n")))
+        t = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        l = raw.decode(errors="replace").rstrip("\r\n")
+        if l.startswith("LAPICT start ") or l.startswith("LAPICT end "):
+            cpu[l.split()[1]] = (t, threads_cpu(p.pid))
+        lines.append((t, l))
     p.wait()
-    r = {"status": p.returncode, "ct": [], "hist": {}, "over": 0}
+    r = {"status": p.returncode, "ct": [], "hist": {}, "over": 0,
+         "cpu": cpu_use(cpu, p.pid), "tail": [l for _, l in lines[-3:]]}
     for t, l in lines:
         if not l.startswith("LAPICT "):
             continue
@@ -82,7 +143,8 @@ def linux(qemu, smp, append, extra=()):
 
 def summary(r, smp):
     if "end" not in r or not r["ct"]:
-        return "did not finish (status %s)" % r["status"]
+        return "did not finish (status %s): %s" % (
+            r["status"], " | ".join(r.get("tail", [])))
     (h0, g0), (h1, g1) = r["start"], r["end"]
     gd = int(g1["mono_ns"]) - int(g0["mono_ns"])
     hd = h1 - h0
@@ -94,8 +156,10 @@ def summary(r, smp):
     mx = max(int(c["max_us"]) for c in ct)
     mn = min(int(c["min_us"]) for c in ct)
     return ("%-14s min %4d avg %6.1f max %6d us  LOC/s %s  drift %+7.1f ppm"
+            "  %s"
             % (r["boot"]["clockevent"], mn, avg, mx,
-               "/".join("%.2f" % x for x in loc), drift)), avg, mx, drift
+               "/".join("%.2f" % x for x in loc), drift, cpu_text(r))), \
+        avg, mx, drift, (r.get("cpu") or {}).get("all", float("nan"))
 
 modes = [("default", ""), ("oneshot", "lapic=notscdeadline"),
          ("periodic", "lapic=notscdeadline nohz=off highres=off")]
@@ -123,7 +187,7 @@ def host_sleeps():
     tot = sum(u * c for u, c in lat.items())
     mn, mx, avg = min(lat), max(lat), tot / n
     return (("%-14s min %4d avg %6.1f max %6d us  (%d sleeps)"
-             % ("no VM", mn, avg, mx, n)), avg, mx, 0.0), lat
+             % ("no VM", mn, avg, mx, n)), avg, mx, 0.0, float("nan")), lat
 
 def slug(s):
     """@s as a file-name part: runs of other characters become one '-'."""
@@ -160,13 +224,14 @@ def compare(title, configs, smp):
         v = res[label]
         if not v:
             continue
-        a, m, d = med([x[0] for x in v]), med([x[1] for x in v]), \
-            med([x[2] for x in v])
+        a, m, d, c = med([x[0] for x in v]), med([x[1] for x in v]), \
+            med([x[2] for x in v]), med([x[3] for x in v])
         if base is None:
-            base = (a, m)
-        print("%s MEDIAN %-22s avg %6.1f max %6d us drift %+6.1f ppm  "
-              "(avg %.2fx, max %.2fx of %s; n=%d)"
-              % (title, label, a, m, d, a / base[0], m / base[1],
+            base = (a, m, c)
+        print("%s MEDIAN %-22s avg %6.1f max %6d us drift %+6.1f ppm "
+              "CPU %5.1f%%  (avg %.2fx, max %.2fx, CPU %.2fx of %s; n=%d)"
+              % (title, label, a, m, d, c, a / base[0], m / base[1],
+                 c / base[2] if base[2] else float("nan"),
                  configs[0][0], len(v)), flush=True)
     if hist and any(samples.values()):
         os.makedirs(os.environ["OUT"], exist_ok=True)
@@ -206,6 +271,15 @@ elif what == "advance":
         cfgs.append(("advance %d us" % (int(ns) // 1000), P, "",
                      ("-global", "apic.lapict-advance-ns=" + ns)))
     compare("advance", cfgs, int(os.environ.get("SMP", "1")))
+elif what == "cpu":
+    print("cyclictest -S -m -p 90 -D %d under TCG, -cpu max, default mode, "
+          "%d alternating runs each; stock = %s, lapict = %s"
+          % (secs, reps, S, P))
+    for smp in map(int, os.environ.get("SMPS", "1 2 4").split()):
+        for iv in map(int, os.environ.get("RATES", "1000 200").split()):
+            app = "lapict.interval=%d" % iv
+            compare("smp%d %4.0f Hz" % (smp, 1e6 / iv),
+                    [("stock", S, app, ()), ("lapict", P, app, ())], smp)
 elif what == "mbtest":
     mb = os.environ["MBTEST"]
     env = tempfile.NamedTemporaryFile("w", delete=False)
