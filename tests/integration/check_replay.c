@@ -19,7 +19,7 @@
  * temporary files (no pipe can fill up and deadlock).
  */
 #define _POSIX_C_SOURCE 200809L
-#include <check.h>
+#include "check_run.h"
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -737,13 +737,9 @@ static void free_list(struct trace_list *l)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(replay_suite());
-    int failed;
+    int rc = lt_check_run(replay_suite());
 
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
     free_list(&golden);
     free_list(&bad);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return rc;
 }
