@@ -33,7 +33,9 @@ int lapict_countdown_get(const struct lapict_timer *t, uint64_t now_ns,
 {
     bool dlmode;
 
-    if (!lapict__valid(t) || !out)
+    if (!lapict__valid(t))
+        return lapict__invalid(t);
+    if (!out)
         return LAPICT_E_INVAL;
     dlmode = (t->lvtt & LAPICT_LVTT_MODE) == LAPICT_LVTT_TSC_DEADLINE;
     out->lvtt = t->lvtt;
@@ -110,7 +112,9 @@ int lapict_countdown_restore(struct lapict_timer *t,
     uint64_t illegal;
     int rc;
 
-    if (!lapict__valid(t) || !cd)
+    if (!lapict__valid(t))
+        return lapict__invalid(t);
+    if (!cd)
         return LAPICT_E_INVAL;
     rc = check(t, cd);
     if (rc != LAPICT_OK)

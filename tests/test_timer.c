@@ -2093,7 +2093,7 @@ static void stall_beyond_2p63_gives_no_callback_storm(void **state)
  * instance), and changes nothing; the outer call completes normally, never
  * a storm. */
 static bool (*reentry_inner_inject)(void *ctx, uint8_t vector);
-static int reentry_rc[5];
+static int reentry_rc[7];
 static uint32_t reentry_read;
 static bool reentry_inject(void *ctx, uint8_t vector)
 {
@@ -2103,6 +2103,11 @@ static bool reentry_inject(void *ctx, uint8_t vector)
     reentry_rc[2] = lapict_expire(h->timer);
     reentry_rc[3] = lapict_before_guest_entry(h->timer);
     reentry_rc[4] = lapict_fini(h->timer);
+    {
+        struct lapict_countdown cd = {0};
+        reentry_rc[5] = lapict_countdown_get(h->timer, h->now_ns, &cd);
+        reentry_rc[6] = lapict_countdown_restore(h->timer, &cd, h->now_ns);
+    }
     reentry_read = lapict_tmict_read(h->timer);
     return reentry_inner_inject(ctx, vector);
 }
@@ -2132,6 +2137,8 @@ static void reentry_from_an_op_is_refused_without_storm(void **state)
         assert_int_equal(reentry_rc[2], LAPICT_E_REENTRY);
         assert_int_equal(reentry_rc[3], LAPICT_E_REENTRY);
         assert_int_equal(reentry_rc[4], LAPICT_E_REENTRY);
+        assert_int_equal(reentry_rc[5], LAPICT_E_REENTRY);
+        assert_int_equal(reentry_rc[6], LAPICT_E_REENTRY);
         assert_int_equal(reentry_read, 0);
         /* The refused write changed nothing: still N = 1000 on its grid. */
         assert_int_equal(lapict_tmict_read(&t), 1000);

@@ -61,7 +61,8 @@ struct lapict_countdown {
  * armed, an interrupt held pending, an expiry injected ahead): @out is
  * filled all the same, with the count-down part (@next_ns
  * LAPICT_COUNTDOWN_NONE without one), and only lapict_state_save() carries
- * the rest; LAPICT_E_INVAL for NULL.
+ * the rest; LAPICT_E_INVAL for NULL; LAPICT_E_REENTRY from inside one of
+ * @t's ops (ops.h, "Re-entry").
  */
 LAPICT_API int lapict_countdown_get(const struct lapict_timer *t,
                                     uint64_t now_ns,
@@ -89,7 +90,9 @@ LAPICT_API int lapict_countdown_get(const struct lapict_timer *t,
  * write would store it.
  *
  * Context: owner thread, vCPU stopped.
- * Return: LAPICT_OK; LAPICT_E_INVAL for NULL; LAPICT_E_STATE_FIELD for a
+ * Return: LAPICT_OK; LAPICT_E_INVAL for NULL; LAPICT_E_REENTRY from inside
+ * one of @t's ops (ops.h, "Re-entry"), nothing changed;
+ * LAPICT_E_STATE_FIELD for a
  * field a guest could not have produced (docs/spec/state.md section 7);
  * LAPICT_E_STATE_CONFIG for TSC-deadline mode on an instance that does not
  * offer it. On error @t is unchanged.
