@@ -3,8 +3,9 @@
  * Symbol visibility for the lapict public API.
  *
  * The library is built with hidden visibility so that only functions marked
- * LAPICT_API are exported from the shared object; static builds define
- * LAPICT_STATIC so that consumers do not expect dllimport-style decoration.
+ * LAPICT_API are exported from the shared object. A consumer defines
+ * nothing: the declarations are the same for the shared and the static
+ * library (ELF targets only, so there is no import decoration to choose).
  */
 #ifndef LAPICT_EXPORT_H
 #define LAPICT_EXPORT_H
