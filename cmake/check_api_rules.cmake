@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
-# docs/api-rules.md maps each public function to the TIMER.md sections it
-# implements. Fails when a function declared LAPICT_API in include/lapict/
+# docs/api-rules.md maps each public function to the docs/spec/timer.md sections
+# it implements. Fails when a function declared LAPICT_API in include/lapict/
 # is missing from the table, or the table names a function that is gone.
 #   cmake -DSOURCE_DIR=... -P check_api_rules.cmake
 cmake_minimum_required(VERSION 3.16)

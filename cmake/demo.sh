@@ -3,7 +3,7 @@
 # The demo: where /dev/kvm works, lapict-vmm runs the same guest with its APIC
 # timer emulated by lapict in userspace and by KVM's in-kernel LAPIC, prints
 # both latency distributions side by side and plots them; it always replays
-# the example trace of REPLAY.md on the simulated host first.
+# the example trace of docs/spec/replay.md on the simulated host first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -15,7 +15,8 @@
 #   "code; /* text */"                   -> "code; /**< text */"
 #   struct lapict_timer and lapict__*    -> body hidden (\cond): private
 #   the " */" closing a function's block -> " * \timermd SECTIONS */", the
-#       TIMER.md sections docs/api-rules.md gives for it (-v rules=FILE)
+#       docs/spec/timer.md sections docs/api-rules.md gives for it (-v
+# rules=FILE)
 #
 # A function without a "/**" comment, or a parameter without "@arg:", stays
 # undocumented, and Doxygen (WARN_IF_UNDOCUMENTED, WARN_NO_PARAMDOC) warns.
@@ -96,7 +97,7 @@ END {
                 if (t ~ /\*\// || j == NR)
                     break
             }
-            # A function's block: the TIMER.md sections it implements.
+            # A function's block: the docs/spec/timer.md sections it implements.
             if (kernel && line[j] ~ /^ \*\/$/)
                 for (k = j + 1; k <= j + 3 && k <= NR; k++)
                     if (match(line[k], /lapict_[a-z0-9_]+[ \t]*\(/)) {

@@ -124,7 +124,7 @@ for a in $adapters; do
 done
 
 # The installed tools run on the installed library.
-echo "test-packages: installed lapict-replay on the REPLAY.md example"
+echo "test-packages: installed lapict-replay on the docs/spec/replay.md example"
 LD_LIBRARY_PATH=$libdir cmake -DCOMMAND="$root/usr/bin/lapict-replay" \
     -DARGS="$src/examples/replay/example.trace" \
     -DEXPECTED="$src/examples/replay/example.expected" \

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * lib/advance.c: the adaptive advance tuner (TIMER.md section 7), driven
- * white-box through lapict__tune() with arrival errors a host would
+ * lib/advance.c: the adaptive advance tuner (docs/spec/timer.md section 7),
+ * driven white-box through lapict__tune() with arrival errors a host would
  * measure: err = arrival - instant, so the latency is err + advance.
  */
 #include "testutil.h"
@@ -535,8 +535,8 @@ static void spin_account_saturates(void **state)
     assert_true(tu_stats(&t).spin_ns_total == UINT64_MAX);
 }
 
-/* Rule (TIMER.md section 8 vs host policy): the blob carries the tuned
- * advance, not the goal or the budget: a restore keeps the instance's own
+/* Rule (docs/spec/timer.md section 8 vs host policy): the blob carries the
+ * tuned advance, not the goal or the budget: a restore keeps the instance's own
  * policy, and the spin account stays the host's. */
 static void restore_keeps_the_host_policy(void **state)
 {

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * lib/config.c and lapict_init(): documented defaults, every limit of
- * TIMER.md section 1/7 at and beyond its bound, NULL handling, mandatory
- * ops, and "on error the instance is not modified".
+ * docs/spec/timer.md section 1/7 at and beyond its bound, NULL handling,
+ * mandatory ops, and "on error the instance is not modified".
  */
 #include "testutil.h"
 

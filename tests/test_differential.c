@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Differential property tests (TIMER.md sections 7 and 8): two simulated
- * hosts run the same random guest program, seeded and deterministic, and
- * must show the guest exactly the same deliveries (time, vector) and
+ * Differential property tests (docs/spec/timer.md sections 7 and 8): two
+ * simulated hosts run the same random guest program, seeded and deterministic,
+ * and must show the guest exactly the same deliveries (time, vector) and
  * register reads, step by step.
  *
  * - save/restore: one side is saved and restored into a fresh instance at

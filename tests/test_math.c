@@ -57,7 +57,8 @@ static void check_one(u128 n, uint64_t d)
     assert_int_equal(lapict__udiv128(n, d), want);
 }
 
-/* Rule: conversions are exact (TIMER.md 1), no 128-bit divide in lib/. */
+/* Rule: conversions are exact (docs/spec/timer.md 1), no 128-bit divide in
+ * lib/. */
 static void reciprocal_division_is_exact(void **state)
 {
     (void)state;
@@ -126,7 +127,7 @@ static void crc32_is_ieee(void **state)
     assert_int_equal(lapict__crc32((const uint8_t *)"", 0), 0);
 }
 
-/* TDCR bits 3,1,0 -> divide (TIMER.md 2). */
+/* TDCR bits 3,1,0 -> divide (docs/spec/timer.md 2). */
 static void divide_table(void **state)
 {
     static const unsigned div[16] = {2, 4, 8, 16, 2, 4, 8, 16,
@@ -162,8 +163,8 @@ static const struct lapict_ops ops = {
 };
 
 /*
- * ticks_in and ns_for against the exact formulas of TIMER.md 1 for bus
- * rates of every kind: KVM 1 GHz, Xen 100 MHz, bhyve 2^27, TDX 25 MHz,
+ * ticks_in and ns_for against the exact formulas of docs/spec/timer.md 1 for
+ * bus rates of every kind: KVM 1 GHz, Xen 100 MHz, bhyve 2^27, TDX 25 MHz,
  * the limits 1 kHz and 10 GHz, and an awkward prime-ish rate.
  */
 static void conversions_match_formulas(void **state)

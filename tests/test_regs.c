@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * lib/regs.c: register semantics of TIMER.md sections 2-4 and the xAPIC /
- * x2APIC access helpers.
+ * lib/regs.c: register semantics of docs/spec/timer.md sections 2-4 and the
+ * xAPIC / x2APIC access helpers.
  */
 #include "testutil.h"
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * lib/state.c: save and restore (TIMER.md section 8, layout in state.h).
- * Blobs are checked and forged with the test's own CRC-32 (oracle.c).
+ * lib/state.c: save and restore (docs/spec/timer.md section 8, layout in
+ * state.h). Blobs are checked and forged with the test's own CRC-32 (oracle.c).
  */
 #include "testutil.h"
 
@@ -1066,9 +1066,9 @@ static void save_describes_the_state_as_if_serviced_now(void **state)
 }
 
 /*
- * Rule (TIMER.md section 6, coalesce: the others are counted in stats;
- * section 8: save has no side effects). A periodic tick held pending plus a
- * due grid point fold into one pending in the blob; what that settling
+ * Rule (docs/spec/timer.md section 6, coalesce: the others are counted in
+ * stats; section 8: save has no side effects). A periodic tick held pending
+ * plus a due grid point fold into one pending in the blob; what that settling
  * counted travels (76..95) and the destination counts it, as servicing
  * would have. Found by lapict-vmm --test=migrate, whose guest counts every
  * periodic tick.
@@ -1587,8 +1587,8 @@ static void preinjection_survives_a_host_without_advance(void **state)
  * the same instant into each destination minimum, TMCCT stays 25. With the
  * same minimum nothing changes (next expiry 50 us later, then every 200 us);
  * with another one the count is kept and drains on the destination's clock,
- * re-anchored at the restore as TIMER.md section 3 does whenever the clamp
- * starts or stops applying: 25 ticks of that clock, then its period. The
+ * re-anchored at the restore as docs/spec/timer.md section 3 does whenever the
+ * clamp starts or stops applying: 25 ticks of that clock, then its period. The
  * interrupt never comes before TMCCT reaches 0 on that clock.
  */
 static void clamped_periodic_keeps_its_count_into_any_min_period(void **state)
@@ -1960,8 +1960,8 @@ static void golden_blobs_restore_to_their_state(void **state)
 }
 
 /*
- * Restore into another guest TSC rate (TIMER.md section 8, issue 13): the
- * blob holds no TSC rate. A deadline is a guest TSC value, so it fires
+ * Restore into another guest TSC rate (docs/spec/timer.md section 8, issue 13):
+ * the blob holds no TSC rate. A deadline is a guest TSC value, so it fires
  * when this host's guest TSC reaches it, at this host's rate (a VMM that
  * scales or offsets the guest TSC keeps it continuous); count-downs run on
  * the bus clock and do not depend on it. Another bus_hz is refused

@@ -2,8 +2,8 @@
 /*
  * lib/timer.c: count-down, periodic, TSC-deadline, mask/vector, delivery
  * and pending, missed-tick policies, host timer selection, advance
- * (TIMER.md sections 3-7), checked against the oracle of oracle.h on a
- * fake host, at clock bases 0 and near 2^64.
+ * (docs/spec/timer.md sections 3-7), checked against the oracle of oracle.h on
+ * a fake host, at clock bases 0 and near 2^64.
  */
 #include "testutil.h"
 #include "lapict_sim.h"

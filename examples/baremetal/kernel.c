@@ -8,8 +8,8 @@
  * and 0.5x), takes the real timer interrupts and checks every virtual
  * delivery against an expectation it keeps itself:
  *
- * - count-down timers: the instant is anchor + ns_for(n) (TIMER.md: the
- *   anchor is the host clock reading of the TMICT write, seen through the
+ * - count-down timers: the instant is anchor + ns_for(n) (docs/spec/timer.md:
+ * the   anchor is the host clock reading of the TMICT write, seen through the
  *   now_ns op; ns_for(n) = n x divide ns at the 1 GHz bus), compared with
  *   the host clock at delivery; periodic timers deliver grid point k + 1
  *   after grid point k (catch-up policy: a host stall delays ticks but
@@ -591,8 +591,8 @@ void guest_main(void)
         /*
          * Now and then a periodic timer gets a new TMICT (a new grid), but
          * not while ticks it owes are held pending (LVTT delivery status;
-         * catch-up after a host stall): TIMER.md drops a pending expiry at
-         * a TMICT write, which vt_start() would count as lost.
+         * catch-up after a host stall): docs/spec/timer.md drops a pending
+         * expiry at a TMICT write, which vt_start() would count as lost.
          */
         if (rnd_below(16) == 0) {
             i = (uint32_t)rnd_below(n);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * lapict-replay: drive one lapict instance on the simulated host through a
- * trace and print what the guest sees (shared/spec/REPLAY.md).
+ * trace and print what the guest sees (docs/spec/replay.md).
  *
  * Bad input never runs: the first bad line prints
  * "lapict-replay: LINE: message" on stderr and exits 2. A run that cannot

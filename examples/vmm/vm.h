@@ -204,8 +204,8 @@ int lapict_vmm_vm_save(struct lapict_vmm_vm *v, struct lapict_vmm_snap *s,
  * @s: the state (untrusted if read from a file: checked).
  * @cfg: the LAPIC's configuration.
  * @restore_ns: receives CLOCK_MONOTONIC right before the timer's restore
- * (the timer stood still from s->stop_ns to then, TIMER.md section 8).
- * @err: receives a message on failure.
+ * (the timer stood still from s->stop_ns to then, docs/spec/timer.md section
+ * 8). @err: receives a message on failure.
  * @err_len: its size.
  *
  * Sets the registers, then the TSC offset the source had (the guest TSC

@@ -610,7 +610,7 @@ static uint64_t timer_missed(struct lapict_vmm_vm *v)
 
 /*
  * A TMICT write (or a mask, a mode switch) drops a tick held pending
- * (TIMER.md sections 3-5) and no counter shows it: the periodic count
+ * (docs/spec/timer.md sections 3-5) and no counter shows it: the periodic count
  * check needs it, and the VMM sees it between two stop points as a
  * pending count that fell by more than the injections rose.
  */
@@ -657,7 +657,7 @@ static void mig_next(struct mig_state *m, const struct opts *o)
 }
 
 /* A timer interrupt owed and not taken: in IRR, or held by lapict (LVTT
- * delivery status, TIMER.md section 2). */
+ * delivery status, docs/spec/timer.md section 2). */
 static bool timer_owed(struct lapict_vmm_vm *v)
 {
     uint32_t lvtt = 0;

@@ -414,7 +414,7 @@ static void visible(struct lapict_apic *a, uint32_t *out)
     out[n++] = (uint32_t)lapict_apic_deliverable(a);
 }
 
-/* Rule (TIMER.md "Save and restore", for the model around the timer):
+/* Rule (docs/spec/timer.md "Save and restore", for the model around the timer):
  * save has no side effects, restore into a fresh model gives the same
  * registers, IRR/ISR, priorities and pending ESR bits; the next EOI and
  * deliveries behave the same on both. */

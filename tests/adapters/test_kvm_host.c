@@ -545,8 +545,8 @@ static void apic_wr(struct fx *f, uint32_t off, uint32_t v)
                      LAPICT_OK);
 }
 
-/* Rule (TIMER.md "Concurrency"): the timer thread only sets the flag and
- * kicks; the owner thread consumes it and calls lapict_expire(). The kick
+/* Rule (docs/spec/timer.md "Concurrency"): the timer thread only sets the flag
+ * and kicks; the owner thread consumes it and calls lapict_expire(). The kick
  * sets immediate_exit for the next KVM_RUN. Meant to run under TSan too. */
 static void timer_thread_kick(void **state)
 {

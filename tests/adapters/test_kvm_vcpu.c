@@ -270,7 +270,7 @@ static void save_both(struct fx *f, uint8_t *a, uint8_t *t)
 }
 
 /*
- * Rule (state.h, TIMER.md "Save and restore"): a timer interrupt held
+ * Rule (state.h, docs/spec/timer.md "Save and restore"): a timer interrupt held
  * pending at the save (IF clear) is delivered exactly once after
  * lapict_kvm_restore(), at the first window; a rejected pair of blobs (one
  * corrupt, or model and timer that disagree on SVR) changes nothing; a

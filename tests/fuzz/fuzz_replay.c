@@ -24,7 +24,7 @@
  * Checked: no crash, no UB, no leak (LeakSanitizer), the exit status is 0
  * or 2 (1, a run that cannot finish, is a failure: the budget keeps memory
  * small and the host must never livelock), and the output follows
- * REPLAY.md: every line that starts with a digit is "T inject V"
+ * docs/spec/replay.md: every line that starts with a digit is "T inject V"
  * (16 <= V <= 255) or "T read REG V" with a known REG, and T never
  * decreases.
  */

@@ -100,7 +100,8 @@ static const struct tres *find(const struct tres *r, int n, const char *s,
     return NULL;
 }
 
-/* Rule (TIMER.md section 7): the guest never sees an interrupt early. */
+/* Rule (docs/spec/timer.md section 7): the guest never sees an interrupt early.
+ * */
 START_TEST(tuning_lapict_never_early_and_beats_kvm)
 {
     struct tres r[MAXR];
@@ -133,8 +134,8 @@ START_TEST(tuning_lapict_never_early_and_beats_kvm)
 END_TEST
 
 /*
- * Rule (TIMER.md section 7, advance goal balanced): never early, and in
- * every scenario at least as good as KVM's rule on both axes at once: the
+ * Rule (docs/spec/timer.md section 7, advance goal balanced): never early, and
+ * in every scenario at least as good as KVM's rule on both axes at once: the
  * median lateness the guest sees and the mean spin the host pays. The
  * spin figures are consistent (mean <= p99, total = mean x interrupts up
  * to the rounding of the mean), and stay within the run's budget (1000 ns).
@@ -196,8 +197,8 @@ START_TEST(tuning_reports_the_spin_of_the_latency_goal)
 }
 END_TEST
 
-/* Rule (TIMER.md section 7, adaptive advance): the tuner tracks a latency
- * far above KVM's 5 us cap, where KVM's rule never converges. */
+/* Rule (docs/spec/timer.md section 7, adaptive advance): the tuner tracks a
+ * latency far above KVM's 5 us cap, where KVM's rule never converges. */
 START_TEST(tuning_tracks_80us)
 {
     struct tres r[MAXR];

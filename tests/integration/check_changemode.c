@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * One-shot -> periodic switch at half count, looped (TIMER.md section 3:
- * "a running one-shot switched to periodic reloads with N at its expiry",
+ * One-shot -> periodic switch at half count, looped (docs/spec/timer.md section
+ * 3: "a running one-shot switched to periodic reloads with N at its expiry",
  * nothing is re-anchored). lapict-vmm --lapic=lib boots lapict-mbtest with
  * "changemode=N": the upstream APIC test's change-mode sequence N times,
  * in x2APIC and in xAPIC mode, the guest TSC read around every access.

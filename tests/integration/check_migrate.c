@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * lapict-vmm --test=migrate on /dev/kvm (TIMER.md "Save and restore"): a
- * running guest, its timer busy in every mode, migrated 100 times into new
- * VMs (the LAPIC model and the timer saved in either order, alternating),
- * under advance off and adaptive; the guest finds no timer interrupt
- * lost, doubled or early and TMCCT consistent across each migration, and
- * every stop kind happened. A short run re-executes the VMM at each
+ * lapict-vmm --test=migrate on /dev/kvm (docs/spec/timer.md "Save and
+ * restore"): a running guest, its timer busy in every mode, migrated 100 times
+ * into new VMs (the LAPIC model and the timer saved in either order,
+ * alternating), under advance off and adaptive; the guest finds no timer
+ * interrupt lost, doubled or early and TMCCT consistent across each migration,
+ * and every stop kind happened. A short run re-executes the VMM at each
  * migration (--exec), the state passing through a file. Where KVM is
  * unusable the test exits with LT_SKIP_RC, which ctest reports as skipped.
  */

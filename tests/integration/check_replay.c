@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Integration suite for lapict-replay (shared/spec/REPLAY.md): runs every
+ * Integration suite for lapict-replay (docs/spec/replay.md): runs every
  * golden trace in tests/traces and every bad-input trace in
  * tests/traces/bad through the real executable and compares what it prints
  * byte for byte with the hand-derived expectations stored beside them.

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Independent oracle of TIMER.md for the tests: the exact conversions of
- * section 1 and 3 with 128-bit intermediates (a 128-bit divide is fine in
+ * Independent oracle of docs/spec/timer.md for the tests: the exact conversions
+ * of section 1 and 3 with 128-bit intermediates (a 128-bit divide is fine in
  * tests, not in lib/), the divide table, and the CRC-32 (IEEE) of the save
  * blob. Written from the spec, not from the library.
  */
@@ -13,7 +13,7 @@
 
 __extension__ typedef unsigned __int128 oracle_u128;
 
-/* TDCR value (any 32 bits) -> divisor, per TIMER.md section 2. */
+/* TDCR value (any 32 bits) -> divisor, per docs/spec/timer.md section 2. */
 static inline uint32_t oracle_divide(uint32_t tdcr)
 {
     switch (tdcr & 0xBu) {

@@ -2,7 +2,7 @@
 /*
  * ThreadSanitizer stress of the KVM adapter's hand-off between the host
  * timer (the kick timer's signal, or the timer thread) and the vCPU thread
- * (TIMER.md "Concurrency"), without KVM: the adapter's real run loop
+ * (docs/spec/timer.md "Concurrency"), without KVM: the adapter's real run loop
  * (lapict_kvm_run: halt polling and sleeping, kicks, immediate_exit,
  * interrupt windows, lapict_before_guest_entry) drives a fake vCPU
  * (tests/adapters/kvm_fake.c on the adapter's syscall seam) whose

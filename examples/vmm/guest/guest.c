@@ -648,9 +648,9 @@ static void test_selftest(void)
  * --test=migrate: the timer kept busy in every mode while the VMM
  * migrates the VM again and again (vmm.c), each interrupt checked against
  * its architectural instant. The timer stands still while the VM is
- * stopped (TIMER.md section 8: count-downs resume where they were) and the
- * TSC does not (the VMM keeps it continuous), so a count-down's instant is
- * its arming plus its length plus the time the timer stood still since:
+ * stopped (docs/spec/timer.md section 8: count-downs resume where they were)
+ * and the TSC does not (the VMM keeps it continuous), so a count-down's instant
+ * is its arming plus its length plus the time the timer stood still since:
  * the VMM reports that as bounds (mig.frozen_lo_ns / frozen_hi_ns). A
  * TSC deadline's instant is the deadline itself.
  */
@@ -850,9 +850,9 @@ static void mig_periodic(void)
     /*
      * Stop right after a tick that came within half a period of its grid
      * point, so that the next grid point is still ahead: a tick that is due
-     * but undelivered when TMICT is written is dropped (TIMER.md section
-     * 3). Should one be dropped all the same (the vCPU held up before the
-     * write), the VMM counts it in mig.missed_ticks. The grid point is
+     * but undelivered when TMICT is written is dropped (docs/spec/timer.md
+     * section 3). Should one be dropped all the same (the vCPU held up before
+     * the write), the VMM counts it in mig.missed_ticks. The grid point is
      * known within the arming's exit and the bounds of the time the timer
      * stood still.
      */

@@ -93,7 +93,7 @@ struct mailbox {
      * --test=migrate. VMM -> guest, written while the guest is stopped:
      * the migrations so far (count first and last, so that a reader sees
      * a torn update as a changed count), the time the timer stood still
-     * across them (TIMER.md section 8: count-downs resume where they
+     * across them (docs/spec/timer.md section 8: count-downs resume where they
      * were), as lower and upper bounds in ns, the periodic ticks lapict
      * coalesced or dropped (the missed-tick policy), the seed and stop.
      * Guest -> VMM: what its checks found.
