@@ -1353,6 +1353,11 @@ static void rg_step(struct fz_in *in)
          * entered then). */
         RG_CHECK(rc == (o->dl_ok ? LAPICT_OK : LAPICT_E_GP),
                  "deadline write: %d", rc);
+        /* A refused access does not bring the library up to now (as for
+         * any access that is not the timer's), and the entry after the
+         * LVTT read above may have moved the clock (an advance's spin). */
+        if (rc == LAPICT_E_GP)
+            rg.synced = false;
         rg_enter();
         break;
     case 6:
@@ -1367,7 +1372,10 @@ static void rg_step(struct fz_in *in)
     case 7:
     case 8:
         v = fz_u8(in);
-        rg.synced = (op >> 4) % 5 != 1 && (op >> 4) % 5 != 3;
+        /* TMICT and TDCR reads do not bring the library up to now, nor
+         * does a deadline RDMSR refused with #GP (no CPUID bit). */
+        rg.synced = (op >> 4) % 5 != 1 && (op >> 4) % 5 != 3 &&
+                    !((op >> 4) % 5 == 4 && v % 3 != 0 && !o->dl_ok);
         rg_check_regs(op >> 4, v);
         break;
     case 9:
