@@ -17,7 +17,14 @@
 #                                            200", interval in us), -smp 1,
 #                                            2 and 4 (SMPS): latency beside
 #                                            the host CPU each QEMU spent,
-#                                            and the ratios to stock
+#                                            and the ratios to stock;
+#                                            ADVANCES="100000" (ns) adds
+#                                            lapict with that advance
+#   adapters/qemu/bench.sh csv LOG          the per-run lines of a saved
+#                                            run's output as CSV
+# Every run's line also goes to a CSV file, $CSV (default
+# $OUT/<mode>.csv): series, rep, config, clockevent, min/avg/max us, LOC/s
+# per CPU, drift ppm, CPU % (process, main loop, vCPUs), machine.
 # Every Linux run also reports the host CPU QEMU spent over the cyclictest
 # window (between the guest's "LAPICT start" and "LAPICT end" lines), read
 # from /proc/PID/task/*/stat: the whole process, its main-loop thread (the
@@ -43,9 +50,14 @@ secs=${2:-10}
 patched=${LAPICT_QEMU:-$repo/build/qemu/qemu-system-x86_64}
 stock=$repo/build/qemu-stock/qemu-system-x86_64
 guest=$repo/build/qemu/guest
-[ -x "$stock" ] || bash "$here/stock.sh"
-[ -x "$patched" ] || bash "$here/build.sh"
-[ -f "$guest/initrd.img" ] || bash "$here/guest/mkimage.sh"
+if [ "$what" = csv ]; then
+    export LOG=${2:?usage: bench.sh csv LOG}
+    secs=0
+else
+    [ -x "$stock" ] || bash "$here/stock.sh"
+    [ -x "$patched" ] || bash "$here/build.sh"
+    [ -f "$guest/initrd.img" ] || bash "$here/guest/mkimage.sh"
+fi
 
 export PATCHED=$patched STOCK=$stock GUEST=$guest SECS=$secs WHAT=$what
 export OUT=${OUT:-$repo/build/qemu/bench} CDF=$repo/examples/bench/cdf.sh
@@ -193,6 +205,52 @@ def slug(s):
     """@s as a file-name part: runs of other characters become one '-'."""
     return re.sub(r"[^A-Za-z0-9]+", "-", s.strip()).strip("-")
 
+RUN = re.compile(
+    r"^(?P<series>.*?) rep (?P<rep>\d+) (?P<config>.{22}) (?P<rest>.*)$")
+STAT = re.compile(
+    r"(?P<clockevent>\S+)\s+min\s+(?P<min_us>\d+) avg\s+(?P<avg_us>[\d.]+)"
+    r" max\s+(?P<max_us>\d+) us  LOC/s (?P<loc_per_s>\S+)  drift\s+"
+    r"(?P<drift_ppm>[+-][\d.]+) ppm  CPU\s+(?P<cpu_pct>[\d.]+)% \(main\s+"
+    r"(?P<main_pct>[\d.]+)%, vCPUs\s+(?P<vcpu_pct>[\d.]+)%\)")
+CSV_COLS = ("series", "rep", "config", "clockevent", "min_us", "avg_us",
+            "max_us", "loc_per_s", "drift_ppm", "cpu_pct", "main_pct",
+            "vcpu_pct", "machine")
+
+def machine():
+    model = "?"
+    with open("/proc/cpuinfo") as f:
+        for l in f:
+            if l.startswith("model name"):
+                model = l.split(":", 1)[1].strip()
+                break
+    return "%s x%d" % (model, os.cpu_count())
+
+HEADED = set()
+
+def csv_row(line, out):
+    """Appends the run @line (as compare() prints it) to CSV file @out;
+    a run that did not finish keeps only its series, rep and config."""
+    m = RUN.match(line)
+    if not m:
+        return False
+    row = {k: m.group(k).strip() for k in ("series", "rep", "config")}
+    st = STAT.search(m.group("rest"))
+    if st:
+        row.update(st.groupdict())
+    row["machine"] = machine()
+    new = out not in HEADED and (not os.path.exists(out) or
+                                 os.path.getsize(out) == 0)
+    HEADED.add(out)
+    with open(out, "a") as o:
+        if new:
+            o.write(",".join(CSV_COLS) + "\n")
+        o.write(",".join('"%s"' % row.get(k, "").replace('"', "'")
+                         for k in CSV_COLS) + "\n")
+    return True
+
+def csv_path():
+    return os.environ.get("CSV") or "%s/%s.csv" % (os.environ["OUT"], what)
+
 def compare(title, configs, smp):
     """Runs each (label, qemu, append, extra) config reps times, alternating,
     prints every run and the medians. HOSTREF=1 adds the host's own
@@ -215,8 +273,11 @@ def compare(title, configs, smp):
                 # Beyond the histogram: counted at the run's maximum.
                 mx = max(int(c["max_us"]) for c in r["ct"])
                 samples[label][mx] = samples[label].get(mx, 0) + r["over"]
-            print("%s rep %d %-22s %s" % (title, rep, label,
-                  s if isinstance(s, str) else s[0]), flush=True)
+            line = "%s rep %d %-22s %s" % (title, rep, label,
+                                           s if isinstance(s, str) else s[0])
+            print(line, flush=True)
+            os.makedirs(os.path.dirname(csv_path()) or ".", exist_ok=True)
+            csv_row(line, csv_path())
             if not isinstance(s, str):
                 res[label].append(s[1:])
     base = None
@@ -278,8 +339,19 @@ elif what == "cpu":
     for smp in map(int, os.environ.get("SMPS", "1 2 4").split()):
         for iv in map(int, os.environ.get("RATES", "1000 200").split()):
             app = "lapict.interval=%d" % iv
-            compare("smp%d %4.0f Hz" % (smp, 1e6 / iv),
-                    [("stock", S, app, ()), ("lapict", P, app, ())], smp)
+            cfgs = [("stock", S, app, ()), ("lapict", P, app, ())]
+            for ns in os.environ.get("ADVANCES", "100000").split():
+                cfgs.append(("lapict advance %d us" % (int(ns) // 1000), P,
+                             app, ("-global", "apic.lapict-advance-ns=" + ns)))
+            compare("smp%d %4.0f Hz" % (smp, 1e6 / iv), cfgs, smp)
+elif what == "csv":
+    out = csv_path() if os.environ.get("CSV") else "/dev/stdout"
+    n = 0
+    with open(os.environ["LOG"]) as f:
+        for l in f:
+            n += csv_row(l.rstrip("\n"), out)
+    if n == 0:
+        sys.exit("bench.sh csv: no run lines in %s" % os.environ["LOG"])
 elif what == "mbtest":
     mb = os.environ["MBTEST"]
     env = tempfile.NamedTemporaryFile("w", delete=False)
