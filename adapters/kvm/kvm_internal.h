@@ -1,32 +1,90 @@
 /* SPDX-License-Identifier: MIT */
-/* Cross-file helpers of the KVM adapter (host.c, vcpu.c); not installed. */
+/*
+ * Cross-file parts of the KVM adapter; not installed. The files, each
+ * calling only the ones below it:
+ *
+ *   init.c   an instance's life: init and destroy put the parts together
+ *   vcpu.c   the hooks around KVM_RUN, exits, delivery, the model's ops
+ *   host.c   lapict's host ops on Linux, serving the host timer, halting
+ *   kick.c   the kick strategies (enum lapict_kvm_kick) and the signal
+ *   sys.c    the system calls, and the record of the last one that failed
+ */
 #ifndef LAPICT_KVM_INTERNAL_H
 #define LAPICT_KVM_INTERNAL_H
 
 #include "lapict_kvm.h"
 
-/* vcpu.c: the model's ops on KVM (KVM_NMI, KVM_SET_MSRS, EOI window). */
-extern const struct lapict_apic_ops lapict_kvm__apic_ops;
-/* Give the core its held interrupt back if the guest can take it now. */
-void lapict_kvm__window(struct lapict_kvm *k);
-/* Inject the highest deliverable vector, or request a window; or -1. */
-int lapict_kvm__deliver(struct lapict_kvm *k);
-/* Queue @vector for the next entry (the cheapest path); 0 or -1. */
-int lapict_kvm__inject_irq(struct lapict_kvm *k, int vector);
-/* Per-vCPU KVM setup at init: the TSC offset, sync regs. LAPICT_E_*. */
-int lapict_kvm__vcpu_setup(struct lapict_kvm *k);
-/* After a kick: RFLAGS.IF as it is now. */
-void lapict_kvm__refresh_if(struct lapict_kvm *k);
+#include <time.h>
+#include <x86intrin.h>
 
-/* host.c: the host timer and the kick. */
-/* Serve the host timer if due (and read the timerfd if @read_fd). */
-bool lapict_kvm__poll_expiry(struct lapict_kvm *k, bool read_fd);
-/* Arm the kick for the current target: 1 enter, 0 due now, LAPICT_E_*. */
-int lapict_kvm__kick_sync(struct lapict_kvm *k);
+#define LAPICT_KVM__NS_PER_S 1000000000ull
+
+/* --- sys.c --------------------------------------------------------------- */
 
 /* Record a failed system call (errno, @call): LAPICT_E_SYSTEM. */
 int lapict_kvm__sys_fail(struct lapict_kvm *k, const char *call);
 /* The failure to report now (and forget), or LAPICT_OK. */
 int lapict_kvm__take_error(struct lapict_kvm *k);
+
+/* CLOCK_MONOTONIC, ns: the adapter's one clock. */
+static inline uint64_t lapict_kvm__now_ns(const struct lapict_kvm *k)
+{
+    struct timespec ts;
+
+    k->sys->clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * LAPICT_KVM__NS_PER_S + (uint64_t)ts.tv_nsec;
+}
+
+/* The first fire since the VMM zeroed fired_tsc (async-signal-safe). */
+static inline void lapict_kvm__note_fired(struct lapict_kvm *k)
+{
+    uint64_t zero = 0;
+
+    atomic_compare_exchange_strong(&k->fired_tsc, &zero, __rdtsc());
+}
+
+/* --- kick.c -------------------------------------------------------------- */
+
+/*
+ * A kick strategy: how the vCPU thread is got out of KVM_RUN when the host
+ * timer is due. Every entry is called on the vCPU thread.
+ */
+struct lapict_kvm_kicker {
+    /* At init (descriptors, timer, thread): LAPICT_OK or LAPICT_E_*. */
+    int (*start)(struct lapict_kvm *k);
+    /* At destroy: no kick of the strategy comes after it returns. */
+    void (*end)(struct lapict_kvm *k);
+    /* The host timer moved to target_ns (0: cancelled). */
+    void (*arm)(struct lapict_kvm *k, uint64_t host_ns);
+    /* Right before an entry: 1 enter, 0 due now (serve it first), or
+     * LAPICT_E_* (the kick could not be armed: no entry). */
+    int (*enter)(struct lapict_kvm *k);
+    /* The vCPU halts: lapict_kvm_halt_wait() watches the clock itself. */
+    void (*halt)(struct lapict_kvm *k);
+    /* It wakes with the target unchanged since the halt began. */
+    void (*unhalt)(struct lapict_kvm *k);
+};
+
+/* Take the kick signal, then start cfg->kick's strategy; LAPICT_E_*. */
+int lapict_kvm__kick_start(struct lapict_kvm *k,
+                           const struct lapict_kvm_config *cfg);
+/* Undo lapict_kvm__kick_start() (also after it failed half way). */
+void lapict_kvm__kick_end(struct lapict_kvm *k);
+
+/* --- host.c -------------------------------------------------------------- */
+
+/* Serve the host timer if it is due: true if it was. */
+bool lapict_kvm__poll_expiry(struct lapict_kvm *k);
+
+/* --- vcpu.c -------------------------------------------------------------- */
+
+/* The model's ops on KVM (KVM_NMI, KVM_SET_MSRS, EOI window). */
+extern const struct lapict_apic_ops lapict_kvm__apic_ops;
+/* Per-vCPU KVM setup at init: the TSC offset, sync regs. LAPICT_E_*. */
+int lapict_kvm__vcpu_setup(struct lapict_kvm *k);
+/* Give the core its held interrupt back if the guest can take it now. */
+void lapict_kvm__window(struct lapict_kvm *k);
+/* Inject the highest deliverable vector, or request a window; or -1. */
+int lapict_kvm__deliver(struct lapict_kvm *k);
 
 #endif

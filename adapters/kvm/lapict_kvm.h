@@ -17,13 +17,13 @@
  *
  * lapict_kvm_run() is that loop. See README.md beside this file.
  *
- * Threading (docs/spec/timer.md section 9): each function here runs on the vCPU
- * thread, except lapict_kvm_stop(), lapict_kvm_kick(),
- * lapict_kvm_next_deadline() and lapict_kvm_destroy(). The host timer's expiry reaches the vCPU thread as
- * an atomic flag (seq_cst) set by the kick timer's signal handler or by
- * the timer thread (kick_thread), plus the kick signal; the vCPU thread
- * consumes the flag and calls lapict_expire(). A halted vCPU watches the
- * clock itself (halt polling).
+ * Threading (docs/spec/timer.md section 9): each function here runs on the
+ * vCPU thread, except lapict_kvm_stop(), lapict_kvm_kick(),
+ * lapict_kvm_next_deadline() and lapict_kvm_destroy(). The kick strategy
+ * (enum lapict_kvm_kick) gets the vCPU thread out of KVM_RUN when the
+ * host timer is due; the vCPU thread compares the clock with the host
+ * timer and calls lapict_expire(). A halted vCPU watches the clock itself
+ * (halt polling).
  */
 #ifndef LAPICT_KVM_H
 #define LAPICT_KVM_H
@@ -31,6 +31,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <linux/kvm.h>
@@ -44,10 +45,14 @@ extern "C" {
 #endif
 
 /*
- * The adapter's system calls (SQLite's aSyscall[] idea): each entry has the
- * contract of the libc call it names (-1 with errno on failure). Tests put
- * their own table in lapict_kvm_config.sys to fake a vCPU (KVM_RUN and the
- * other ioctls) or make a call fail; production uses lapict_kvm_sys_linux.
+ * The adapter's system calls (SQLite's aSyscall[] idea): every call it
+ * makes to the kernel goes through one of these entries, so a test can put
+ * its own table in lapict_kvm_config.sys to fake a vCPU (KVM_RUN and the
+ * other ioctls) or make any call fail. Each entry has the contract of the
+ * libc call it names, -1 with errno on failure; the pthread ones too (they
+ * return -1 and set errno instead of returning the error). Production uses
+ * lapict_kvm_sys_linux; a table of one's own starts from a copy of it.
+ * The table only grows at the end, with a new LAPICT_KVM_SYS_VERSION.
  */
 struct itimerspec;
 struct pollfd;
@@ -55,9 +60,21 @@ struct sigaction;
 struct sigevent;
 struct timespec;
 
+#define LAPICT_KVM_SYS_VERSION 1u
+
 struct lapict_kvm_sys {
+    uint32_t version; /* LAPICT_KVM_SYS_VERSION */
     int (*ioctl)(int fd, unsigned long req, void *arg);
+    int (*open)(const char *path, int flags);
+    int (*close)(int fd);
+    long (*read)(int fd, void *buf, size_t n);
+    long (*write)(int fd, const void *buf, size_t n);
+    /* Every clock read of the adapter (CLOCK_MONOTONIC). A test can slow
+     * it to stand for a preemption. */
+    int (*clock_gettime)(int clk, struct timespec *ts);
+    int (*timerfd_create)(int clk, int flags);
     int (*timerfd_settime)(int fd, int flags, const struct itimerspec *v);
+    int (*eventfd)(unsigned int initval, int flags);
     /* POSIX timer: the kernel's int timer id (raw syscall, no -lrt). */
     int (*timer_create)(int clk, struct sigevent *sev, int *id);
     int (*timer_settime)(int id, int flags, const struct itimerspec *v);
@@ -67,27 +84,55 @@ struct lapict_kvm_sys {
                  const struct timespec *ts);
     int (*sigaction)(int sig, const struct sigaction *sa,
                      struct sigaction *old);
-    /* Every clock read of the adapter (CLOCK_MONOTONIC); NULL: the real
-     * one. A test can slow it to stand for a preemption. */
-    int (*clock_gettime)(int clk, struct timespec *ts);
+    /* pthread_sigqueue(): @sig with @value to @thread. */
+    int (*pthread_sigqueue)(pthread_t thread, int sig, void *value);
+    /* The timer thread; it starts with every signal blocked. */
+    int (*pthread_create)(pthread_t *thread, void *(*fn)(void *), void *arg);
+    /* prctl(PR_SET_TIMERSLACK, @ns) for the calling thread. */
+    int (*set_timerslack)(unsigned long ns);
 };
 
 /** lapict_kvm_sys_linux - the real system calls. */
 extern const struct lapict_kvm_sys lapict_kvm_sys_linux;
 
+/*
+ * Who gets the vCPU thread out of KVM_RUN when the host timer is due. Each
+ * strategy is one part of kick.c; README.md compares them.
+ */
+enum lapict_kvm_kick {
+    /*
+     * No kicks from the adapter: the host timer is served at each
+     * lapict_kvm_pre_run() and in lapict_kvm_halt_wait(); a caller that
+     * needs the guest out of KVM_RUN at lapict_kvm_next_deadline() kicks
+     * it itself (lapict_kvm_kick() plus a signal of its own).
+     */
+    LAPICT_KVM_KICK_CALLER = 0,
+    /*
+     * A POSIX timer whose expiry the kernel signals (kick_signal) to the
+     * vCPU thread itself: no thread to schedule. Armed right before each
+     * KVM_RUN, for the target current then.
+     */
+    LAPICT_KVM_KICK_TIMER = 1,
+    /*
+     * A timer thread: a timerfd wakes it kick_lead_ns early, it spins to
+     * the target and sends kick_signal. For hosts that cannot direct a
+     * POSIX timer's signal at a thread; a thread's wake-up on a busy host
+     * costs tens of us to ms.
+     */
+    LAPICT_KVM_KICK_THREAD = 2,
+};
+
 struct lapict_kvm_config {
     /* Guest TSC rate; 0: ask KVM_GET_TSC_KHZ (and fail without it). */
     uint32_t tsc_khz;
     /*
-     * The signal that kicks the vCPU thread out of KVM_RUN when the host
-     * timer is due (the kick timer's, the timer thread's and
-     * lapict_kvm_stop()'s). The adapter installs its handler on it and
-     * puts back the one before at the last destroy; signals that are not
-     * its kicks go to that previous handler (if it was a function). Pick
-     * one the process has no other use for (SIGUSR1 is QEMU's SIG_IPI).
-     * 0: the adapter takes no signal; the caller kicks (lapict_kvm_kick()
-     * from its own handler or thread, at lapict_kvm_next_deadline()), and
-     * timer_thread must be false.
+     * The signal that kicks the vCPU thread out of KVM_RUN (the kick
+     * strategy's and lapict_kvm_stop()'s). The adapter installs its
+     * handler on it and puts back the one before at the last destroy;
+     * signals that are not its kicks go to that previous handler (if it
+     * was a function). Pick one the process has no other use for (SIGUSR1
+     * is QEMU's SIG_IPI). 0: the adapter takes no signal, and the kick
+     * must be LAPICT_KVM_KICK_CALLER.
      */
     int kick_signal;
     /* lapict advance: LAPICT_ADVANCE_*, starting/fixed value, bound. */
@@ -96,15 +141,8 @@ struct lapict_kvm_config {
     uint32_t advance_max_ns;
     /* APIC timer input clock, Hz; 0: 1 GHz (KVM's in-kernel default). */
     uint64_t bus_hz;
-    /*
-     * Kick the running vCPU when the host timer is due: a kick timer (a
-     * POSIX timer signalling kick_signal to the vCPU thread), or with
-     * kick_thread a timer thread. false: no kicks from the adapter; the
-     * host timer is served at each lapict_kvm_pre_run() and in
-     * lapict_kvm_halt_wait(), and a caller that needs the guest out of
-     * KVM_RUN at lapict_kvm_next_deadline() kicks it itself.
-     */
-    bool timer_thread;
+    /* LAPICT_KVM_KICK_*. */
+    uint32_t kick;
     /*
      * Halt polling: a halted vCPU whose host timer is due within this many
      * ns spins on the clock instead of sleeping (as KVM's halt_poll_ns).
@@ -112,20 +150,13 @@ struct lapict_kvm_config {
      */
     uint32_t halt_poll_ns;
     /*
-     * The timer thread wakes this many ns before the host timer and spins
-     * to it before kicking, absorbing its wake-up latency; it never spins
-     * longer (a wake that finds the target farther away ends at once), and
-     * lapict_kvm_destroy() ends a spin. 0: LAPICT_KVM_KICK_LEAD_NS;
-     * LAPICT_KVM_NONE: no lead. Thread kicks only.
+     * LAPICT_KVM_KICK_THREAD: the thread wakes this many ns before the host
+     * timer and spins to it before kicking, absorbing its wake-up latency;
+     * it never spins longer (a wake that finds the target farther away
+     * ends at once), and lapict_kvm_destroy() ends a spin.
+     * 0: LAPICT_KVM_KICK_LEAD_NS; LAPICT_KVM_NONE: no lead.
      */
     uint32_t kick_lead_ns;
-    /*
-     * With timer_thread: kick from the timer thread (timerfd, then
-     * pthread_sigqueue) instead of the default, a POSIX timer whose
-     * expiry the kernel signals to the vCPU thread itself (no thread to
-     * schedule: a wake-up on a busy host costs tens of us to ms).
-     */
-    bool kick_thread;
     /*
      * PR_SET_TIMERSLACK for the calling (vCPU) thread, ns; 0: leave the
      * thread's slack alone (Linux's default 50 us then adds to every wake).
@@ -150,6 +181,8 @@ struct lapict_kvm_stats {
     uint64_t window_exits, window_requests, interrupts;
 };
 
+struct lapict_kvm_kicker; /* kick.c: one per LAPICT_KVM_KICK_* */
+
 /*
  * One vCPU's LAPIC on KVM. Caller-allocated; fields are private to the
  * adapter (read-only for tests and statistics: timer, apic, st).
@@ -158,9 +191,10 @@ struct lapict_kvm {
     struct lapict_timer timer;
     struct lapict_apic apic;  /* the LAPIC model around the timer */
     const struct lapict_kvm_sys *sys;
+    const struct lapict_kvm_kicker *kicker;
     int vcpu_fd;
     struct kvm_run *run;  /* the vCPU's mmap'ed run structure */
-    int timer_fd;         /* timerfd, CLOCK_MONOTONIC */
+    int timer_fd;         /* the timer thread's timerfd, CLOCK_MONOTONIC */
     int stop_fd;          /* eventfd that stops the timer thread */
     int wake_fd;          /* eventfd that wakes a halted vCPU */
     int kick_signal;
@@ -241,14 +275,15 @@ void lapict_kvm_set_cpuid(struct lapict_kvm *k,
  * @vcpu_fd: the vCPU (passed to @cfg->sys->ioctl, so a test's table may
  * give any number a meaning).
  * @run: its kvm_run.
- * @cfg: configuration; NULL for defaults (no timer thread, no signal,
+ * @cfg: configuration; NULL for defaults (LAPICT_KVM_KICK_CALLER, no signal,
  * advance off).
  *
  * Must be called on the vCPU thread (the kick targets the caller).
  * lapict_kvm_destroy() may run on any thread.
  *
- * Return: 0 or a LAPICT_E_* code: LAPICT_E_INVAL (NULL arguments, a timer
- * thread without kick_signal, too many instances or kick signals),
+ * Return: 0 or a LAPICT_E_* code: LAPICT_E_INVAL (NULL arguments, a kick
+ * strategy that is not LAPICT_KVM_KICK_CALLER without kick_signal, a sys
+ * table of another version, too many instances or kick signals),
  * LAPICT_E_TSC_KHZ (no TSC rate), LAPICT_E_SYSTEM (a system call failed:
  * lapict_kvm_errno()), or lapict_init()'s code. Never -errno. On failure
  * nothing is left to destroy.
@@ -375,8 +410,8 @@ void lapict_kvm_kick(struct lapict_kvm *k);
  * lapict_kvm_poll() - serve the host timer if it is due.
  * @k: the LAPIC.
  *
- * Calls lapict_expire() if the host timer fired (flag, timerfd, instant
- * passed). lapict_kvm_pre_run() does this itself.
+ * Calls lapict_expire() if the host timer fired (its instant passed, or a
+ * kick said so). lapict_kvm_pre_run() does this itself.
  *
  * Return: true if an expiry was processed.
  */

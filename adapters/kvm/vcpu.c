@@ -3,8 +3,9 @@
  * The KVM glue of the adapter: the hooks a VMM calls around its own
  * KVM_RUN (pre_run, handle_exit), exit decoding into the LAPIC model,
  * delivery with KVM_INTERRUPT or sync regs and interrupt windows, the
- * model's ops on KVM, per-VM and per-vCPU setup, and lapict_kvm_run() on
- * top of the hooks. The host timer and the kick are host.c's.
+ * model's ops on KVM, per-VM and per-vCPU setup, save and restore, and
+ * lapict_kvm_run() on top of the hooks. The host timer is host.c's, the
+ * kick kick.c's.
  */
 #define _GNU_SOURCE
 #include "kvm_internal.h"
@@ -12,9 +13,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <unistd.h>
-#include <x86intrin.h>
 
 #define MSR_IA32_TSC 0x10u
 
@@ -154,13 +152,14 @@ static int read_tsc_offset(struct lapict_kvm *k)
  */
 static void setup_sync_regs(struct lapict_kvm *k)
 {
-    int fd = open("/dev/kvm", O_RDWR | O_CLOEXEC), caps;
+    int fd = k->sys->open("/dev/kvm", O_RDWR | O_CLOEXEC), caps;
     const int want = KVM_SYNC_X86_REGS | KVM_SYNC_X86_EVENTS;
 
     if (fd < 0)
         return;
-    caps = ioctl(fd, KVM_CHECK_EXTENSION, KVM_CAP_SYNC_REGS);
-    close(fd);
+    caps = k->sys->ioctl(fd, KVM_CHECK_EXTENSION,
+                         (void *)(uintptr_t)KVM_CAP_SYNC_REGS);
+    k->sys->close(fd);
     if (caps < 0 || (caps & want) != want)
         return;
     /* Valid before the first exit too. */
@@ -171,7 +170,8 @@ static void setup_sync_regs(struct lapict_kvm *k)
     k->sync_events = true;
 }
 
-int lapict_kvm__inject_irq(struct lapict_kvm *k, int vector)
+/* Queue @vector for the next entry (the cheapest path); 0 or -1. */
+static int inject_irq(struct lapict_kvm *k, int vector)
 {
     struct kvm_run *r = k->run;
     struct kvm_interrupt irq = {.irq = (uint32_t)vector};
@@ -276,7 +276,7 @@ int lapict_kvm__deliver(struct lapict_kvm *k)
         k->st.window_requests++;
         return -1;
     }
-    if (lapict_kvm__inject_irq(k, v) < 0) {
+    if (inject_irq(k, v) < 0) {
         r->request_interrupt_window = 1;
         return -1;
     }
@@ -290,6 +290,39 @@ int lapict_kvm__deliver(struct lapict_kvm *k)
 
 /* --- the hooks ----------------------------------------------------------- */
 
+/*
+ * After a kick (KVM_RUN -EINTR) run->if_flag and
+ * ready_for_interrupt_injection were seen to describe the previous exit;
+ * the guest may have set IF since without exiting, and a refused timer
+ * interrupt would then wait for an interrupt-window exit that comes late.
+ * With sync regs KVM has just stored RFLAGS and the events in kvm_run (no
+ * ioctl); otherwise read RFLAGS (one ioctl, only on kicks). Not ready while
+ * an event (ours included, an -EINTR keeps it queued) waits in KVM.
+ */
+static void refresh_if(struct lapict_kvm *k)
+{
+    struct kvm_run *r = k->run;
+    struct kvm_regs regs;
+
+    if (k->sync_events) {
+        const struct kvm_vcpu_events *ev = &r->s.regs.events;
+        r->if_flag = (r->s.regs.regs.rflags >> 9) & 1u;
+        r->ready_for_interrupt_injection =
+            r->if_flag && !ev->interrupt.injected && !ev->interrupt.shadow &&
+            !ev->nmi.injected && !ev->exception.injected &&
+            !(r->kvm_dirty_regs & KVM_SYNC_X86_EVENTS);
+        return;
+    }
+    if (k->sys->ioctl(k->vcpu_fd, KVM_GET_REGS, &regs) < 0) {
+        /* The previous view stays: a window exit delivers instead. */
+        lapict_kvm__sys_fail(k, "KVM_GET_REGS");
+        return;
+    }
+    r->if_flag = (regs.rflags >> 9) & 1u;
+    r->ready_for_interrupt_injection = r->if_flag;
+}
+
+
 int lapict_kvm_pre_run(struct lapict_kvm *k)
 {
     struct kvm_run *r = k->run;
@@ -299,14 +332,14 @@ int lapict_kvm_pre_run(struct lapict_kvm *k)
         /* A kick that came outside KVM_RUN is served by this pass: clear
          * it first, so that a later one is either seen below or exits. */
         __atomic_store_n(&r->immediate_exit, 0, __ATOMIC_SEQ_CST);
-        lapict_kvm__poll_expiry(k, !k->thread_started && !k->kick_timer_ok);
+        lapict_kvm__poll_expiry(k);
         lapict_kvm__window(k);
         lapict_kvm__deliver(k);
         lapict_before_guest_entry(&k->timer);
         if (!k->injected)
             lapict_kvm__deliver(k);
         r->cr8 = lapict_apic_tpr(&k->apic) >> 4;
-        rc = lapict_kvm__kick_sync(k);
+        rc = k->kicker->enter(k);
         if (rc == 0)
             continue; /* due meanwhile: serve it rather than be kicked */
         if ((rc = lapict_kvm__take_error(k)) < 0)
@@ -325,7 +358,7 @@ int lapict_kvm_handle_exit(struct lapict_kvm *k, int run_rc)
     if (run_rc == -EINTR || run_rc == -EAGAIN) {
         /* A kick: run->exit_reason is stale, nothing was exited for. */
         __atomic_store_n(&r->immediate_exit, 0, __ATOMIC_RELAXED);
-        lapict_kvm__refresh_if(k);
+        refresh_if(k);
         rc = lapict_kvm__take_error(k);
         return rc < 0 ? rc : LAPICT_KVM_MINE;
     }
@@ -378,38 +411,6 @@ int lapict_kvm_run(struct lapict_kvm *k)
 
 /* --- per-VM setup -------------------------------------------------------- */
 
-/*
- * After a kick (KVM_RUN -EINTR) run->if_flag and
- * ready_for_interrupt_injection were seen to describe the previous exit;
- * the guest may have set IF since without exiting, and a refused timer
- * interrupt would then wait for an interrupt-window exit that comes late.
- * With sync regs KVM has just stored RFLAGS and the events in kvm_run (no
- * ioctl); otherwise read RFLAGS (one ioctl, only on kicks). Not ready while
- * an event (ours included, an -EINTR keeps it queued) waits in KVM.
- */
-void lapict_kvm__refresh_if(struct lapict_kvm *k)
-{
-    struct kvm_run *r = k->run;
-    struct kvm_regs regs;
-
-    if (k->sync_events) {
-        const struct kvm_vcpu_events *ev = &r->s.regs.events;
-        r->if_flag = (r->s.regs.regs.rflags >> 9) & 1u;
-        r->ready_for_interrupt_injection =
-            r->if_flag && !ev->interrupt.injected && !ev->interrupt.shadow &&
-            !ev->nmi.injected && !ev->exception.injected &&
-            !(r->kvm_dirty_regs & KVM_SYNC_X86_EVENTS);
-        return;
-    }
-    if (k->sys->ioctl(k->vcpu_fd, KVM_GET_REGS, &regs) < 0) {
-        /* The previous view stays: a window exit delivers instead. */
-        lapict_kvm__sys_fail(k, "KVM_GET_REGS");
-        return;
-    }
-    r->if_flag = (regs.rflags >> 9) & 1u;
-    r->ready_for_interrupt_injection = r->if_flag;
-}
-
 int lapict_kvm_vm_setup(int vm_fd)
 {
     static const uint8_t deny = 0; /* bit clear: exit to userspace */
@@ -420,7 +421,8 @@ int lapict_kvm_vm_setup(int vm_fd)
     };
     struct kvm_msr_filter f;
 
-    if (ioctl(vm_fd, KVM_ENABLE_CAP, &cap) < 0)
+    /* No instance yet: the real calls. */
+    if (lapict_kvm_sys_linux.ioctl(vm_fd, KVM_ENABLE_CAP, &cap) < 0)
         return LAPICT_E_SYSTEM;
     memset(&f, 0, sizeof(f));
     f.flags = KVM_MSR_FILTER_DEFAULT_ALLOW;
@@ -430,7 +432,7 @@ int lapict_kvm_vm_setup(int vm_fd)
     f.ranges[0].bitmap = (uint8_t *)&deny;
     f.ranges[1] = f.ranges[0];
     f.ranges[1].base = LAPICT_APIC_MSR_BASE;
-    if (ioctl(vm_fd, KVM_X86_SET_MSR_FILTER, &f) < 0)
+    if (lapict_kvm_sys_linux.ioctl(vm_fd, KVM_X86_SET_MSR_FILTER, &f) < 0)
         return LAPICT_E_SYSTEM;
     return 0;
 }

@@ -297,7 +297,7 @@ int lapict_vmm_boot(const struct lapict_vmm_boot_opts *o)
     lapict_vmm_platform_init(&p, stdout, v.ram_bytes);
     if (!o->lapic_kernel) {
         struct lapict_kvm_config kc = {
-            .timer_thread = true,
+            .kick = LAPICT_KVM_KICK_TIMER,
             .kick_signal = SIGUSR1,
             .timer_slack_ns = 1,
             .advance_mode = o->advance_mode,

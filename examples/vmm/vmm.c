@@ -399,12 +399,13 @@ static void print_result(const struct opts *o, int lapic,
 static void lib_config(const struct opts *o, struct lapict_kvm_config *kc)
 {
     *kc = (struct lapict_kvm_config){
-        .timer_thread = !o->no_thread,
+        .kick = o->no_thread     ? LAPICT_KVM_KICK_CALLER
+                : o->kick_thread ? LAPICT_KVM_KICK_THREAD
+                                 : LAPICT_KVM_KICK_TIMER,
         /* This process has no other use for SIGUSR1. */
         .kick_signal = SIGUSR1,
         /* The default 50 us slack would dominate every timer latency. */
         .timer_slack_ns = 1,
-        .kick_thread = o->kick_thread,
         .advance_mode = (uint32_t)o->advance_mode,
         .advance_ns = o->advance_ns,
         .advance_max_ns =

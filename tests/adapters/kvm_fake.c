@@ -83,6 +83,60 @@ static int fake_ioctl(int fd, unsigned long req, void *arg)
     }
 }
 
+static int fake_open(const char *path, int flags)
+{
+    return lapict_kvm_sys_linux.open(path, flags);
+}
+
+static int fake_close(int fd)
+{
+    return lapict_kvm_sys_linux.close(fd);
+}
+
+static long fake_read(int fd, void *buf, size_t n)
+{
+    return lapict_kvm_sys_linux.read(fd, buf, n);
+}
+
+static long fake_write(int fd, const void *buf, size_t n)
+{
+    return lapict_kvm_sys_linux.write(fd, buf, n);
+}
+
+static int fake_timerfd_create(int clk, int flags)
+{
+    if (failing(LT_FAIL_TIMERFD_CREATE))
+        return -1;
+    return lapict_kvm_sys_linux.timerfd_create(clk, flags);
+}
+
+static int fake_eventfd(unsigned int initval, int flags)
+{
+    if (failing(LT_FAIL_EVENTFD))
+        return -1;
+    return lapict_kvm_sys_linux.eventfd(initval, flags);
+}
+
+static int fake_pthread_sigqueue(pthread_t thread, int sig, void *value)
+{
+    return lapict_kvm_sys_linux.pthread_sigqueue(thread, sig, value);
+}
+
+static int fake_pthread_create(pthread_t *thread, void *(*fn)(void *),
+                               void *arg)
+{
+    if (failing(LT_FAIL_PTHREAD_CREATE))
+        return -1;
+    return lapict_kvm_sys_linux.pthread_create(thread, fn, arg);
+}
+
+static int fake_set_timerslack(unsigned long ns)
+{
+    if (failing(LT_FAIL_TIMERSLACK))
+        return -1;
+    return lapict_kvm_sys_linux.set_timerslack(ns);
+}
+
 static int fake_timerfd_settime(int fd, int flags, const struct itimerspec *v)
 {
     if (failing(LT_FAIL_TIMERFD_SETTIME))
@@ -151,7 +205,17 @@ static int fake_clock_gettime(int clk, struct timespec *ts)
 }
 
 const struct lapict_kvm_sys lt_fake_sys = {
+    .version = LAPICT_KVM_SYS_VERSION,
     .ioctl = fake_ioctl,
+    .open = fake_open,
+    .close = fake_close,
+    .read = fake_read,
+    .write = fake_write,
+    .timerfd_create = fake_timerfd_create,
+    .eventfd = fake_eventfd,
+    .pthread_sigqueue = fake_pthread_sigqueue,
+    .pthread_create = fake_pthread_create,
+    .set_timerslack = fake_set_timerslack,
     .timerfd_settime = fake_timerfd_settime,
     .timer_create = fake_timer_create,
     .timer_settime = fake_timer_settime,

@@ -28,6 +28,10 @@ enum lt_fake_call {
     LT_FAIL_NMI = 1u << 6,
     LT_FAIL_INTERRUPT = 1u << 7,
     LT_FAIL_RUN = 1u << 8,
+    LT_FAIL_TIMERFD_CREATE = 1u << 9,
+    LT_FAIL_EVENTFD = 1u << 10,
+    LT_FAIL_PTHREAD_CREATE = 1u << 11,
+    LT_FAIL_TIMERSLACK = 1u << 12,
 };
 
 struct lt_fake {

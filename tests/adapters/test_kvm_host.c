@@ -142,22 +142,35 @@ static void oneshot_ready(struct fx *f)
 /*
  * Rule (one error domain): an adapter call that fails in a system call
  * returns LAPICT_E_SYSTEM, never -errno (LAPICT_E_INVAL is -1 = -EPERM),
- * and keeps the errno and the call's name.
+ * and keeps the errno and the call's name. Every call of init goes through
+ * the swappable table, so each can be made to fail here.
  */
 static void init_failure_is_one_domain(void **state)
 {
     static const struct {
+        uint32_t kick;
         unsigned call;
         int err;
+        const char *name;
     } cases[] = {
-        {LT_FAIL_TIMER_CREATE, EPERM},  {LT_FAIL_TIMER_CREATE, EAGAIN},
-        {LT_FAIL_TIMER_CREATE, ENOMEM}, {LT_FAIL_SIGACTION, EINVAL},
-        {LT_FAIL_SIGACTION, EPERM},
+        {LAPICT_KVM_KICK_TIMER, LT_FAIL_TIMER_CREATE, EPERM, "timer_create"},
+        {LAPICT_KVM_KICK_TIMER, LT_FAIL_TIMER_CREATE, EAGAIN, "timer_create"},
+        {LAPICT_KVM_KICK_TIMER, LT_FAIL_TIMER_CREATE, ENOMEM, "timer_create"},
+        {LAPICT_KVM_KICK_TIMER, LT_FAIL_SIGACTION, EINVAL, "sigaction"},
+        {LAPICT_KVM_KICK_TIMER, LT_FAIL_SIGACTION, EPERM, "sigaction"},
+        {LAPICT_KVM_KICK_CALLER, LT_FAIL_EVENTFD, EMFILE, "eventfd"},
+        {LAPICT_KVM_KICK_THREAD, LT_FAIL_TIMERFD_CREATE, EMFILE,
+         "timerfd_create"},
+        {LAPICT_KVM_KICK_THREAD, LT_FAIL_PTHREAD_CREATE, EAGAIN,
+         "pthread_create"},
+        {LAPICT_KVM_KICK_CALLER, LT_FAIL_TIMERSLACK, EINVAL,
+         "prctl(PR_SET_TIMERSLACK)"},
     };
     (void)state;
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        struct lapict_kvm_config c = {.timer_thread = true,
-                                      .kick_signal = SIGUSR2};
+        struct lapict_kvm_config c = {.kick = cases[i].kick,
+                                      .kick_signal = SIGUSR2,
+                                      .timer_slack_ns = 1};
         struct fx *f;
         int rc;
 
@@ -169,7 +182,7 @@ static void init_failure_is_one_domain(void **state)
         assert_int_not_equal(rc, -cases[i].err);
         assert_true(rc >= LAPICT_STATUS_MIN && rc < 0);
         assert_int_equal(lapict_kvm_errno(&f->k), cases[i].err);
-        assert_true(strlen(lapict_kvm_errcall(&f->k)) > 0);
+        assert_string_equal(lapict_kvm_errcall(&f->k), cases[i].name);
         assert_string_not_equal(lapict_strerror(rc), "unknown status");
         free(f); /* a failed init leaves nothing to destroy */
     }
@@ -187,8 +200,9 @@ static void init_failure_is_one_domain(void **state)
  */
 static void arm_failure(unsigned call, bool kick_thread)
 {
-    struct lapict_kvm_config c = {.timer_thread = true,
-                                  .kick_thread = kick_thread,
+    struct lapict_kvm_config c = {.kick = kick_thread
+                                              ? LAPICT_KVM_KICK_THREAD
+                                              : LAPICT_KVM_KICK_TIMER,
                                   .kick_signal = SIGUSR2};
     uint64_t count, deadline;
     struct fx *f;
@@ -281,7 +295,7 @@ static void set_msrs_and_nmi_failures(void **state)
  * retried in a busy loop. */
 static void thread_poll_error_no_spin(void **state)
 {
-    struct lapict_kvm_config c = {.timer_thread = true, .kick_thread = true,
+    struct lapict_kvm_config c = {.kick = LAPICT_KVM_KICK_THREAD,
                                   .kick_signal = SIGUSR2};
     struct fx *f;
     int rc;
@@ -307,7 +321,7 @@ static void thread_poll_error_no_spin(void **state)
  * than spinning on it. */
 static void halt_poll_error_reported(void **state)
 {
-    struct lapict_kvm_config c = {.timer_thread = false};
+    struct lapict_kvm_config c = {.kick = LAPICT_KVM_KICK_CALLER};
     struct fx *f;
     int rc;
 
@@ -374,7 +388,7 @@ static bool handler_is_callers(int sig)
  */
 static void previous_handler_restored(void **state)
 {
-    struct lapict_kvm_config c = {.timer_thread = true,
+    struct lapict_kvm_config c = {.kick = LAPICT_KVM_KICK_TIMER,
                                   .kick_signal = SIGUSR1};
     struct fx *f;
     int rc;
@@ -401,8 +415,8 @@ static void previous_handler_restored(void **state)
  * caller kicks); a chosen signal is the only one it takes. */
 static void caller_chosen_signal(void **state)
 {
-    struct lapict_kvm_config c0 = {.timer_thread = false};
-    struct lapict_kvm_config c1 = {.timer_thread = true, .kick_thread = true};
+    struct lapict_kvm_config c0 = {.kick = LAPICT_KVM_KICK_CALLER};
+    struct lapict_kvm_config c1 = {.kick = LAPICT_KVM_KICK_THREAD};
     int sig = SIGRTMIN + 2, rc;
     struct fx *f;
 
@@ -439,7 +453,7 @@ static void caller_chosen_signal(void **state)
  * caller's comes back when the last of them is destroyed, in any order. */
 static void shared_signal_restored_by_last(void **state)
 {
-    struct lapict_kvm_config c = {.timer_thread = true,
+    struct lapict_kvm_config c = {.kick = LAPICT_KVM_KICK_TIMER,
                                   .kick_signal = SIGUSR1};
     struct fx *a, *b;
     int rc;
@@ -484,7 +498,7 @@ static void destroy_promptly(struct fx *f)
  */
 static void destroy_on_other_thread(void **state)
 {
-    struct lapict_kvm_config c = {.timer_thread = true,
+    struct lapict_kvm_config c = {.kick = LAPICT_KVM_KICK_TIMER,
                                   .kick_signal = SIGUSR1};
     static struct kvm_run sentinel;
     union sigval v;
@@ -516,7 +530,7 @@ static void destroy_on_other_thread(void **state)
 /* Rule: the timer slack of the caller's thread changes only if asked. */
 static void timer_slack_only_if_asked(void **state)
 {
-    struct lapict_kvm_config c = {.timer_thread = false};
+    struct lapict_kvm_config c = {.kick = LAPICT_KVM_KICK_CALLER};
     unsigned long before;
     struct fx *f;
     int rc;
@@ -550,7 +564,7 @@ static void apic_wr(struct fx *f, uint32_t off, uint32_t v)
  * sets immediate_exit for the next KVM_RUN. Meant to run under TSan too. */
 static void timer_thread_kick(void **state)
 {
-    struct lapict_kvm_config c = {.timer_thread = true, .kick_thread = true,
+    struct lapict_kvm_config c = {.kick = LAPICT_KVM_KICK_THREAD,
                                   .kick_signal = SIGUSR1};
     struct fx *f;
     int rounds, rc;
@@ -618,7 +632,7 @@ static void rearm_far_failing(void *arg)
  */
 static void timer_thread_spins_at_most_the_lead(void **state)
 {
-    struct lapict_kvm_config c = {.timer_thread = true, .kick_thread = true,
+    struct lapict_kvm_config c = {.kick = LAPICT_KVM_KICK_THREAD,
                                   .kick_signal = SIGUSR2};
     struct fx *f;
     int rc;
@@ -659,7 +673,7 @@ static void timer_thread_spins_at_most_the_lead(void **state)
  */
 static void destroy_ends_the_lead_spin(void **state)
 {
-    struct lapict_kvm_config c = {.timer_thread = true, .kick_thread = true,
+    struct lapict_kvm_config c = {.kick = LAPICT_KVM_KICK_THREAD,
                                   .kick_signal = SIGUSR2,
                                   .kick_lead_ns = 4000000000u};
     uint64_t target;
@@ -711,7 +725,7 @@ static void *kick_and_stop(void *arg)
  */
 static void kick_racing_destroy(void **state)
 {
-    struct lapict_kvm_config c = {.timer_thread = false};
+    struct lapict_kvm_config c = {.kick = LAPICT_KVM_KICK_CALLER};
     int round;
 
     (void)state;
@@ -853,7 +867,7 @@ static int run_until_kicked(void *arg)
 
 static void caller_kicks(void **state)
 {
-    struct lapict_kvm_config c = {.timer_thread = false};
+    struct lapict_kvm_config c = {.kick = LAPICT_KVM_KICK_CALLER};
     pthread_t t;
     struct fx *f;
     int rc;

@@ -287,7 +287,7 @@ static void *watchdog(void *arg)
 
 int main(int argc, char **argv)
 {
-    struct lapict_kvm_config cfg = {.timer_thread = true,
+    struct lapict_kvm_config cfg = {.kick = LAPICT_KVM_KICK_TIMER,
                                     .kick_signal = SIGUSR1,
                                     .advance_max_ns = 60000,
                                     .sys = &lt_fake_sys};
@@ -320,11 +320,11 @@ int main(int argc, char **argv)
         }
     }
     if (!strcmp(kick, "thread"))
-        cfg.kick_thread = true;
+        cfg.kick = LAPICT_KVM_KICK_THREAD;
     else if (!strcmp(kick, "none"))
-        cfg.timer_thread = false; /* the owner polls: no kicks at all */
+        cfg.kick = LAPICT_KVM_KICK_CALLER; /* the owner polls: no kicks */
     else if (!strcmp(kick, "caller")) {
-        cfg.timer_thread = false;
+        cfg.kick = LAPICT_KVM_KICK_CALLER;
         cfg.kick_signal = 0; /* nothing process-wide is the adapter's */
         caller = true;
     }

@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * An instance's life: lapict_kvm_init() puts the parts together (the vCPU's
+ * KVM setup, the lapict timer on the host ops, the LAPIC model on KVM, the
+ * kick strategy) and lapict_kvm_destroy() takes them apart.
+ */
+#define _GNU_SOURCE
+#include "kvm_internal.h"
+
+#include <signal.h>
+#include <string.h>
+
+int lapict_kvm_init(struct lapict_kvm *k, int vcpu_fd, struct kvm_run *run,
+                    const struct lapict_kvm_config *cfg)
+{
+    struct lapict_kvm_config def = {.kick = LAPICT_KVM_KICK_CALLER};
+    struct lapict_config tc;
+    int rc;
+
+    if (!k || !run)
+        return LAPICT_E_INVAL;
+    if (!cfg)
+        cfg = &def;
+    /* Kicks from the adapter need a signal to reach KVM_RUN. */
+    if (cfg->kick_signal < 0 || cfg->kick_signal > SIGRTMAX ||
+        cfg->kick > LAPICT_KVM_KICK_THREAD ||
+        (cfg->kick != LAPICT_KVM_KICK_CALLER && !cfg->kick_signal) ||
+        (cfg->sys && cfg->sys->version != LAPICT_KVM_SYS_VERSION))
+        return LAPICT_E_INVAL;
+    memset(k, 0, sizeof(*k));
+    k->sys = cfg->sys ? cfg->sys : &lapict_kvm_sys_linux;
+    k->vcpu_fd = vcpu_fd;
+    k->run = run;
+    k->timer_fd = k->stop_fd = k->wake_fd = -1;
+    k->kick_signal = cfg->kick_signal;
+    k->vcpu_thread = pthread_self();
+    atomic_init(&k->expired, 0);
+    atomic_init(&k->stop, 0);
+    atomic_init(&k->in_halt, 0);
+    atomic_init(&k->thread_errno, 0);
+    atomic_init(&k->target_ns, 0);
+
+    k->tsc_khz = cfg->tsc_khz;
+    if (!k->tsc_khz) {
+        rc = k->sys->ioctl(vcpu_fd, KVM_GET_TSC_KHZ, NULL);
+        if (rc < 0)
+            return lapict_kvm__sys_fail(k, "KVM_GET_TSC_KHZ");
+        k->tsc_khz = (uint32_t)rc;
+    }
+    if (!k->tsc_khz)
+        return LAPICT_E_TSC_KHZ;
+    if ((rc = lapict_kvm__vcpu_setup(k)) < 0)
+        return rc;
+
+    lapict_config_default(&tc);
+    tc.tsc_khz = k->tsc_khz;
+    if (cfg->bus_hz)
+        tc.bus_hz = cfg->bus_hz;
+    tc.advance_mode = cfg->advance_mode;
+    tc.advance_ns = cfg->advance_ns;
+    if (cfg->advance_max_ns)
+        tc.advance_max_ns = cfg->advance_max_ns;
+    rc = lapict_init(&k->timer, &tc, &lapict_kvm_ops, k);
+    if (rc)
+        return rc;
+
+    k->halt_poll_ns = !cfg->halt_poll_ns ? LAPICT_KVM_HALT_POLL_NS
+                      : cfg->halt_poll_ns == LAPICT_KVM_NONE ? 0
+                                                             : cfg->halt_poll_ns;
+    /* The thread is the caller's: its slack only if asked for. */
+    if (cfg->timer_slack_ns &&
+        k->sys->set_timerslack((unsigned long)cfg->timer_slack_ns) < 0)
+        return lapict_kvm__sys_fail(k, "prctl(PR_SET_TIMERSLACK)");
+
+    /* Before anything can arm the host timer: the strategy takes it. */
+    if ((rc = lapict_kvm__kick_start(k, cfg)) < 0)
+        goto fail;
+    /* APIC state: enabled at the default base, SVR software-disabled. */
+    if ((rc = lapict_apic_init(&k->apic, &k->timer, &lapict_kvm__apic_ops,
+                               k)) < 0)
+        goto fail;
+    return 0;
+
+fail:
+    lapict_kvm_destroy(k);
+    return rc;
+}
+
+void lapict_kvm_destroy(struct lapict_kvm *k)
+{
+    if (!k)
+        return;
+    lapict_kvm__kick_end(k);
+}
