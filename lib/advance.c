@@ -60,7 +60,8 @@
  * costs nothing and cuts the median lateness from 19.9 us (no advance) to
  * 14.8 us, already below KVM's rule (18.9 us, stuck at 1 us there).
  */
-#include "internal.h"
+#include "advance.h"
+#include "ops.h"
 
 #define OUTL_LATE 0x80u
 #define OUTL_COUNT 0x7Fu
@@ -131,7 +132,8 @@ void lapict__tune(struct lapict_timer *t, int64_t latency)
     uint32_t L, ad, n, late;
     uint64_t thr, floor, a;
 
-    if (t->adv_mode != LAPICT_ADVANCE_ADAPTIVE || !lapict__can_spin(t))
+    if (t->adv_mode != LAPICT_ADVANCE_ADAPTIVE ||
+        !lapict__host_can_spin(t))
         return;
     if (l < 0)
         l = 0;

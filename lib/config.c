@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-#include "internal.h"
+#include "advance.h"
+#include "config.h"
 
 /*
  * No padding at the end: a field appended in a later release starts at the
- * old size, so an old library sees it beyond its sizeof (config.h).
+ * old size, so an old library sees it beyond its sizeof (<lapict/config.h>).
  */
 _Static_assert(sizeof(struct lapict_config) == LAPICT_CONFIG_SIZE_1_0,
                "struct lapict_config of 1.0.0 is LAPICT_CONFIG_SIZE_1_0");
@@ -18,7 +19,8 @@ void lapict_config_default(struct lapict_config *cfg)
         return;
     cfg->size = (uint32_t)sizeof(*cfg);
     cfg->bus_hz = LAPICT_BUS_HZ_DEFAULT;
-    /* No default rate: only the host knows its guest TSC's (config.h). */
+    /* No default rate: only the host knows its guest TSC's
+     * (<lapict/config.h>). */
     cfg->tsc_khz = 0;
     cfg->min_period_ns = LAPICT_MIN_PERIOD_NS_DEFAULT;
     cfg->advance_mode = LAPICT_ADVANCE_OFF;

@@ -4,7 +4,9 @@
  * (docs/spec/state.md section 7). Restore validates into a copy and only
  * then commits, so a rejected input leaves the instance as it was.
  */
-#include "internal.h"
+#include "clock.h"
+#include "ops.h"
+#include "timer.h"
 
 #define LVTT_STORED (LAPICT_LVTT_VECTOR | LAPICT_LVTT_MASK | LAPICT_LVTT_MODE)
 #define TDCR_STORED 0xBu
@@ -16,10 +18,10 @@
      LAPICT__F_SAMPLE | LAPICT__F_EXPIRED)
 
 /*
- * The horizon rule (ops.h) reads an instant more than 2^63 ns behind as
- * ahead: an expiry due by more than the horizon is taken as due by the
- * horizon, which gives the same interrupts and keeps every later instant
- * within the rule.
+ * The horizon rule (<lapict/ops.h>) reads an instant more than 2^63 ns
+ * behind as ahead: an expiry due by more than the horizon is taken as due
+ * by the horizon, which gives the same interrupts and keeps every later
+ * instant within the rule.
  */
 static uint64_t within_horizon(uint64_t next, uint64_t now)
 {
@@ -142,7 +144,7 @@ int lapict_countdown_restore(struct lapict_timer *t,
     lapict__host_cancel(t);
     n.armed = LAPICT__ARMED_NONE;
     *t = n;
-    lapict__rearm(t, now_ns);
+    lapict__arm_next(t, now_ns, false);
     /* An illegal vector's due expiry was dropped quietly: reported once,
      * as servicing it would have. */
     if (illegal) {

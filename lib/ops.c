@@ -5,7 +5,98 @@
  * armed, and that falls back from the hardware preemption timer to the
  * software timer when the host refuses or the vCPU blocks.
  */
-#include "internal.h"
+#include "ops.h"
+
+bool lapict__ops_ok(const struct lapict_ops *ops)
+{
+    return ops->version >= 1 && ops->now_ns && ops->guest_tsc &&
+           ops->sw_timer_arm && ops->sw_timer_cancel && ops->inject &&
+           (!ops->hv_timer_arm || ops->hv_timer_cancel);
+}
+
+/*
+ * An op that may act (arm, cancel, inject, spin, report) runs between these
+ * two: a call into the library from inside it finds no valid instance.
+ */
+static void op_enter(struct lapict_timer *t)
+{
+    t->magic = LAPICT__MAGIC_IN_OP;
+}
+
+static void op_leave(struct lapict_timer *t)
+{
+    t->magic = LAPICT__MAGIC;
+}
+
+uint64_t lapict__host_now(const struct lapict_timer *t)
+{
+    return t->ops->now_ns(t->ctx);
+}
+
+uint64_t lapict__host_tsc(const struct lapict_timer *t)
+{
+    return t->ops->guest_tsc(t->ctx);
+}
+
+bool lapict__host_maps_tsc(const struct lapict_timer *t)
+{
+    return t->ops->tsc_to_host_ns != NULL;
+}
+
+bool lapict__host_tsc_to_ns(const struct lapict_timer *t, uint64_t tsc,
+                            uint64_t *host_ns)
+{
+    if (!t->ops->tsc_to_host_ns)
+        return false;
+    *host_ns = t->ops->tsc_to_host_ns(t->ctx, tsc);
+    return true;
+}
+
+bool lapict__host_inject(struct lapict_timer *t, uint8_t vector)
+{
+    bool ok;
+
+    op_enter(t);
+    ok = t->ops->inject(t->ctx, vector);
+    op_leave(t);
+    if (ok) {
+        LAPICT__INC(t->c.injections);
+        return true;
+    }
+    LAPICT__INC(t->c.refused);
+    return false;
+}
+
+bool lapict__host_can_spin(const struct lapict_timer *t)
+{
+    return t->ops->spin_until != NULL;
+}
+
+void lapict__host_spin_until(struct lapict_timer *t, uint64_t host_ns)
+{
+    uint64_t now, d, v;
+
+    if (!t->ops->spin_until)
+        return; /* e.g. a pre-injection restored on a host without one */
+    now = lapict__host_now(t);
+    LAPICT__INC(t->c.spins);
+    /* The wait asked of the host: what the advance costs it. */
+    d = lapict__after_eq(now, host_ns) ? 0 : host_ns - now;
+    v = t->spin_ns + d;
+    t->spin_ns = v < d ? UINT64_MAX : v;
+    op_enter(t);
+    t->ops->spin_until(t->ctx, host_ns);
+    op_leave(t);
+}
+
+void lapict__host_report(struct lapict_timer *t, int status, uint32_t detail)
+{
+    if (!t->ops->report)
+        return;
+    op_enter(t);
+    t->ops->report(t->ctx, status, detail);
+    op_leave(t);
+}
 
 static bool hv_usable(const struct lapict_timer *t)
 {
@@ -14,25 +105,25 @@ static bool hv_usable(const struct lapict_timer *t)
 
 static void cancel_sw(struct lapict_timer *t)
 {
-    lapict__op_enter(t);
+    op_enter(t);
     t->ops->sw_timer_cancel(t->ctx);
-    lapict__op_leave(t);
+    op_leave(t);
 }
 
 static void cancel_hv(struct lapict_timer *t)
 {
-    lapict__op_enter(t);
+    op_enter(t);
     t->ops->hv_timer_cancel(t->ctx);
-    lapict__op_leave(t);
+    op_leave(t);
 }
 
 static void arm_sw(struct lapict_timer *t, uint64_t target)
 {
     if (t->armed == LAPICT__ARMED_HV)
         cancel_hv(t);
-    lapict__op_enter(t);
+    op_enter(t);
     t->ops->sw_timer_arm(t->ctx, target);
-    lapict__op_leave(t);
+    op_leave(t);
     t->armed = LAPICT__ARMED_SW;
     t->armed_ns = target;
 }
@@ -45,9 +136,9 @@ static bool arm_hv(struct lapict_timer *t, uint64_t target)
     /* Cancel first so that two host timers are never armed at once. */
     if (t->armed == LAPICT__ARMED_SW)
         cancel_sw(t);
-    lapict__op_enter(t);
+    op_enter(t);
     ok = t->ops->hv_timer_arm(t->ctx, target);
-    lapict__op_leave(t);
+    op_leave(t);
     if (ok) {
         t->armed = LAPICT__ARMED_HV;
         t->armed_ns = target;
@@ -60,9 +151,9 @@ static bool arm_hv(struct lapict_timer *t, uint64_t target)
     return false;
 }
 
-void lapict__host_arm(struct lapict_timer *t, uint64_t target, bool spent)
+void lapict__host_arm(struct lapict_timer *t, uint64_t target, bool fired)
 {
-    if (t->armed != LAPICT__ARMED_NONE && t->armed_ns == target && !spent)
+    if (t->armed != LAPICT__ARMED_NONE && t->armed_ns == target && !fired)
         return;
     if (hv_usable(t) && arm_hv(t, target))
         return;
@@ -91,13 +182,4 @@ void lapict__host_move(struct lapict_timer *t)
         else
             arm_sw(t, target);
     }
-}
-
-void lapict__report(struct lapict_timer *t, int status, uint32_t detail)
-{
-    if (!t->ops->report)
-        return;
-    lapict__op_enter(t);
-    t->ops->report(t->ctx, status, detail);
-    lapict__op_leave(t);
 }

@@ -5,7 +5,9 @@
  * to the current instant, so reads and writes see every expiry that is due
  * even when the host timer callback is late.
  */
-#include "internal.h"
+#include "clock.h"
+#include "ops.h"
+#include "timer.h"
 
 #define LVTT_STORED (LAPICT_LVTT_VECTOR | LAPICT_LVTT_MASK | LAPICT_LVTT_MODE)
 #define TDCR_STORED 0xBu
@@ -13,7 +15,7 @@
 static LAPICT__HOT uint64_t
 sync_now(struct lapict_timer *t)
 {
-    uint64_t now = lapict__now(t);
+    uint64_t now = lapict__host_now(t);
     lapict__update(t, now);
     return now;
 }
@@ -65,7 +67,7 @@ int lapict_lvtt_write(struct lapict_timer *t, uint32_t val)
             lapict__set_clamp(t, now, lapict__needs_clamp(t));
         }
     }
-    lapict__rearm(t, now);
+    lapict__arm_next(t, now, false);
     return LAPICT_OK;
 }
 
@@ -96,7 +98,7 @@ int lapict_tdcr_write(struct lapict_timer *t, uint32_t val)
     lapict__set_tdcr(t, val);
     lapict__clamp_flag(t, lapict__needs_clamp(t));
     lapict__reanchor(t, now, c);
-    lapict__rearm(t, now);
+    lapict__arm_next(t, now, false);
     return LAPICT_OK;
 }
 
@@ -121,7 +123,7 @@ int lapict_tmict_write(struct lapict_timer *t, uint32_t val)
     /* A new count: the clamp follows it, the count-down starts from N. */
     lapict__clamp_flag(t, lapict__needs_clamp(t));
     lapict__reanchor(t, now, val);
-    lapict__rearm(t, now);
+    lapict__arm_next(t, now, false);
     return LAPICT_OK;
 }
 
@@ -158,7 +160,7 @@ int lapict_tsc_deadline_write(struct lapict_timer *t, uint64_t val)
     now = sync_now(t);
     if (!in_deadline_mode(t))
         return LAPICT_OK;
-    tsc = lapict__tsc(t);
+    tsc = lapict__host_tsc(t);
     t->pending = 0;
     t->flags &= (uint16_t)~(LAPICT__F_DL_ARMED | LAPICT__F_PREINJ);
     t->deadline_tsc = val;
@@ -173,7 +175,7 @@ int lapict_tsc_deadline_write(struct lapict_timer *t, uint64_t val)
         if (tsc >= val)
             lapict__update(t, now);
     }
-    lapict__rearm(t, now);
+    lapict__arm_next(t, now, false);
     return LAPICT_OK;
 }
 

@@ -6,7 +6,11 @@
  * into a copy and only then commits, so a rejected blob leaves the instance
  * exactly as it was.
  */
-#include "internal.h"
+#include "advance.h"
+#include "clock.h"
+#include "divide.h"
+#include "ops.h"
+#include "timer.h"
 
 #define OFF_MAGIC 0
 #define OFF_VERSION 4
@@ -187,9 +191,10 @@ int lapict_state_save(const struct lapict_timer *t, void *buf, size_t len)
     if (len < LAPICT_STATE_SIZE)
         return LAPICT_E_STATE_SIZE;
     /* Pure reads; the guest TSC matters only to an armed deadline. */
-    now = lapict__now(t);
+    now = lapict__host_now(t);
     return lapict_state_save_at(
-        t, now, (t->flags & LAPICT__F_DL_ARMED) ? lapict__tsc(t) : 0, buf, len);
+        t, now, (t->flags & LAPICT__F_DL_ARMED) ? lapict__host_tsc(t) : 0, buf,
+        len);
 }
 
 static int check_header(const uint8_t *b)
@@ -360,7 +365,7 @@ int lapict_state_restore(struct lapict_timer *t, const void *buf, size_t len)
     if (rc != LAPICT_OK)
         return rc;
 
-    now = lapict__now(t);
+    now = lapict__host_now(t);
     n = *t;
     fl = get32(b + OFF_FLAGS);
     n.lvtt = get32(b + OFF_LVTT);
@@ -389,7 +394,7 @@ int lapict_state_restore(struct lapict_timer *t, const void *buf, size_t len)
             return LAPICT_E_STATE_FIELD;
     }
     if (n.flags & LAPICT__F_DL_ARMED) {
-        tsc = lapict__tsc(&n);
+        tsc = lapict__host_tsc(&n);
         n.dl_ns = lapict__deadline_ns(&n, now, tsc, n.deadline_tsc);
         /* The TSC's rate is measured from here, on this host. */
         n.dl_t0_ns = now;
@@ -441,7 +446,7 @@ int lapict_state_restore(struct lapict_timer *t, const void *buf, size_t len)
      * checked above), and a host that cannot wait cannot take it.
      */
     if (n.flags & LAPICT__F_PREINJ) {
-        if (!lapict__can_spin(&n))
+        if (!lapict__host_can_spin(&n))
             return LAPICT_E_STATE_CONFIG;
         n.flags |= LAPICT__F_PREINJ_KEPT;
     }
@@ -450,7 +455,7 @@ int lapict_state_restore(struct lapict_timer *t, const void *buf, size_t len)
     lapict__host_cancel(t);
     n.armed = LAPICT__ARMED_NONE;
     *t = n;
-    lapict__rearm(t, now);
+    lapict__arm_next(t, now, false);
     /* The source dropped an illegal vector's expiry without reporting it
      * (a save calls no op): report it here, once, as the source would. */
     if (illegal) {

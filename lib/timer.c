@@ -15,7 +15,9 @@
  * only then processes the expiry, so every register stays architecturally
  * exact and the guest cannot observe the interrupt early.
  */
-#include "internal.h"
+#include "advance.h"
+#include "config.h"
+#include "timer.h"
 
 #define DIV_1E9 1000000000ull
 #define DIV_1E6 1000000ull
@@ -28,19 +30,6 @@ static uint32_t mode_of(uint32_t lvtt)
 static bool is_periodic(const struct lapict_timer *t)
 {
     return mode_of(t->lvtt) == LAPICT_LVTT_PERIODIC;
-}
-
-uint64_t lapict__ticks_in_clamped(const struct lapict_timer *t, uint64_t d)
-{
-    /* N ticks last exactly min_period_ns: floor(d * N / P). */
-    return lapict__udiv128((lapict__u128)d * t->tmict, t->min_period_ns);
-}
-
-uint64_t lapict__ns_for_clamped(const struct lapict_timer *t, uint64_t n)
-{
-    /* ceil(n * P / N) */
-    lapict__u128 m = (lapict__u128)n * t->min_period_ns;
-    return lapict__udiv128(m + (t->tmict - 1u), t->tmict);
 }
 
 uint32_t lapict__tmcct(const struct lapict_timer *t, uint64_t now)
@@ -98,7 +87,7 @@ void lapict__guest_error(struct lapict_timer *t, int status, uint32_t detail)
         LAPICT__INC(t->c.illegal_vector);
     else if (status == LAPICT_E_MODE)
         LAPICT__INC(t->c.mode_errors);
-    lapict__report(t, status, detail);
+    lapict__host_report(t, status, detail);
 }
 
 
@@ -129,7 +118,7 @@ static LAPICT__HOT bool deliver(struct lapict_timer *t, bool quiet)
                 lapict__guest_error(t, LAPICT_E_VECTOR, v);
             break;
         }
-        if (quiet || !lapict__inject(t, v))
+        if (quiet || !lapict__host_inject(t, v))
             break;
         t->pending--;
         took = true;
@@ -197,15 +186,6 @@ static LAPICT__HOT bool expired(struct lapict_timer *t, uint64_t k,
     return deliver(t, quiet);
 }
 
-/* Ticks of the current clock in @d ns, all 128 bits (no saturation). */
-static lapict__u128 ticks_in_wide(const struct lapict_timer *t, uint64_t d)
-{
-    if (t->flags & LAPICT__F_CLAMPED)
-        return lapict__udiv128_wide((lapict__u128)d * t->tmict,
-                                    t->min_period_ns);
-    return lapict__div_bus_q(t, (lapict__u128)d * t->bus_p) >> t->div_shift;
-}
-
 /*
  * Slow path of a periodic expiry: the host slept through several grid
  * points, or the tick count has grown large. One computation (never a loop
@@ -218,7 +198,7 @@ static lapict__u128 ticks_in_wide(const struct lapict_timer *t, uint64_t d)
 static uint64_t stalled(struct lapict_timer *t, uint64_t d)
 {
     uint64_t N = t->tmict, unit, ns;
-    lapict__u128 last = t->e_tick, T = ticks_in_wide(t, d), m, q;
+    lapict__u128 last = t->e_tick, T = lapict__ticks_in_wide(t, d), m, q;
 
     /* All 128 bits: at a 10 GHz bus a 2^61 ns stall passes 2^64 ticks. */
     q = lapict__udiv128_wide(T - last, N);
@@ -269,7 +249,7 @@ static __attribute__((noinline)) void dl_rate_off(struct lapict_timer *t,
     if (t->flags & LAPICT__F_TSC_REPORTED)
         return;
     t->flags |= LAPICT__F_TSC_REPORTED;
-    lapict__report(t, LAPICT_E_TSC_RATE, t->tsc_khz_measured);
+    lapict__host_report(t, LAPICT_E_TSC_RATE, t->tsc_khz_measured);
 }
 
 /* Check the TSC's rate over the armed deadline, at @now (TSC @tsc). */
@@ -372,7 +352,7 @@ static LAPICT__HOT unsigned process(struct lapict_timer *t, uint64_t now,
                (expired(t, k, instant, quiet) ? PROC_INJECTED : 0u);
     }
     if (t->flags & LAPICT__F_DL_ARMED) {
-        uint64_t tsc = quiet ? quiet_tsc : lapict__tsc(t);
+        uint64_t tsc = quiet ? quiet_tsc : lapict__host_tsc(t);
         if (!lapict__dl_reached(t, now, tsc)) {
             /* The TSC runs slower than estimated: aim again, later. */
             if (!quiet && lapict__after_eq(now, t->dl_ns)) {
@@ -403,7 +383,7 @@ void lapict__update_slow(struct lapict_timer *t, uint64_t now)
 {
     /* Nothing expired: the armed host timer is still the right one. */
     if (process(t, now, false, 0))
-        lapict__rearm(t, now);
+        lapict__arm_next(t, now, false);
 }
 
 /*
@@ -448,9 +428,9 @@ static bool preinject(struct lapict_timer *t, uint64_t now)
          * instant estimated from tsc_khz can be far too soon, and the wait
          * before entry would spin until the TSC gets there.
          */
-        if ((t->flags & LAPICT__F_TSC_REPORTED) && !t->ops->tsc_to_host_ns)
+        if ((t->flags & LAPICT__F_TSC_REPORTED) && !lapict__host_maps_tsc(t))
             return false;
-        tsc = lapict__tsc(t);
+        tsc = lapict__host_tsc(t);
         if (lapict__dl_reached(t, now, tsc))
             return false;
         instant = lapict__deadline_ns(t, now, tsc, t->deadline_tsc);
@@ -460,7 +440,7 @@ static bool preinject(struct lapict_timer *t, uint64_t now)
     } else {
         return false;
     }
-    if (!lapict__inject(t, v))
+    if (!lapict__host_inject(t, v))
         return false;
     t->flags |= LAPICT__F_PREINJ;
     t->flags &= (uint16_t)~LAPICT__F_PREINJ_KEPT;
@@ -478,9 +458,7 @@ int lapict_init(struct lapict_timer *t, const struct lapict_config *cfg,
 
     if (!t || !ops)
         return LAPICT_E_INVAL;
-    if (ops->version < 1 || !ops->now_ns || !ops->guest_tsc ||
-        !ops->sw_timer_arm || !ops->sw_timer_cancel || !ops->inject ||
-        (ops->hv_timer_arm && !ops->hv_timer_cancel))
+    if (!lapict__ops_ok(ops))
         return LAPICT_E_OPS;
     if (!cfg) {
         lapict_config_default(&def);
@@ -515,7 +493,7 @@ int lapict_init(struct lapict_timer *t, const struct lapict_config *cfg,
                        : n.adv_ns;
     /* Without a spin op nothing can wait before entry: no advance, ever
      * (every bound below is adv_max_ns, so adv_ns stays 0). */
-    if (!ops->spin_until)
+    if (!lapict__host_can_spin(&n))
         n.adv_ns = n.adv_max_ns = 0;
     n.adv_goal = cfg->advance_goal & 1u;
     n.adv_budget_ns = cfg->advance_spin_budget_ns;
@@ -562,7 +540,7 @@ int lapict_expire(struct lapict_timer *t)
 
     if (!lapict__valid(t))
         return lapict__invalid(t);
-    now = lapict__now(t);
+    now = lapict__host_now(t);
     /* Whether to sample is this call's own result, never a counter's. */
     done = process(t, now, false, 0);
     inj = (done & PROC_INJECTED) != 0;
@@ -584,7 +562,7 @@ int lapict_expire(struct lapict_timer *t)
         t->lead_ns = lead > UINT32_MAX ? UINT32_MAX : (uint32_t)lead;
         t->flags |= LAPICT__F_SAMPLE;
     }
-    lapict__rearm_hot(t, now, true);
+    lapict__arm_next(t, now, true);
     return LAPICT_OK;
 }
 
@@ -592,9 +570,9 @@ int lapict_irq_window_open(struct lapict_timer *t)
 {
     if (!lapict__valid(t))
         return lapict__invalid(t);
-    process(t, lapict__now(t), false, 0);
+    process(t, lapict__host_now(t), false, 0);
     deliver(t, false);
-    lapict__rearm(t, lapict__now(t));
+    lapict__arm_next(t, lapict__host_now(t), false);
     return LAPICT_OK;
 }
 
@@ -602,7 +580,7 @@ int lapict_vcpu_blocking(struct lapict_timer *t)
 {
     if (!lapict__valid(t))
         return lapict__invalid(t);
-    lapict__update(t, lapict__now(t));
+    lapict__update(t, lapict__host_now(t));
     t->flags |= LAPICT__F_BLOCKED;
     lapict__host_move(t);
     return LAPICT_OK;
@@ -613,7 +591,7 @@ int lapict_vcpu_unblocked(struct lapict_timer *t)
     if (!lapict__valid(t))
         return lapict__invalid(t);
     t->flags &= (uint16_t)~LAPICT__F_BLOCKED;
-    lapict__update(t, lapict__now(t));
+    lapict__update(t, lapict__host_now(t));
     lapict__host_move(t);
     return LAPICT_OK;
 }
@@ -631,7 +609,7 @@ static __attribute__((noinline)) int entry_work(struct lapict_timer *t)
     int64_t err;
     bool sampled = false;
 
-    now = lapict__now(t);
+    now = lapict__host_now(t);
     if (t->flags & LAPICT__F_SAMPLE) {
         t->flags &= (uint16_t)~LAPICT__F_SAMPLE;
         sampled = true;
@@ -658,20 +636,21 @@ static __attribute__((noinline)) int entry_work(struct lapict_timer *t)
      * back (or jumped by 2^63 ns or more, which the horizon rule cannot
      * tell from it) shows the instant further away than that: the wait
      * then ends, as it could only last as long as the clock's error
-     * (timer.h). The expiry stays injected ahead: it is never given twice.
+     * (<lapict/timer.h>). The expiry stays injected ahead: it is never
+     * given twice.
      */
     bound = (t->flags & LAPICT__F_PREINJ_KEPT) ? LAPICT_ADVANCE_NS_LIMIT
                                                 : t->adv_max_ns;
     if (t->flags & LAPICT__F_CD_ARMED) {
         uint64_t left;
         while ((left = lapict__cd_left(t, now)) != 0 && left <= bound) {
-            lapict__spin_until(t, now + left);
-            now = lapict__now(t);
+            lapict__host_spin_until(t, now + left);
+            now = lapict__host_now(t);
         }
     } else if (t->flags & LAPICT__F_DL_ARMED) {
         /* Wait on the guest TSC itself. */
         uint64_t tsc, at;
-        while (!lapict__dl_reached(t, now, tsc = lapict__tsc(t))) {
+        while (!lapict__dl_reached(t, now, tsc = lapict__host_tsc(t))) {
             at = lapict__deadline_ns(t, now, tsc, t->deadline_tsc);
             /* A restored deadline's instant is this host's estimate: one
              * TSC period of slack, as restore allowed. */
@@ -679,8 +658,8 @@ static __attribute__((noinline)) int entry_work(struct lapict_timer *t)
                                         ? lapict__ns_from_tsc(t, 1)
                                         : 0))
                 break;
-            lapict__spin_until(t, at);
-            now = lapict__now(t);
+            lapict__host_spin_until(t, at);
+            now = lapict__host_now(t);
         }
     }
     lapict__update_slow(t, now);
@@ -746,7 +725,7 @@ int lapict_stats_get(const struct lapict_timer *t, struct lapict_stats *out,
     return LAPICT_OK;
 }
 
-/* No padding at the end of the statistics either (timer.h). */
+/* No padding at the end of the statistics either (<lapict/timer.h>). */
 _Static_assert(sizeof(struct lapict_stats) == LAPICT_STATS_SIZE_1_0,
                "struct lapict_stats of 1.0.0 is LAPICT_STATS_SIZE_1_0");
 _Static_assert(__builtin_offsetof(struct lapict_stats, tsc_khz_measured) +

@@ -6,7 +6,7 @@
  */
 #include "testutil.h"
 
-#include "internal.h"
+#include "advance.h"
 
 #define MAXA 200000u
 

@@ -10,7 +10,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "internal.h"
+#include "clock.h"
+#include "divide.h"
 
 typedef unsigned __int128 u128;
 

@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The timer's clocks and the exact conversions between them: host ns, timer
+ * ticks (bus_hz divided by TDCR, or a periodic count slowed to
+ * min_period_ns) and guest TSC ticks (tsc_khz). Pure functions of the
+ * instance's configuration: no op is called and no state is changed, except
+ * by lapict__set_tdcr(). Deadlines round up (never early), counts round
+ * down. Not installed.
+ */
+#ifndef LAPICT__CLOCK_H
+#define LAPICT__CLOCK_H
+
+#include "divide.h"
+#include "internal.h"
+
+/* Divider log2 for a TDCR value (0..7 for divide 1..128). */
+static inline unsigned lapict__div_log2(uint32_t tdcr)
+{
+    /* TDCR bits 3,1,0 index 2,4,8,16,32,64,128,1: log2 is (index+1) mod 8. */
+    unsigned idx = ((tdcr >> 1) & 4u) | (tdcr & 3u);
+    return (idx + 1u) & 7u;
+}
+
+/* Set TDCR (stored bits only) and the divider shift with it. */
+static inline void lapict__set_tdcr(struct lapict_timer *t, uint32_t tdcr)
+{
+    t->tdcr = (uint8_t)tdcr;
+    t->div_shift = (uint8_t)lapict__div_log2(tdcr);
+}
+
+/*
+ * ns elapsed since the anchor; 0 while the anchor is ahead of @now by the
+ * horizon rule (a clock behind it, or a stall of 2^63 ns or more, which
+ * the rule cannot tell apart): never a huge elapsed time, so never early.
+ */
+static inline uint64_t lapict__elapsed(const struct lapict_timer *t,
+                                       uint64_t now)
+{
+    uint64_t d = now - t->anchor_ns;
+    return lapict__after_eq(now, t->anchor_ns) ? d : 0;
+}
+
+/* floor(n / bus_q): bus_q = 2^k 5^b divides 10^9 (reduced bus_hz / 10^9). */
+static inline lapict__u128 lapict__div_bus_q(const struct lapict_timer *t,
+                                             lapict__u128 n)
+{
+    unsigned k = (unsigned)__builtin_ctz(t->bus_q);
+
+    /* A 64-bit numerator (the common case) shifts as 64 bits. */
+    n = (n >> 64) == 0 ? (uint64_t)n >> k : n >> k;
+    return lapict__div128(n, lapict__pow5[t->bus_q5],
+                          lapict__pow5_recip[t->bus_q5]);
+}
+
+/*
+ * Timer ticks in @d ns of the current clock, all 128 bits. A clamped clock
+ * (slowed to min_period_ns, the rare path) runs N ticks in exactly
+ * min_period_ns: floor(d N / P).
+ */
+static inline lapict__u128 lapict__ticks_in_wide(const struct lapict_timer *t,
+                                                 uint64_t d)
+{
+    if (!(t->flags & LAPICT__F_CLAMPED))
+        return lapict__div_bus_q(t, (lapict__u128)d * t->bus_p) >> t->div_shift;
+    return lapict__udiv128_wide((lapict__u128)d * t->tmict, t->min_period_ns);
+}
+
+/* Timer ticks elapsed in @d ns of the current clock, saturating. */
+static inline uint64_t lapict__ticks_in(const struct lapict_timer *t,
+                                        uint64_t d)
+{
+    lapict__u128 raw;
+
+    if (t->flags & LAPICT__F_CLAMPED)
+        return lapict__udiv128((lapict__u128)d * t->tmict, t->min_period_ns);
+    /* floor(floor(x) / 2^k) = floor(x / 2^k): divide the bus ticks. */
+    raw = lapict__div_bus_q(t, (lapict__u128)d * t->bus_p) >> t->div_shift;
+    return raw > UINT64_MAX ? UINT64_MAX : (uint64_t)raw;
+}
+
+/* The bus_q of ns per bus_p ticks, scaled by the divider: the factor of
+ * ns_for. bus_q < 2^32 and the shift <= 7: it fits 64 bits. */
+static inline uint64_t lapict__ns_scale(const struct lapict_timer *t)
+{
+    return (uint64_t)t->bus_q << t->div_shift;
+}
+
+/* First ns at which @n ticks of the unclamped clock have elapsed. */
+static inline uint64_t lapict__ns_for_raw(const struct lapict_timer *t,
+                                          uint64_t n)
+{
+    return lapict__div_ceil((lapict__u128)n * lapict__ns_scale(t), t->bus_p,
+                            t->bus_rp);
+}
+
+/* First ns at which @n ticks of the current clock have elapsed. */
+static inline uint64_t lapict__ns_for(const struct lapict_timer *t, uint64_t n)
+{
+    /* Clamped: ceil(n P / N). */
+    if (t->flags & LAPICT__F_CLAMPED)
+        return lapict__udiv128(
+            (lapict__u128)n * t->min_period_ns + (t->tmict - 1u), t->tmict);
+    return lapict__div_ceil((lapict__u128)n * lapict__ns_scale(t), t->bus_p,
+                            t->bus_rp);
+}
+
+/* ns until the guest TSC advances by @d ticks (rounded up). */
+static inline uint64_t lapict__ns_from_tsc(const struct lapict_timer *t,
+                                           uint64_t d)
+{
+    return lapict__div_ceil((lapict__u128)d * 1000000u, t->tsc_khz, t->tsc_r);
+}
+
+/*
+ * Whether the guest TSC's @d ticks take longer than the horizon at
+ * tsc_khz: ceil(d 10^6 / tsc_khz) > LAPICT__FAR_NS, without the divide.
+ */
+static inline bool lapict__tsc_beyond_horizon(const struct lapict_timer *t,
+                                              uint64_t d)
+{
+    return (lapict__u128)d * 1000000u >
+           (lapict__u128)LAPICT__FAR_NS * t->tsc_khz;
+}
+
+#endif /* LAPICT__CLOCK_H */
