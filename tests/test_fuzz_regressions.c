@@ -2,8 +2,8 @@
 /*
  * The fuzz targets of tests/fuzz without libFuzzer: every checked-in input
  * (tests/fuzz/regressions/<target>/: crashes the fuzzers found, each a
- * regression test; tests/fuzz/corpus/<target>/: the minimised seed corpus)
- * runs once through the same entry point and the same invariant checkers,
+ * regression test; tests/fuzz/seeds/<target>/: the seeds, the set cover
+ * of the grown corpus) runs once through the same entry point and the same invariant checkers,
  * in the normal build with whatever compiler and sanitizers it uses. A
  * broken invariant prints the input's name and aborts.
  *
@@ -107,7 +107,7 @@ static void fr_run(const char *target, fr_entry entry)
 
     snprintf(dir, sizeof(dir), "%s/regressions/%s", fr_fuzz_dir(), target);
     n = fr_run_dir(dir, entry);
-    snprintf(dir, sizeof(dir), "%s/corpus/%s", fr_fuzz_dir(), target);
+    snprintf(dir, sizeof(dir), "%s/seeds/%s", fr_fuzz_dir(), target);
     n += fr_run_dir(dir, entry);
     print_message("%s: %u inputs\n", target, n);
     /* A missing folder must not pass silently. */

@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Run each fuzz target for a bounded time on a scratch copy of its
-# checked-in corpus, after replaying its regression inputs. Fails on any
-# crash, leak, timeout or broken invariant; prints executions and corpus
-# sizes. Skips (exit 0, with a message) when clang or its libFuzzer runtime
-# is missing.
+# checked-in seeds and of its grown corpus, after replaying its regression
+# inputs. Fails on any crash, leak, timeout or broken invariant; prints
+# executions and corpus sizes. The grown corpus lives outside the tree,
+# under $FUZZ_CORPUS/<target> (default $LAPICT_CACHE/fuzz, LAPICT_CACHE
+# default /var/cache/lapict): a clean run merges what it found into it
+# (libFuzzer -merge=1), so each run goes on from the last; on a fresh
+# machine it starts from the seeds. tests/fuzz/seeds.sh picks the seeds
+# from it. Skips (exit 0, with a message) when clang or its libFuzzer
+# runtime is missing.
 #   tests/fuzz/run.sh BUILD_DIR         BUILD_DIR configured with
 #                                       -DCMAKE_C_COMPILER=clang -DLAPICT_FUZZ=ON
 #   FUZZ_SECONDS=N (default 60)         time per target
@@ -14,6 +19,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 build=${1:?usage: tests/fuzz/run.sh BUILD_DIR}
 seconds=${FUZZ_SECONDS:-60}
 targets=${FUZZ_TARGETS:-regs restore replay countdown}
+grown=${FUZZ_CORPUS:-${LAPICT_CACHE:-/var/cache/lapict}/fuzz}
 
 if ! command -v clang >/dev/null 2>&1; then
     echo "fuzz: SKIPPED: clang not found (install clang and libclang-rt-<version>-dev)"
@@ -38,7 +44,8 @@ for t in $targets; do
     fi
     work=$probe/$t
     mkdir -p "$work/corpus" "$work/artifacts"
-    cp "$here/corpus/$t/"* "$work/corpus/" 2>/dev/null || true
+    cp "$here/seeds/$t/"* "$work/corpus/"
+    [ -d "$grown/$t" ] && cp "$grown/$t/"* "$work/corpus/" 2>/dev/null || true
     seeds=$(find "$work/corpus" -type f | wc -l)
     # Known crashes first: each must now pass.
     if compgen -G "$here/regressions/$t/*" >/dev/null; then
@@ -68,7 +75,15 @@ for t in $targets; do
     fi
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
     size=$(find "$work/corpus" -type f | wc -l)
-    report+=("$t: $execs executions, corpus $seeds -> $size")
+    kept=""
+    if mkdir -p "$grown/$t" 2>/dev/null && [ -w "$grown/$t" ]; then
+        "$bin" -merge=1 "$grown/$t" "$work/corpus" >"$work/merge.log" 2>&1 ||
+            { tail -20 "$work/merge.log" >&2; echo "fuzz: $t: merge into $grown/$t failed" >&2; exit 1; }
+        kept=", grown corpus $(find "$grown/$t" -type f | wc -l) in $grown/$t"
+    else
+        kept=", grown corpus not kept ($grown/$t is not writable)"
+    fi
+    report+=("$t: $execs executions, corpus $seeds -> $size$kept")
 done
 for line in "${report[@]}"; do
     echo "fuzz: $line"
