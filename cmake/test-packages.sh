@@ -141,7 +141,7 @@ done
 # (dh_compress -X.md), and the section-3 pages by name, as after
 # `apt install liblapict-dev`: lapict(3), a header's, a function's.
 docdir=$root/usr/share/doc/liblapict-dev
-for doc in README.md porting.md spec/timer.md spec/replay.md spec/state.md \
+for doc in README.md porting.md design.md spec/timer.md spec/replay.md spec/state.md \
            html/index.html; do
     [ -f "$docdir/$doc" ] || fail "liblapict-dev has no $doc in $docdir"
 done
