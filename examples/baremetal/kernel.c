@@ -610,13 +610,12 @@ void guest_main(void)
     prev = now_ns();
     while (outstanding(n, t_end_tsc) && (int64_t)(prev - limit) < 0) {
         /*
-         * Wait as the main loop does, halted with interrupts open. This
-         * host's KVM (on PVM) left the timer's vector in the IRR, never
-         * injected, through whole drains of "sti; pause; cli" turns, and
-         * of turns with a CPUID exit in them; a halt right after such a
-         * drain took it. An outstanding instant has its node armed, so the
-         * physical timer is armed at or before it, or its vector is
-         * pending: the halt ends.
+         * Wait as the main loop does, halted with interrupts open: a
+         * hypervisor may hold a pending vector in the IRR until the guest
+         * halts (an "sti; pause; cli" turn is no interrupt window to it).
+         * An outstanding instant has its node armed, so the physical timer
+         * is armed at or before it, or its vector is pending: the halt
+         * ends.
          */
         __asm__ volatile("sti; hlt; cli" ::: "memory");
         now = now_ns();
