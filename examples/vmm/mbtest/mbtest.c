@@ -6,7 +6,8 @@
  * lapict-vmm must provide for them: the multiboot information, COM1, fw_cfg,
  * the isa-debug-exit port, CPUID, the IA32_APIC_BASE rules, the interrupt
  * path (self-IPI, broadcast, NMI, TPR/ISR priority) and the APIC timer
- * (one-shot, periodic, mode changes, TSC deadline). One "PASS: name" or
+ * (one-shot, periodic, mode changes, TSC deadline), and, where CPUID offers
+ * SVM, the TSC across VMRUN and #VMEXIT. One "PASS: name" or
  * "FAIL: name" line per check on COM1, then "SUMMARY: <n> tests, <f>
  * failures", then isa-debug-exit with 0 (all passed) or 1.
  *
@@ -15,7 +16,8 @@
  * "changemode=N tsc_khz=K [cm_print=P] [cm_prelude=1]" runs only the
  * looped one-shot -> periodic check instead (check_changemode), N
  * iterations, K the guest TSC rate in kHz. "memsoak=1" runs only the
- * memory-coherence loop for migration checks (see memsoak()).
+ * memory-coherence loop for migration checks (see memsoak()). "svmtsc=1"
+ * runs only the nested SVM check of the TSC (see check_svm_tsc()).
  * Interrupts are taken in 64-bit mode only.
  */
 #include <stdarg.h>
@@ -1204,6 +1206,178 @@ static void check_changemode(const char *cmdline, uint64_t iters)
 }
 
 /*
+ * The TSC under nested SVM (AMD64 APM vol. 2, "Secure Virtual Machine"):
+ * inside a guest, RDTSC reads the TSC plus the VMCB's TSC_OFFSET; outside,
+ * the TSC alone. A WRMSR to IA32_TSC by the outer kernel sets the TSC
+ * itself, so VMRUN (which loads the offset) and #VMEXIT (which leaves it
+ * behind) neither lose that write nor add the offset to it. Runs where
+ * CPUID 8000_0001h:ECX.SVM is set; elsewhere it prints a SKIP line and
+ * counts as no test.
+ */
+#define MSR_EFER 0xC0000080u
+#define MSR_VM_HSAVE_PA 0xC0010117u
+#define EFER_SVME (1ull << 12)
+#define SVM_EXIT_VMMCALL 0x81u
+
+/* VMCB offsets: the control area, then the state save area at 0x400. */
+enum {
+    VMCB_INTERCEPT_MISC1 = 0x00C, /* bit 31: shutdown */
+    VMCB_INTERCEPT_MISC2 = 0x010, /* bit 0: VMRUN, bit 1: VMMCALL */
+    VMCB_TSC_OFFSET = 0x050,
+    VMCB_ASID = 0x058,
+    VMCB_EXITCODE = 0x070,
+    VMCB_ES = 0x400, VMCB_CS = 0x410, VMCB_SS = 0x420, VMCB_DS = 0x430,
+    VMCB_GDTR = 0x460, VMCB_IDTR = 0x480,
+    VMCB_CPL = 0x4CB, VMCB_EFER = 0x4D0,
+    VMCB_CR4 = 0x548, VMCB_CR3 = 0x550, VMCB_CR0 = 0x558,
+    VMCB_DR7 = 0x560, VMCB_DR6 = 0x568, VMCB_RFLAGS = 0x570,
+    VMCB_RIP = 0x578, VMCB_RSP = 0x5D8, VMCB_G_PAT = 0x668,
+};
+
+static uint8_t vmcb[4096] __attribute__((aligned(4096)));
+static uint8_t svm_hsave[4096] __attribute__((aligned(4096)));
+static uint8_t svm_stack[4096] __attribute__((aligned(16)));
+/* What the nested guest's RDTSC read (written by svm_guest). */
+volatile uint64_t svm_guest_tsc;
+extern char svm_guest[];
+
+/*
+ * The nested guest: one RDTSC, stored, then VMMCALL (intercepted: the
+ * #VMEXIT). It runs on the outer kernel's page tables and segments.
+ */
+__asm__(".text\n"
+        "svm_guest:\n"
+        "    lfence\n"
+        "    rdtsc\n"
+        "    shl $32, %rdx\n"
+        "    or %rdx, %rax\n"
+        "    mov %rax, svm_guest_tsc(%rip)\n"
+        "    vmmcall\n"
+        "    ud2\n");
+
+static void vmcb_put(unsigned off, uint64_t v, unsigned bytes)
+{
+    for (unsigned i = 0; i < bytes; i++)
+        vmcb[off + i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t vmcb_get(unsigned off)
+{
+    uint64_t v = 0;
+
+    for (unsigned i = 0; i < 8; i++)
+        v |= (uint64_t)vmcb[off + i] << (8 * i);
+    return v;
+}
+
+/* A segment as the VMCB holds it: selector, attributes (descriptor bits
+ * 40-47 and 52-55), limit, base. */
+static void vmcb_seg(unsigned off, uint16_t sel, uint16_t attrib)
+{
+    vmcb_put(off, sel, 2);
+    vmcb_put(off + 2, attrib, 2);
+    vmcb_put(off + 4, 0xFFFFFFFFu, 4);
+    vmcb_put(off + 8, 0, 8);
+}
+
+static bool has_svm(void)
+{
+    uint32_t a, b, c, d;
+
+    cpuid(0x80000000u, &a, &b, &c, &d);
+    if (a < 0x80000001u)
+        return false;
+    cpuid(0x80000001u, &a, &b, &c, &d);
+    return c & (1u << 2);
+}
+
+static void check_svm_tsc(void)
+{
+    /* Far apart, so that a lost write or a kept offset cannot pass for a
+     * TSC that ran on: 2^50 cycles are days at any TSC rate. */
+    const uint64_t offset = 1ull << 52, slack = 1ull << 40;
+    struct {
+        uint16_t limit;
+        uint64_t base;
+    } __attribute__((packed)) gdtr, idtr;
+    uint64_t w, t0, t1, in, cr0, cr3, cr4, exit;
+
+    if (!has_svm()) {
+        printk("SKIP: svm tsc: CPUID offers no SVM\n");
+        return;
+    }
+    cli();
+    wrmsr(MSR_EFER, rdmsr(MSR_EFER) | EFER_SVME);
+    wrmsr(MSR_VM_HSAVE_PA, (uint64_t)(uintptr_t)svm_hsave);
+    __asm__ volatile("sgdt %0" : "=m"(gdtr));
+    __asm__ volatile("sidt %0" : "=m"(idtr));
+    __asm__ volatile("mov %%cr0, %0" : "=r"(cr0));
+    __asm__ volatile("mov %%cr3, %0" : "=r"(cr3));
+    __asm__ volatile("mov %%cr4, %0" : "=r"(cr4));
+    for (unsigned i = 0; i < sizeof(vmcb); i++)
+        vmcb[i] = 0;
+    /* VMRUN must be intercepted, and the ASID must not be the host's. */
+    vmcb_put(VMCB_INTERCEPT_MISC1, 1u << 31, 4);
+    vmcb_put(VMCB_INTERCEPT_MISC2, 3u, 4);
+    vmcb_put(VMCB_TSC_OFFSET, offset, 8);
+    vmcb_put(VMCB_ASID, 1, 4);
+    /* entry.S's GDT: 64-bit code at 8 (L, G), data at 0x10 (D/B, G). */
+    vmcb_seg(VMCB_CS, 8, 0xA9B);
+    vmcb_seg(VMCB_SS, 0x10, 0xC93);
+    vmcb_seg(VMCB_DS, 0x10, 0xC93);
+    vmcb_seg(VMCB_ES, 0x10, 0xC93);
+    vmcb_put(VMCB_GDTR + 4, gdtr.limit, 4);
+    vmcb_put(VMCB_GDTR + 8, gdtr.base, 8);
+    vmcb_put(VMCB_IDTR + 4, idtr.limit, 4);
+    vmcb_put(VMCB_IDTR + 8, idtr.base, 8);
+    vmcb_put(VMCB_CPL, 0, 1);
+    vmcb_put(VMCB_EFER, rdmsr(MSR_EFER), 8);
+    vmcb_put(VMCB_CR0, cr0, 8);
+    vmcb_put(VMCB_CR3, cr3, 8);
+    vmcb_put(VMCB_CR4, cr4, 8);
+    vmcb_put(VMCB_DR7, 0x400, 8);
+    vmcb_put(VMCB_DR6, 0xFFFF0FF0u, 8);
+    vmcb_put(VMCB_RFLAGS, 2, 8); /* IF clear: nothing interrupts it */
+    vmcb_put(VMCB_RIP, (uint64_t)(uintptr_t)svm_guest, 8);
+    vmcb_put(VMCB_RSP, (uint64_t)(uintptr_t)(svm_stack + sizeof(svm_stack)),
+             8);
+    vmcb_put(VMCB_G_PAT, 0x0007040600070406ull, 8);
+    svm_guest_tsc = 0;
+
+    w = rdtsc() + (1ull << 50);
+    wrmsr(MSR_TSC, w);
+    t0 = rdtsc();
+    /*
+     * VMRUN saves and restores only RAX, RSP and RIP of the general
+     * registers: the guest runs on the others and leaves them changed.
+     * GIF is cleared around it, as a hypervisor does.
+     */
+    __asm__ volatile("clgi\n\t"
+                     "vmrun\n\t"
+                     "stgi"
+                     :
+                     : "a"((uint64_t)(uintptr_t)vmcb)
+                     : "rbx", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10",
+                       "r11", "r12", "r13", "r14", "r15", "memory", "cc");
+    t1 = rdtsc();
+    in = svm_guest_tsc;
+    exit = vmcb_get(VMCB_EXITCODE);
+    wrmsr(MSR_EFER, rdmsr(MSR_EFER) & ~EFER_SVME);
+    printk("svm tsc: written %lx, before VMRUN %lx, nested %lx, after "
+           "#VMEXIT %lx, exit code %lx\n",
+           w, t0, in, t1, exit);
+    report(exit == SVM_EXIT_VMMCALL,
+           "svm tsc: the nested guest runs to its VMMCALL");
+    report(t0 >= w && t0 - w < slack,
+           "svm tsc: RDTSC counts on from a WRMSR to IA32_TSC");
+    report(in - offset >= t0 && in - offset <= t1,
+           "svm tsc: the nested RDTSC reads the TSC plus the VMCB's offset");
+    report(t1 >= t0 && t1 - w < slack,
+           "svm tsc: after #VMEXIT the TSC counts on from the write, "
+           "without the offset");
+}
+
+/*
  * "memsoak=1": guest memory against migration (check_qemu's migration
  * checks). Three pages: two buffers and a generation counter, written in
  * the order buffers then counter, so a consistent image holds the counter's
@@ -1267,6 +1441,13 @@ void kmain(void)
         printk("cmdline: %s\n", cmdline);
         memsoak();
     }
+    if (has_word(cmdline, "svmtsc=1")) {
+        /* Only the nested SVM check: it needs no APIC (check_svm_tsc). */
+        printk("cmdline: %s\n", cmdline);
+        check_svm_tsc();
+        printk("SUMMARY: %u tests, %u failures\n", n_tests, n_fail);
+        debug_exit(n_fail ? 1 : 0);
+    }
     if (word_value(cmdline, "changemode=", &cm_iters)) {
         /* Only the looped change-mode check (see check_changemode). */
         printk("cmdline: %s\n", cmdline);
@@ -1291,6 +1472,8 @@ void kmain(void)
     printk("mode: %s\n", x2 ? "x2apic" : "xapic");
     check_interrupts();
     check_timer();
+    /* Last: it moves the TSC 2^50 cycles ahead. */
+    check_svm_tsc();
     cli();
     printk("SUMMARY: %u tests, %u failures\n", n_tests, n_fail);
     debug_exit(n_fail ? 1 : 0);
