@@ -92,7 +92,7 @@ static void op_sw_arm(void *ctx, uint64_t host_ns)
     if (!host_ns)
         host_ns = 1;
     /* Published before the kick strategy reads it (a timer thread). */
-    atomic_store_explicit(&k->target_ns, host_ns, memory_order_seq_cst);
+    __atomic_store_n(&k->target_ns, host_ns, __ATOMIC_SEQ_CST);
     k->arms++;
     k->kicker->arm(k, host_ns);
 }
@@ -101,7 +101,7 @@ static void op_sw_cancel(void *ctx)
 {
     struct lapict_kvm *k = K(ctx);
 
-    atomic_store_explicit(&k->target_ns, 0, memory_order_seq_cst);
+    __atomic_store_n(&k->target_ns, 0, __ATOMIC_SEQ_CST);
     k->arms++;
     k->kicker->arm(k, 0);
 }
@@ -155,8 +155,7 @@ const struct lapict_ops lapict_kvm_ops = {
 
 bool lapict_kvm__poll_expiry(struct lapict_kvm *k)
 {
-    bool fired = atomic_exchange_explicit(&k->expired, 0,
-                                          memory_order_seq_cst);
+    bool fired = __atomic_exchange_n(&k->expired, 0, __ATOMIC_SEQ_CST);
     uint64_t tgt;
 
     /*
@@ -172,7 +171,7 @@ bool lapict_kvm__poll_expiry(struct lapict_kvm *k)
      * that could not be armed, a lost wake-up): every pass of the loop
      * finds a due expiry, so none waits for a kick that never comes.
      */
-    tgt = atomic_load_explicit(&k->target_ns, memory_order_relaxed);
+    tgt = __atomic_load_n(&k->target_ns, __ATOMIC_RELAXED);
     if (tgt && (int64_t)(lapict_kvm__now_ns(k) - tgt) >= 0)
         fired = true;
     if (fired) {
@@ -191,13 +190,13 @@ bool lapict_kvm_poll(struct lapict_kvm *k)
 
 uint64_t lapict_kvm_next_deadline(const struct lapict_kvm *k)
 {
-    return atomic_load_explicit(&k->target_ns, memory_order_relaxed);
+    return __atomic_load_n(&k->target_ns, __ATOMIC_RELAXED);
 }
 
 static bool wake_flagged(struct lapict_kvm *k)
 {
-    return atomic_load_explicit(&k->expired, memory_order_relaxed) ||
-           atomic_load_explicit(&k->stop, memory_order_relaxed);
+    return __atomic_load_n(&k->expired, __ATOMIC_RELAXED) ||
+           __atomic_load_n(&k->stop, __ATOMIC_RELAXED);
 }
 
 /*
@@ -217,17 +216,17 @@ int lapict_kvm_halt_wait(struct lapict_kvm *k)
     k->st.halt_sleeps++;
     k->kicker->halt(k);
     lapict_vcpu_blocking(&k->timer);
-    atomic_store_explicit(&k->in_halt, 1, memory_order_seq_cst);
+    __atomic_store_n(&k->in_halt, 1, __ATOMIC_SEQ_CST);
     for (;;) {
         lapict_kvm__poll_expiry(k);
         if (lapict_apic_deliverable(&k->apic) >= 0 ||
-            atomic_load_explicit(&k->stop, memory_order_seq_cst) ||
-            atomic_load_explicit(&k->thread_errno, memory_order_relaxed))
+            __atomic_load_n(&k->stop, __ATOMIC_SEQ_CST) ||
+            __atomic_load_n(&k->thread_errno, __ATOMIC_RELAXED))
             break;
-        tgt = atomic_load_explicit(&k->target_ns, memory_order_relaxed);
+        tgt = __atomic_load_n(&k->target_ns, __ATOMIC_RELAXED);
         now = lapict_kvm__now_ns(k);
         if (tgt && (int64_t)(now - tgt) >= 0) {
-            lapict_kvm__note_fired(k);
+            lapict_kvm__fired(k);
             k->st.kicks_seen++;
             lapict_expire(&k->timer);
             continue;
@@ -237,7 +236,7 @@ int lapict_kvm_halt_wait(struct lapict_kvm *k)
                    !wake_flagged(k))
                 _mm_pause();
             if ((int64_t)(lapict_kvm__now_ns(k) - tgt) >= 0)
-                lapict_kvm__note_fired(k);
+                lapict_kvm__fired(k);
             continue;
         }
         if (tgt) {
@@ -257,7 +256,7 @@ int lapict_kvm_halt_wait(struct lapict_kvm *k)
         if (k->sys->read(k->wake_fd, &n, sizeof(n)) < 0)
             continue;
     }
-    atomic_store_explicit(&k->in_halt, 0, memory_order_seq_cst);
+    __atomic_store_n(&k->in_halt, 0, __ATOMIC_SEQ_CST);
     /* A timer thread that saw in_halt set did not kick: look again. */
     lapict_kvm__poll_expiry(k);
     arms = k->arms;

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * An instance's life: lapict_kvm_init() puts the parts together (the vCPU's
- * KVM setup, the lapict timer on the host ops, the LAPIC model on KVM, the
- * kick strategy) and lapict_kvm_destroy() takes them apart.
+ * KVM setup, the lapict timer on the host ops, the kick strategy, the LAPIC
+ * model on KVM) and lapict_kvm_destroy() takes them apart.
  */
 #define _GNU_SOURCE
 #include "kvm_internal.h"
@@ -10,17 +10,29 @@
 #include <signal.h>
 #include <string.h>
 
+void lapict_kvm_config_default(struct lapict_kvm_config *cfg)
+{
+    if (!cfg)
+        return;
+    memset(cfg, 0, sizeof(*cfg));
+    lapict_config_default(&cfg->timer);
+    cfg->timer.tsc_khz = 0; /* ask KVM */
+    cfg->kick = LAPICT_KVM_KICK_CALLER;
+}
+
 int lapict_kvm_init(struct lapict_kvm *k, int vcpu_fd, struct kvm_run *run,
                     const struct lapict_kvm_config *cfg)
 {
-    struct lapict_kvm_config def = {.kick = LAPICT_KVM_KICK_CALLER};
+    struct lapict_kvm_config def;
     struct lapict_config tc;
     int rc;
 
     if (!k || !run)
         return LAPICT_E_INVAL;
-    if (!cfg)
+    if (!cfg) {
+        lapict_kvm_config_default(&def);
         cfg = &def;
+    }
     /* Kicks from the adapter need a signal to reach KVM_RUN. */
     if (cfg->kick_signal < 0 || cfg->kick_signal > SIGRTMAX ||
         cfg->kick > LAPICT_KVM_KICK_THREAD ||
@@ -34,32 +46,22 @@ int lapict_kvm_init(struct lapict_kvm *k, int vcpu_fd, struct kvm_run *run,
     k->timer_fd = k->stop_fd = k->wake_fd = -1;
     k->kick_signal = cfg->kick_signal;
     k->vcpu_thread = pthread_self();
-    atomic_init(&k->expired, 0);
-    atomic_init(&k->stop, 0);
-    atomic_init(&k->in_halt, 0);
-    atomic_init(&k->thread_errno, 0);
-    atomic_init(&k->target_ns, 0);
+    k->fired = cfg->fired;
+    k->fired_arg = cfg->fired_arg;
 
-    k->tsc_khz = cfg->tsc_khz;
-    if (!k->tsc_khz) {
+    /* The timer's configuration as given; only tsc_khz 0 is filled in. */
+    tc = cfg->timer;
+    if (!tc.tsc_khz) {
         rc = k->sys->ioctl(vcpu_fd, KVM_GET_TSC_KHZ, NULL);
         if (rc < 0)
             return lapict_kvm__sys_fail(k, "KVM_GET_TSC_KHZ");
-        k->tsc_khz = (uint32_t)rc;
+        if (!rc)
+            return LAPICT_E_TSC_KHZ;
+        tc.tsc_khz = (uint32_t)rc;
     }
-    if (!k->tsc_khz)
-        return LAPICT_E_TSC_KHZ;
+    k->tsc_khz = tc.tsc_khz;
     if ((rc = lapict_kvm__vcpu_setup(k)) < 0)
         return rc;
-
-    lapict_config_default(&tc);
-    tc.tsc_khz = k->tsc_khz;
-    if (cfg->bus_hz)
-        tc.bus_hz = cfg->bus_hz;
-    tc.advance_mode = cfg->advance_mode;
-    tc.advance_ns = cfg->advance_ns;
-    if (cfg->advance_max_ns)
-        tc.advance_max_ns = cfg->advance_max_ns;
     rc = lapict_init(&k->timer, &tc, &lapict_kvm_ops, k);
     if (rc)
         return rc;

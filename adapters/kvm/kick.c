@@ -25,96 +25,69 @@
 /* --- the kick signal ----------------------------------------------------- */
 
 /*
- * Process-wide state of the kick signal, which a process has only one
- * handler for (libuv's uv_signal does the same). The signal carries its
- * instance (sigev_value / sigqueue); the handler accepts only instances in
- * live[], so a kick that arrives after destroy, on any thread, touches
- * nothing. The handler that was there before is saved when the first
- * instance takes a signal, called for signals that are not kicks, and put
- * back when the last instance lets go.
+ * The kick signal's handler is process-wide, as every signal handler is:
+ * the one the caller had before is saved when the first instance takes the
+ * signal, called for signals that are not kicks, and put back when the
+ * last instance lets go (libuv's uv_signal does the same); SIG_SLOTS
+ * distinct kick signals at most.
  *
- * Calls from outside the vCPU thread (the kick handler, lapict_kvm_kick(),
- * lapict_kvm_stop()) pin the instance's slot while they use it, and
- * destroy waits for the pins after unlisting it and before closing its
- * descriptors: a call that races destroy finishes on an instance that is
- * whole, and one that starts later does nothing. Pin and unlist are seq_cst
- * on both sides (a Dekker handshake): either the caller sees the slot
- * emptied, or destroy sees the pin.
+ * Each kick carries kick_tag (sigev_value / sigqueue), never an instance:
+ * a kick can still be pending when its instance is destroyed (by another
+ * thread, say) and its memory gone. Only the kernel's kick timer needs the
+ * handler to act (the timer thread, lapict_kvm_kick() and
+ * lapict_kvm_stop() write immediate_exit themselves before they signal):
+ * its instance is the one this thread has between lapict_kvm_pre_run() and
+ * lapict_kvm_handle_exit(), a thread-local set and cleared by the vCPU
+ * thread itself, so none is left once the thread no longer calls into it.
  */
-#define LIVE_MAX 256
 #define SIG_SLOTS 8
 
-static struct live_slot {
-    _Atomic(struct lapict_kvm *) k;
-    atomic_uint pins; /* calls using k now */
-} live[LIVE_MAX];
-
 static struct sig_slot {
-    atomic_int sig;   /* published (release) once old is stored; 0: free */
+    int sig;          /* atomic: published (release) once old is stored */
     int users;        /* under slots_lock */
     struct sigaction old;
 } slots[SIG_SLOTS];
 static pthread_mutex_t slots_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static bool live_add(struct lapict_kvm *k)
+/* What every kick signal carries: its address. */
+static const char kick_tag;
+
+/* The vCPU this thread runs, between pre_run and handle_exit. Initial-exec:
+ * a signal handler must not allocate the variable on first use. */
+static __thread struct lapict_kvm *running
+    __attribute__((tls_model("initial-exec")));
+
+void lapict_kvm__running(struct lapict_kvm *k)
 {
-    for (int i = 0; i < LIVE_MAX; i++) {
-        struct lapict_kvm *none = NULL;
-        if (atomic_compare_exchange_strong(&live[i].k, &none, k))
-            return true;
-    }
+    /* Read by a handler on this thread only: program order suffices. */
+    __atomic_store_n(&running, k, __ATOMIC_RELAXED);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+
+/* Pin @k for a call from another thread (its memory is the caller's to
+ * keep valid): false once destroy began. lapict_kvm__unpin() after. A
+ * Dekker handshake with destroy (seq_cst on both sides): either the call
+ * sees alive cleared, or destroy sees the pin and waits for it. */
+static bool pin(struct lapict_kvm *k)
+{
+    __atomic_fetch_add(&k->pins, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&k->alive, __ATOMIC_SEQ_CST))
+        return true;
+    __atomic_fetch_sub(&k->pins, 1, __ATOMIC_SEQ_CST);
     return false;
 }
 
-/* Unlist @k, then wait until no call pins it (each pin is short). */
-static void live_del(struct lapict_kvm *k)
+static void unpin(struct lapict_kvm *k)
 {
-    for (int i = 0; i < LIVE_MAX; i++) {
-        struct lapict_kvm *self = k;
-        if (atomic_compare_exchange_strong(&live[i].k, &self, NULL)) {
-            while (atomic_load(&live[i].pins))
-                sched_yield();
-            return;
-        }
-    }
+    __atomic_fetch_sub(&k->pins, 1, __ATOMIC_SEQ_CST);
 }
 
-/* Pin the live instance at @p (async-signal-safe): its slot, or NULL if
- * @p is not one (destroyed, never initialised). live_unpin() after. */
-static struct live_slot *live_pin(const void *p)
+/* Async-signal-safe: make the next or current entry exit. halt_wait()
+ * needs no exit, it watches the flags. */
+static void exit_entry(struct lapict_kvm *k)
 {
-    if (!p)
-        return NULL;
-    for (int i = 0; i < LIVE_MAX; i++) {
-        struct live_slot *s = &live[i];
-        if (atomic_load(&s->k) != p)
-            continue;
-        atomic_fetch_add(&s->pins, 1);
-        if (atomic_load(&s->k) == p)
-            return s;
-        atomic_fetch_sub(&s->pins, 1); /* unlisted meanwhile */
-        return NULL;
-    }
-    return NULL;
-}
-
-static void live_unpin(struct live_slot *s)
-{
-    atomic_fetch_sub(&s->pins, 1);
-}
-
-/* Async-signal-safe: flag, and make the next or current entry exit. */
-static void kick(struct lapict_kvm *k, bool timer)
-{
-    /* The kick timer itself: the host timer fired. */
-    if (timer) {
-        lapict_kvm__note_fired(k);
-        atomic_store_explicit(&k->expired, 1, memory_order_seq_cst);
-    }
-    /* KVM_RUN returns -EINTR at once if entered after this; halt_wait() needs
-     * no exit, it watches the flags. */
-    if (!atomic_load_explicit(&k->in_halt, memory_order_seq_cst))
-        __atomic_store_n(&k->run->immediate_exit, 1, __ATOMIC_RELAXED);
+    if (!__atomic_load_n(&k->in_halt, __ATOMIC_SEQ_CST))
+        __atomic_store_n(&k->run->immediate_exit, 1, __ATOMIC_SEQ_CST);
 }
 
 /* A signal that is not a kick: the handler the caller had before. */
@@ -122,7 +95,7 @@ static void chain(int sig, siginfo_t *si, void *uc)
 {
     for (int i = 0; i < SIG_SLOTS; i++) {
         const struct sigaction *o = &slots[i].old;
-        if (atomic_load_explicit(&slots[i].sig, memory_order_acquire) != sig)
+        if (__atomic_load_n(&slots[i].sig, __ATOMIC_ACQUIRE) != sig)
             continue;
         if (o->sa_flags & SA_SIGINFO) {
             if (o->sa_sigaction)
@@ -136,25 +109,27 @@ static void chain(int sig, siginfo_t *si, void *uc)
 
 static void kick_handler(int sig, siginfo_t *si, void *uc)
 {
-    struct live_slot *s = NULL;
+    struct lapict_kvm *k;
     int saved = errno;
 
-    if (si && (si->si_code == SI_TIMER || si->si_code == SI_QUEUE))
-        s = live_pin(si->si_value.sival_ptr);
-    if (s) {
-        kick(si->si_value.sival_ptr, si->si_code == SI_TIMER);
-        live_unpin(s);
-    } else {
+    if (!si || (si->si_code != SI_TIMER && si->si_code != SI_QUEUE) ||
+        si->si_value.sival_ptr != &kick_tag) {
         chain(sig, si, uc);
+    } else if (si->si_code == SI_TIMER &&
+               (k = __atomic_load_n(&running, __ATOMIC_RELAXED))) {
+        /* The kick timer: the host timer fired, and the entry exits. */
+        lapict_kvm__fired(k);
+        exit_entry(k);
     }
     errno = saved;
 }
 
-/* Kick the vCPU thread with the kick signal, which carries @k. */
+/* Kick the vCPU thread with the kick signal (after exit_entry()). */
 static void kick_vcpu(struct lapict_kvm *k)
 {
     if (k->kick_signal)
-        k->sys->pthread_sigqueue(k->vcpu_thread, k->kick_signal, k);
+        k->sys->pthread_sigqueue(k->vcpu_thread, k->kick_signal,
+                                 (void *)&kick_tag);
 }
 
 /* Take the kick signal (saving the handler before); LAPICT_E_*. */
@@ -171,7 +146,7 @@ static int take_signal(struct lapict_kvm *k)
     sigemptyset(&sa.sa_mask);
     pthread_mutex_lock(&slots_lock);
     for (int i = 0; i < SIG_SLOTS; i++) {
-        int sig = atomic_load_explicit(&slots[i].sig, memory_order_relaxed);
+        int sig = __atomic_load_n(&slots[i].sig, __ATOMIC_RELAXED);
         if (sig == k->kick_signal) {
             slots[i].users++;
             goto out;
@@ -188,8 +163,7 @@ static int take_signal(struct lapict_kvm *k)
         goto out;
     }
     free_slot->users = 1;
-    atomic_store_explicit(&free_slot->sig, k->kick_signal,
-                          memory_order_release);
+    __atomic_store_n(&free_slot->sig, k->kick_signal, __ATOMIC_RELEASE);
 out:
     pthread_mutex_unlock(&slots_lock);
     return rc;
@@ -199,14 +173,14 @@ static void release_signal(struct lapict_kvm *k)
 {
     pthread_mutex_lock(&slots_lock);
     for (int i = 0; i < SIG_SLOTS; i++) {
-        if (atomic_load_explicit(&slots[i].sig, memory_order_relaxed) !=
+        if (__atomic_load_n(&slots[i].sig, __ATOMIC_RELAXED) !=
             k->kick_signal)
             continue;
         if (--slots[i].users == 0) {
             /* Restored first: no kick handler runs on a freed slot. */
             if (k->sys->sigaction(k->kick_signal, &slots[i].old, NULL) < 0)
                 lapict_kvm__sys_fail(k, "sigaction");
-            atomic_store_explicit(&slots[i].sig, 0, memory_order_release);
+            __atomic_store_n(&slots[i].sig, 0, __ATOMIC_RELEASE);
         }
         break;
     }
@@ -223,30 +197,27 @@ static void wake(struct lapict_kvm *k)
 
 void lapict_kvm_kick(struct lapict_kvm *k)
 {
-    struct live_slot *s = live_pin(k);
-
-    if (!s)
+    if (!pin(k))
         return; /* destroyed: nothing of it is left to kick */
-    kick(k, true);
+    lapict_kvm__fired(k);
+    __atomic_store_n(&k->expired, 1, __ATOMIC_SEQ_CST);
+    exit_entry(k);
     wake(k);
-    live_unpin(s);
+    unpin(k);
 }
 
 void lapict_kvm_stop(struct lapict_kvm *k)
 {
-    struct live_slot *s = live_pin(k);
     uint64_t one = 1;
 
-    if (!s)
+    if (!pin(k))
         return; /* destroyed: nothing runs any more */
-    atomic_store_explicit(&k->stop, 1, memory_order_seq_cst);
+    __atomic_store_n(&k->stop, 1, __ATOMIC_SEQ_CST);
     if (k->sys->write(k->wake_fd, &one, sizeof(one)) == (long)sizeof(one)) {
-        if (k->kick_signal)
-            kick_vcpu(k);
-        else
-            __atomic_store_n(&k->run->immediate_exit, 1, __ATOMIC_SEQ_CST);
+        __atomic_store_n(&k->run->immediate_exit, 1, __ATOMIC_SEQ_CST);
+        kick_vcpu(k);
     }
-    live_unpin(s);
+    unpin(k);
 }
 
 /* --- LAPICT_KVM_KICK_CALLER: no kicks ------------------------------------ */
@@ -304,7 +275,7 @@ static int timer_start(struct lapict_kvm *k)
     memset(&sev, 0, sizeof(sev));
     sev.sigev_notify = SIGEV_THREAD_ID;
     sev.sigev_signo = k->kick_signal;
-    sev.sigev_value.sival_ptr = k; /* the handler's instance */
+    sev.sigev_value.sival_ptr = (void *)&kick_tag;
     sev._sigev_un._tid = gettid();
     if (k->sys->timer_create(CLOCK_MONOTONIC, &sev, &k->kick_timer) < 0)
         return lapict_kvm__sys_fail(k, "timer_create");
@@ -329,7 +300,7 @@ static void timer_end(struct lapict_kvm *k)
  */
 static int timer_enter(struct lapict_kvm *k)
 {
-    uint64_t tgt = atomic_load_explicit(&k->target_ns, memory_order_relaxed);
+    uint64_t tgt = __atomic_load_n(&k->target_ns, __ATOMIC_RELAXED);
 
     /* Already due: handle it now rather than enter and be kicked out. */
     if (k->kick_armed_ns &&
@@ -425,7 +396,7 @@ static int arm_fd(struct lapict_kvm *k, uint64_t host_ns)
  */
 static void thread_due(struct lapict_kvm *k, uint64_t *fired)
 {
-    uint64_t tgt = atomic_load_explicit(&k->target_ns, memory_order_seq_cst);
+    uint64_t tgt = __atomic_load_n(&k->target_ns, __ATOMIC_SEQ_CST);
 
     if (!tgt || tgt == *fired)
         return;
@@ -439,16 +410,18 @@ static void thread_due(struct lapict_kvm *k, uint64_t *fired)
     if ((int64_t)(tgt - lapict_kvm__now_ns(k)) > (int64_t)k->kick_lead_ns)
         return;
     while ((int64_t)(lapict_kvm__now_ns(k) - tgt) < 0) {
-        if (atomic_load_explicit(&k->target_ns, memory_order_seq_cst) != tgt ||
-            atomic_load_explicit(&k->in_halt, memory_order_seq_cst))
+        if (__atomic_load_n(&k->target_ns, __ATOMIC_SEQ_CST) != tgt ||
+            __atomic_load_n(&k->in_halt, __ATOMIC_SEQ_CST))
             return;
         _mm_pause();
     }
     *fired = tgt;
-    lapict_kvm__note_fired(k);
-    atomic_store_explicit(&k->expired, 1, memory_order_seq_cst);
-    if (!atomic_load_explicit(&k->in_halt, memory_order_seq_cst))
+    lapict_kvm__fired(k);
+    __atomic_store_n(&k->expired, 1, __ATOMIC_SEQ_CST);
+    if (!__atomic_load_n(&k->in_halt, __ATOMIC_SEQ_CST)) {
+        exit_entry(k);
         kick_vcpu(k);
+    }
     wake(k);
 }
 
@@ -469,9 +442,11 @@ static void *timer_thread(void *arg)
              * vCPU thread, whose loop reports it (lapict_kvm__take_error);
              * the kick makes a running guest exit to see it.
              */
-            atomic_store_explicit(&k->thread_errno, e, memory_order_release);
-            if (!atomic_load_explicit(&k->in_halt, memory_order_seq_cst))
+            __atomic_store_n(&k->thread_errno, e, __ATOMIC_RELEASE);
+            if (!__atomic_load_n(&k->in_halt, __ATOMIC_SEQ_CST)) {
+                exit_entry(k);
                 kick_vcpu(k);
+            }
             wake(k);
             break;
         }
@@ -506,7 +481,7 @@ static void thread_end(struct lapict_kvm *k)
 
     if (k->thread_started) {
         /* Ends a spin to the target, which watches no descriptor. */
-        atomic_store_explicit(&k->target_ns, 0, memory_order_seq_cst);
+        __atomic_store_n(&k->target_ns, 0, __ATOMIC_SEQ_CST);
         if (k->sys->write(k->stop_fd, &one, sizeof(one)) == (long)sizeof(one))
             pthread_join(k->thread, NULL);
         k->thread_started = false;
@@ -526,7 +501,7 @@ static void thread_arm(struct lapict_kvm *k, uint64_t host_ns)
 /* A timerfd arm that failed: again, or no entry. */
 static int thread_enter(struct lapict_kvm *k)
 {
-    uint64_t tgt = atomic_load_explicit(&k->target_ns, memory_order_relaxed);
+    uint64_t tgt = __atomic_load_n(&k->target_ns, __ATOMIC_RELAXED);
 
     if (k->rearm_fd && tgt)
         return arm_fd(k, tgt) < 0 ? LAPICT_E_SYSTEM : 1;
@@ -538,7 +513,7 @@ static int thread_enter(struct lapict_kvm *k)
  * for that one. */
 static void thread_unhalt(struct lapict_kvm *k)
 {
-    uint64_t tgt = atomic_load_explicit(&k->target_ns, memory_order_relaxed);
+    uint64_t tgt = __atomic_load_n(&k->target_ns, __ATOMIC_RELAXED);
 
     if (tgt)
         (void)arm_fd(k, tgt); /* a failure: re-armed before the entry */
@@ -571,9 +546,7 @@ int lapict_kvm__kick_start(struct lapict_kvm *k,
     k->wake_fd = k->sys->eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (k->wake_fd < 0)
         return lapict_kvm__sys_fail(k, "eventfd");
-    if (!live_add(k))
-        return LAPICT_E_INVAL; /* more than LIVE_MAX instances */
-    k->live = true;
+    __atomic_store_n(&k->alive, 1, __ATOMIC_SEQ_CST);
     if (k->kick_signal) {
         if ((rc = take_signal(k)) < 0)
             return rc;
@@ -586,12 +559,14 @@ void lapict_kvm__kick_end(struct lapict_kvm *k)
 {
     if (k->kicker)
         k->kicker->end(k);
-    /* After the strategy's end: a late kick finds no instance, and the
-     * caller's handler is back once no instance uses the signal. Before
-     * the descriptors close: a kick or stop in progress still has them. */
-    if (k->live)
-        live_del(k);
-    k->live = false;
+    /* No call from another thread starts after this, and those in
+     * progress end before their descriptors are closed (each is short). */
+    __atomic_store_n(&k->alive, 0, __ATOMIC_SEQ_CST);
+    while (__atomic_load_n(&k->pins, __ATOMIC_SEQ_CST))
+        sched_yield();
+    /* This thread's kick timer signal finds no instance any more. */
+    if (__atomic_load_n(&running, __ATOMIC_RELAXED) == k)
+        lapict_kvm__running(NULL);
     if (k->signal_taken)
         release_signal(k);
     k->signal_taken = false;

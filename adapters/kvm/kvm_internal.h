@@ -35,12 +35,11 @@ static inline uint64_t lapict_kvm__now_ns(const struct lapict_kvm *k)
     return (uint64_t)ts.tv_sec * LAPICT_KVM__NS_PER_S + (uint64_t)ts.tv_nsec;
 }
 
-/* The first fire since the VMM zeroed fired_tsc (async-signal-safe). */
-static inline void lapict_kvm__note_fired(struct lapict_kvm *k)
+/* The host timer fired: the VMM's hook, if any (async-signal-safe). */
+static inline void lapict_kvm__fired(const struct lapict_kvm *k)
 {
-    uint64_t zero = 0;
-
-    atomic_compare_exchange_strong(&k->fired_tsc, &zero, __rdtsc());
+    if (k->fired)
+        k->fired(k->fired_arg);
 }
 
 /* --- kick.c -------------------------------------------------------------- */
@@ -70,6 +69,9 @@ int lapict_kvm__kick_start(struct lapict_kvm *k,
                            const struct lapict_kvm_config *cfg);
 /* Undo lapict_kvm__kick_start() (also after it failed half way). */
 void lapict_kvm__kick_end(struct lapict_kvm *k);
+/* The vCPU this thread runs from pre_run to handle_exit (NULL: none): the
+ * one the kick timer's signal makes exit. */
+void lapict_kvm__running(struct lapict_kvm *k);
 
 /* --- host.c -------------------------------------------------------------- */
 

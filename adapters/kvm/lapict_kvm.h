@@ -29,7 +29,6 @@
 #define LAPICT_KVM_H
 
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -123,8 +122,15 @@ enum lapict_kvm_kick {
 };
 
 struct lapict_kvm_config {
-    /* Guest TSC rate; 0: ask KVM_GET_TSC_KHZ (and fail without it). */
-    uint32_t tsc_khz;
+    /*
+     * The timer's configuration (lapict/config.h), every field as the core
+     * documents it, with one difference: tsc_khz 0 asks KVM for the guest
+     * TSC rate (KVM_GET_TSC_KHZ; init fails without it). Filled by
+     * lapict_kvm_config_default() with the core's defaults.
+     */
+    struct lapict_config timer;
+    /* LAPICT_KVM_KICK_*. */
+    uint32_t kick;
     /*
      * The signal that kicks the vCPU thread out of KVM_RUN (the kick
      * strategy's and lapict_kvm_stop()'s). The adapter installs its
@@ -135,14 +141,6 @@ struct lapict_kvm_config {
      * must be LAPICT_KVM_KICK_CALLER.
      */
     int kick_signal;
-    /* lapict advance: LAPICT_ADVANCE_*, starting/fixed value, bound. */
-    uint32_t advance_mode;
-    uint32_t advance_ns;
-    uint32_t advance_max_ns;
-    /* APIC timer input clock, Hz; 0: 1 GHz (KVM's in-kernel default). */
-    uint64_t bus_hz;
-    /* LAPICT_KVM_KICK_*. */
-    uint32_t kick;
     /*
      * Halt polling: a halted vCPU whose host timer is due within this many
      * ns spins on the clock instead of sleeping (as KVM's halt_poll_ns).
@@ -164,7 +162,27 @@ struct lapict_kvm_config {
     uint32_t timer_slack_ns;
     /* System calls; NULL: lapict_kvm_sys_linux (tests swap them). */
     const struct lapict_kvm_sys *sys;
+    /*
+     * Optional: called when the host timer fires (the kick timer's signal
+     * while the vCPU runs, the timer thread at its target, lapict_kvm_kick(),
+     * lapict_kvm_halt_wait() seeing the instant pass), in that context: a
+     * signal handler or another thread, so async-signal-safe. For a VMM's
+     * latency breakdown; the adapter itself needs none. NULL: none.
+     */
+    void (*fired)(void *arg);
+    void *fired_arg;
 };
+
+/**
+ * lapict_kvm_config_default() - fill @cfg with the defaults.
+ * @cfg: configuration to fill.
+ *
+ * The timer's as lapict_config_default() sets them, but tsc_khz 0 (ask
+ * KVM); LAPICT_KVM_KICK_CALLER and no kick signal (nothing process-wide is
+ * the adapter's), default halt polling and kick lead, the thread's timer
+ * slack left alone, the real system calls, no fired hook.
+ */
+void lapict_kvm_config_default(struct lapict_kvm_config *cfg);
 
 #define LAPICT_KVM_NONE 0xFFFFFFFFu
 #define LAPICT_KVM_HALT_POLL_NS 200000u
@@ -185,7 +203,9 @@ struct lapict_kvm_kicker; /* kick.c: one per LAPICT_KVM_KICK_* */
 
 /*
  * One vCPU's LAPIC on KVM. Caller-allocated; fields are private to the
- * adapter (read-only for tests and statistics: timer, apic, st).
+ * adapter (read-only for tests and statistics: timer, apic, st). Fields
+ * shared between threads are plain integers that the adapter accesses
+ * atomically only, so that C++ can include this header.
  */
 struct lapict_kvm {
     struct lapict_timer timer;
@@ -199,14 +219,17 @@ struct lapict_kvm {
     int wake_fd;          /* eventfd that wakes a halted vCPU */
     int kick_signal;
     bool thread_started;
-    bool live, signal_taken; /* registered for the kick handler */
+    bool signal_taken;
     pthread_t thread, vcpu_thread;
-    atomic_int expired;   /* timer thread -> vCPU thread */
-    atomic_int stop;      /* lapict_kvm_stop() -> vCPU thread */
-    atomic_int in_halt;   /* the vCPU sleeps in halt_wait(): no signal */
-    /* Host timer instant (CLOCK_MONOTONIC ns, 0: none): vCPU -> timer
-     * thread, which spins to it after the early timerfd wake. */
-    _Atomic uint64_t target_ns;
+    /* Atomic: 1 from init to destroy; other threads' calls in progress. */
+    int alive;
+    unsigned int pins;
+    int expired;          /* atomic: a kick -> vCPU thread */
+    int stop;             /* atomic: lapict_kvm_stop() -> vCPU thread */
+    int in_halt;          /* atomic: the vCPU sleeps in halt_wait() */
+    /* Atomic: host timer instant (CLOCK_MONOTONIC ns, 0: none): vCPU ->
+     * timer thread, which spins to it after the early timerfd wake. */
+    uint64_t target_ns;
     uint32_t halt_poll_ns, kick_lead_ns;
     uint64_t arms;        /* host timer arm/cancel calls (vCPU thread) */
     bool sync_events;     /* KVM_CAP_SYNC_REGS: inject through kvm_run */
@@ -214,21 +237,18 @@ struct lapict_kvm {
     int kick_timer;       /* kernel POSIX timer id */
     uint64_t kick_armed_ns; /* its arming: target_ns as of the last entry */
     uint8_t window_kicks; /* consecutive kicks to find an open window */
-    uint32_t tsc_khz;
+    uint32_t tsc_khz;     /* the guest TSC rate the timer runs with */
     int64_t tsc_offset;   /* guest TSC - host TSC */
     bool timer_refused;   /* the core holds an interrupt for the window */
     bool injected;        /* an injection is queued for the coming entry */
-    /* Host TSC at the first host-timer fire since it was last zeroed (by
-     * the VMM, 0: none): the timer thread reached its target, the kick
-     * timer's signal came, or halt_wait() saw the target pass. For a
-     * VMM's latency breakdown only; nothing here reads it. */
-    _Atomic uint64_t fired_tsc;
+    void (*fired)(void *arg); /* lapict_kvm_config.fired */
+    void *fired_arg;
     struct lapict_kvm_stats st;
     /* The last failed system call (lapict_kvm_errno/errcall). */
     int sys_errno;
     const char *sys_call;
     int err;                 /* a failure not yet reported (vCPU thread) */
-    atomic_int thread_errno; /* the timer thread ended on this error */
+    int thread_errno;        /* atomic: the timer thread ended on this */
     bool rearm_fd;           /* the timerfd arm failed: again before entry */
 };
 
@@ -275,18 +295,18 @@ void lapict_kvm_set_cpuid(struct lapict_kvm *k,
  * @vcpu_fd: the vCPU (passed to @cfg->sys->ioctl, so a test's table may
  * give any number a meaning).
  * @run: its kvm_run.
- * @cfg: configuration; NULL for defaults (LAPICT_KVM_KICK_CALLER, no signal,
- * advance off).
+ * @cfg: configuration (lapict_kvm_config_default(), then changes); NULL for
+ * the defaults.
  *
  * Must be called on the vCPU thread (the kick targets the caller).
  * lapict_kvm_destroy() may run on any thread.
  *
  * Return: 0 or a LAPICT_E_* code: LAPICT_E_INVAL (NULL arguments, a kick
  * strategy that is not LAPICT_KVM_KICK_CALLER without kick_signal, a sys
- * table of another version, too many instances or kick signals),
+ * table of another version, too many distinct kick signals),
  * LAPICT_E_TSC_KHZ (no TSC rate), LAPICT_E_SYSTEM (a system call failed:
- * lapict_kvm_errno()), or lapict_init()'s code. Never -errno. On failure
- * nothing is left to destroy.
+ * lapict_kvm_errno()), or lapict_init()'s code for @cfg->timer. Never
+ * -errno. On failure nothing is left to destroy.
  */
 int lapict_kvm_init(struct lapict_kvm *k, int vcpu_fd, struct kvm_run *run,
                     const struct lapict_kvm_config *cfg);
@@ -315,6 +335,11 @@ void lapict_kvm_destroy(struct lapict_kvm *k);
  * interrupt window), runs lapict_before_guest_entry(), writes CR8, and
  * arms the kick for the current host timer. Clears run->immediate_exit
  * first: a kick from then on makes the entry return at once.
+ *
+ * From here to lapict_kvm_handle_exit() the kick signal's handler may set
+ * this vCPU's run->immediate_exit: after LAPICT_OK, call handle_exit
+ * (with KVM_RUN's result, or -EINTR if the VMM did not enter after all)
+ * before the vCPU thread leaves the instance.
  *
  * Return: LAPICT_OK (enter now), or LAPICT_E_SYSTEM (a system call failed
  * since the last report, lapict_kvm_errno(); e.g. the host timer could not

@@ -167,7 +167,7 @@ int lapict_kvm__sys_fail(struct lapict_kvm *k, const char *call)
  */
 int lapict_kvm__take_error(struct lapict_kvm *k)
 {
-    int te = atomic_load_explicit(&k->thread_errno, memory_order_acquire);
+    int te = __atomic_load_n(&k->thread_errno, __ATOMIC_ACQUIRE);
 
     if (te) {
         k->sys_errno = te;

@@ -328,6 +328,8 @@ int lapict_kvm_pre_run(struct lapict_kvm *k)
     struct kvm_run *r = k->run;
     int rc;
 
+    /* From here a kick timer signal makes the entry exit. */
+    lapict_kvm__running(k);
     for (;;) {
         /* A kick that came outside KVM_RUN is served by this pass: clear
          * it first, so that a later one is either seen below or exits. */
@@ -342,8 +344,10 @@ int lapict_kvm_pre_run(struct lapict_kvm *k)
         rc = k->kicker->enter(k);
         if (rc == 0)
             continue; /* due meanwhile: serve it rather than be kicked */
-        if ((rc = lapict_kvm__take_error(k)) < 0)
+        if ((rc = lapict_kvm__take_error(k)) < 0) {
+            lapict_kvm__running(NULL); /* no entry */
             return rc;
+        }
         k->st.runs++;
         return LAPICT_OK;
     }
@@ -354,6 +358,7 @@ int lapict_kvm_handle_exit(struct lapict_kvm *k, int run_rc)
     struct kvm_run *r = k->run;
     int rc, e;
 
+    lapict_kvm__running(NULL);
     k->injected = false;
     if (run_rc == -EINTR || run_rc == -EAGAIN) {
         /* A kick: run->exit_reason is stale, nothing was exited for. */
@@ -390,7 +395,7 @@ int lapict_kvm_run(struct lapict_kvm *k)
     int rc, e;
 
     for (;;) {
-        if (atomic_load_explicit(&k->stop, memory_order_seq_cst)) {
+        if (__atomic_load_n(&k->stop, __ATOMIC_SEQ_CST)) {
             r->exit_reason = KVM_EXIT_INTR;
             return LAPICT_OK;
         }

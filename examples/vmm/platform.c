@@ -296,14 +296,16 @@ int lapict_vmm_boot(const struct lapict_vmm_boot_opts *o)
         goto out;
     lapict_vmm_platform_init(&p, stdout, v.ram_bytes);
     if (!o->lapic_kernel) {
-        struct lapict_kvm_config kc = {
-            .kick = LAPICT_KVM_KICK_TIMER,
-            .kick_signal = SIGUSR1,
-            .timer_slack_ns = 1,
-            .advance_mode = o->advance_mode,
-            .advance_ns = o->advance_ns,
-            .advance_max_ns = o->advance_max_ns,
-        };
+        struct lapict_kvm_config kc;
+
+        lapict_kvm_config_default(&kc);
+        kc.kick = LAPICT_KVM_KICK_TIMER;
+        kc.kick_signal = SIGUSR1;
+        kc.timer_slack_ns = 1;
+        kc.timer.advance_mode = o->advance_mode;
+        kc.timer.advance_ns = o->advance_ns;
+        if (o->advance_max_ns)
+            kc.timer.advance_max_ns = o->advance_max_ns;
         if (lapict_vmm_vm_lapic(&v, &kc, err, sizeof(err)) < 0) {
             fprintf(stderr, "lapict-vmm: %s\n", err);
             rc = 2;

@@ -10,7 +10,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,16 +109,36 @@ int lapict_vmm_vm_create(struct lapict_vmm_vm *v, uint64_t ram_bytes,
     return 0;
 }
 
+/* The adapter's fired hook (async-signal-safe): the host TSC of the first
+ * host timer fire since the loop last took it. */
+static void note_fired(void *arg)
+{
+    struct lapict_vmm_vm *v = arg;
+    uint64_t zero = 0;
+
+    __atomic_compare_exchange_n(&v->fired_tsc, &zero, __builtin_ia32_rdtsc(),
+                                false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+}
+
 int lapict_vmm_vm_lapic(struct lapict_vmm_vm *v,
                         const struct lapict_kvm_config *cfg, char *err,
                         size_t err_len)
 {
+    struct lapict_kvm_config c;
     int rc;
 
     v->k = calloc(1, sizeof(*v->k));
     if (!v->k)
         return fail(err, err_len, "calloc: %s", strerror(ENOMEM));
-    rc = lapict_kvm_init(v->k, v->vcpu, v->run, cfg);
+    if (cfg)
+        c = *cfg;
+    else
+        lapict_kvm_config_default(&c);
+    if (!c.fired) {
+        c.fired = note_fired;
+        c.fired_arg = v;
+    }
+    rc = lapict_kvm_init(v->k, v->vcpu, v->run, &c);
     if (rc) {
         fail(err, err_len, "lapict_kvm_init: %s (%s: %s)",
              lapict_strerror(rc), lapict_kvm_errcall(v->k),
@@ -288,7 +307,8 @@ int lapict_vmm_vm_run_points(struct lapict_vmm_vm *v,
             v->inject_tsc = __builtin_ia32_rdtsc();
             if (v->seg && v->nseg < v->seg_max)
                 v->seg[v->nseg++] = (struct lapict_vmm_seg){
-                    atomic_exchange(&v->k->fired_tsc, 0), v->woke_tsc,
+                    __atomic_exchange_n(&v->fired_tsc, 0, __ATOMIC_SEQ_CST),
+                    v->woke_tsc,
                     v->inject_tsc};
         }
         if (v->woke_tsc) {

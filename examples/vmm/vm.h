@@ -43,9 +43,12 @@ struct lapict_vmm_vm {
      * one to the next, halt waits left out) and the KVM_RUNs counted: what
      * the VMM and the LAPIC cost on top of the exits themselves. */
     uint64_t user_cycles, user_runs;
+    /* Host TSC of the first host timer fire since the last injection
+     * (0: none; atomic): the adapter's fired hook, unless the config that
+     * lapict_vmm_vm_lapic() was given has one of its own. */
+    uint64_t fired_tsc;
     /* Optional (caller's array, NULL: none): per injecting KVM_RUN, the
-     * host timer fire (k->fired_tsc, 0: none since the last injection),
-     * woke_tsc and inject_tsc. */
+     * host timer fire (fired_tsc), woke_tsc and inject_tsc. */
     struct lapict_vmm_seg {
         uint64_t fired_tsc, woke_tsc, inject_tsc;
     } *seg;

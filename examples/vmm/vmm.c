@@ -398,19 +398,18 @@ static void print_result(const struct opts *o, int lapic,
 
 static void lib_config(const struct opts *o, struct lapict_kvm_config *kc)
 {
-    *kc = (struct lapict_kvm_config){
-        .kick = o->no_thread     ? LAPICT_KVM_KICK_CALLER
-                : o->kick_thread ? LAPICT_KVM_KICK_THREAD
-                                 : LAPICT_KVM_KICK_TIMER,
-        /* This process has no other use for SIGUSR1. */
-        .kick_signal = SIGUSR1,
-        /* The default 50 us slack would dominate every timer latency. */
-        .timer_slack_ns = 1,
-        .advance_mode = (uint32_t)o->advance_mode,
-        .advance_ns = o->advance_ns,
-        .advance_max_ns =
-            o->advance_mode == LAPICT_ADVANCE_ADAPTIVE ? o->advance_max_ns : 0,
-    };
+    lapict_kvm_config_default(kc);
+    kc->kick = o->no_thread     ? LAPICT_KVM_KICK_CALLER
+               : o->kick_thread ? LAPICT_KVM_KICK_THREAD
+                                : LAPICT_KVM_KICK_TIMER;
+    /* This process has no other use for SIGUSR1. */
+    kc->kick_signal = SIGUSR1;
+    /* The default 50 us slack would dominate every timer latency. */
+    kc->timer_slack_ns = 1;
+    kc->timer.advance_mode = (uint32_t)o->advance_mode;
+    kc->timer.advance_ns = o->advance_ns;
+    if (o->advance_mode == LAPICT_ADVANCE_ADAPTIVE)
+        kc->timer.advance_max_ns = o->advance_max_ns;
 }
 
 struct run_ctx {

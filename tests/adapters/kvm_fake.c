@@ -16,6 +16,18 @@ void lt_fake_reset(void)
     lt_fake.last_vector = -1;
 }
 
+struct lapict_kvm_config lt_fake_config(uint32_t kick, int sig)
+{
+    struct lapict_kvm_config c;
+
+    lapict_kvm_config_default(&c);
+    c.timer.tsc_khz = 1000000;
+    c.sys = &lt_fake_sys;
+    c.kick = kick;
+    c.kick_signal = sig;
+    return c;
+}
+
 /* Nonzero (and errno set) when the test wants @call to fail. */
 static int failing(unsigned call)
 {

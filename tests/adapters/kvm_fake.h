@@ -69,4 +69,8 @@ extern const struct lapict_kvm_sys lt_fake_sys;
 /* Resets lt_fake to no failures, nothing recorded. */
 void lt_fake_reset(void);
 
+/* The adapter's defaults on this fake: a 1 GHz guest TSC, lt_fake_sys,
+ * the kick strategy @kick (LAPICT_KVM_KICK_*) on @sig (0: none). */
+struct lapict_kvm_config lt_fake_config(uint32_t kick, int sig);
+
 #endif

@@ -95,13 +95,14 @@ static uint64_t mono_ns(void)
 
 static int setup(void **state)
 {
-    struct lapict_kvm_config kc = {0}; /* no signal, no thread */
+    struct lapict_kvm_config kc;
     uint8_t *gate;
     struct kvm_sregs s;
     char err[256];
     uint64_t h = CODE + HANDLER;
 
     (void)state;
+    lapict_kvm_config_default(&kc); /* no signal, no thread */
     assert_int_equal(lapict_vmm_vm_create(&vm, 2u << 20, false, true, err,
                                           sizeof(err)),
                      0);

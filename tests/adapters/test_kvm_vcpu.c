@@ -33,7 +33,7 @@ struct fx {
 
 static int setup(void **state)
 {
-    struct lapict_kvm_config c = {.tsc_khz = 1000000, .sys = &lt_fake_sys};
+    struct lapict_kvm_config c = lt_fake_config(LAPICT_KVM_KICK_CALLER, 0);
 
     struct fx *f = calloc(1, sizeof(*f));
 
@@ -246,7 +246,7 @@ static void hlt_outcomes(void **state)
 /* A second vCPU's LAPIC on the fake (the destination of a migration). */
 static struct fx *fx_new(void)
 {
-    struct lapict_kvm_config c = {.tsc_khz = 1000000, .sys = &lt_fake_sys};
+    struct lapict_kvm_config c = lt_fake_config(LAPICT_KVM_KICK_CALLER, 0);
     struct fx *d = calloc(1, sizeof(*d));
 
     assert_non_null(d);

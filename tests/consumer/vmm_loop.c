@@ -109,9 +109,9 @@ static int run_guest(int vcpu, struct kvm_run *run, struct kvm_cpuid2 *cpuid,
     unsigned ticks = 0;
     int rc;
 
-    /* The adapter's defaults: no kick signal, no timer thread, advance
-     * off; tsc_khz 0 asks KVM for the guest TSC rate. */
-    memset(&cfg, 0, sizeof(cfg));
+    /* The adapter's defaults: no kick signal, no kicks of its own,
+     * advance off; tsc_khz 0 asks KVM for the guest TSC rate. */
+    lapict_kvm_config_default(&cfg);
     rc = lapict_kvm_init(k, vcpu, run, &cfg);
     if (rc != LAPICT_OK)
         return fail_lapict("lapict_kvm_init", k, rc);

@@ -287,10 +287,8 @@ static void *watchdog(void *arg)
 
 int main(int argc, char **argv)
 {
-    struct lapict_kvm_config cfg = {.kick = LAPICT_KVM_KICK_TIMER,
-                                    .kick_signal = SIGUSR1,
-                                    .advance_max_ns = 60000,
-                                    .sys = &lt_fake_sys};
+    struct lapict_kvm_config cfg = lt_fake_config(LAPICT_KVM_KICK_TIMER,
+                                                  SIGUSR1);
     static struct kvm_run run;
     struct lapict_kvm k;
     struct fake f;
@@ -300,6 +298,7 @@ int main(int argc, char **argv)
     const char *kick = "signal";
     int rc;
 
+    cfg.timer.advance_max_ns = 60000;
     memset(&f, 0, sizeof(f));
     f.want = 3000;
     f.seed = 0x9E3779B97F4A7C15ull;
@@ -307,9 +306,9 @@ int main(int argc, char **argv)
         if (!strncmp(argv[i], "--kick=", 7))
             kick = argv[i] + 7;
         else if (!strcmp(argv[i], "--advance=adaptive"))
-            cfg.advance_mode = LAPICT_ADVANCE_ADAPTIVE;
+            cfg.timer.advance_mode = LAPICT_ADVANCE_ADAPTIVE;
         else if (!strcmp(argv[i], "--advance=off"))
-            cfg.advance_mode = LAPICT_ADVANCE_OFF;
+            cfg.timer.advance_mode = LAPICT_ADVANCE_OFF;
         else if (!strncmp(argv[i], "--deadlines=", 12))
             f.want = strtoull(argv[i] + 12, NULL, 0);
         else if (!strncmp(argv[i], "--seed=", 7))
@@ -331,7 +330,7 @@ int main(int argc, char **argv)
     else if (strcmp(kick, "signal"))
         return 2;
     f.tsc_khz = calibrate_khz();
-    cfg.tsc_khz = (uint32_t)f.tsc_khz;
+    cfg.timer.tsc_khz = (uint32_t)f.tsc_khz;
     atomic_init(&f.progress, 0);
     atomic_init(&f.done, 0);
 
@@ -385,7 +384,7 @@ int main(int argc, char **argv)
     printf("tsan_stress kick=%s advance=%s deadlines=%llu interrupts=%llu "
            "early=%llu doubled=%llu halts=%llu spins=%llu kicked=%llu "
            "stalled=%d tsc_khz=%llu\n",
-           kick, cfg.advance_mode ? "adaptive" : "off",
+           kick, cfg.timer.advance_mode ? "adaptive" : "off",
            (unsigned long long)f.written, (unsigned long long)f.got,
            (unsigned long long)f.early, (unsigned long long)f.doubled,
            (unsigned long long)f.halts, (unsigned long long)f.spins,
