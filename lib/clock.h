@@ -36,8 +36,8 @@ static inline void lapict__set_tdcr(struct lapict_timer *t, uint32_t tdcr)
 static inline uint64_t lapict__elapsed(const struct lapict_timer *t,
                                        uint64_t now)
 {
-    uint64_t d = now - t->anchor_ns;
-    return lapict__after_eq(now, t->anchor_ns) ? d : 0;
+    uint64_t d = now - t->cd.anchor_ns;
+    return lapict__after_eq(now, t->cd.anchor_ns) ? d : 0;
 }
 
 /* floor(n / bus_q): bus_q = 2^k 5^b divides 10^9 (reduced bus_hz / 10^9). */

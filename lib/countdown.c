@@ -46,7 +46,8 @@ int lapict_countdown_get(const struct lapict_timer *t, uint64_t now_ns,
     out->next_ns = LAPICT_COUNTDOWN_NONE;
     if (t->flags & LAPICT__F_CD_ARMED) {
         /* The instant process() tests: elapsed >= next_rel_ns. */
-        uint64_t at = within_horizon(t->anchor_ns + t->next_rel_ns, now_ns);
+        uint64_t at =
+            within_horizon(t->cd.anchor_ns + t->cd.next_rel_ns, now_ns);
         /* Never early: an instant equal to the sentinel is one ns later. */
         out->next_ns = at == LAPICT_COUNTDOWN_NONE ? 0 : at;
     }
@@ -93,17 +94,17 @@ static void anchor_at(struct lapict_timer *n, uint64_t next, uint64_t now)
     full = lapict__ns_for(n, n->tmict);
     c = n->tmict;
     if (lapict__after_eq(now, next)) {
-        n->anchor_ns = next - full;
+        n->cd.anchor_ns = next - full;
     } else if ((r = next - now) >= full) {
-        n->anchor_ns = now;
+        n->cd.anchor_ns = now;
     } else {
         /* ns_for(c) >= r exactly when c > ticks_in(r - 1): both are the
          * same exact rational, rounded up and down. */
         c = lapict__ticks_in(n, r - 1) + 1;
-        n->anchor_ns = next - lapict__ns_for(n, c);
+        n->cd.anchor_ns = next - lapict__ns_for(n, c);
     }
-    n->e_tick = c;
-    n->next_rel_ns = lapict__ns_for(n, c);
+    n->cd.e_tick = c;
+    n->cd.next_rel_ns = lapict__ns_for(n, c);
     n->flags |= LAPICT__F_CD_ACTIVE | LAPICT__F_CD_ARMED;
 }
 
@@ -136,9 +137,9 @@ int lapict_countdown_restore(struct lapict_timer *t,
     if (cd->next_ns != LAPICT_COUNTDOWN_NONE)
         anchor_at(&n, within_horizon(cd->next_ns, now_ns), now_ns);
     /* Due expiries are held pending, never injected (countdown.h). */
-    illegal = n.c.illegal_vector;
+    illegal = n.counts[LAPICT__N_ILLEGAL_VECTOR];
     lapict__settle(&n, now_ns, 0);
-    illegal = n.c.illegal_vector - illegal;
+    illegal = n.counts[LAPICT__N_ILLEGAL_VECTOR] - illegal;
 
     /* Commit: the old state's host timer goes, the new state arms. */
     lapict__host_cancel(t);
@@ -148,7 +149,7 @@ int lapict_countdown_restore(struct lapict_timer *t,
     /* An illegal vector's due expiry was dropped quietly: reported once,
      * as servicing it would have. */
     if (illegal) {
-        t->c.illegal_vector -= 1;
+        t->counts[LAPICT__N_ILLEGAL_VECTOR] -= 1;
         lapict__guest_error(t, LAPICT_E_VECTOR, t->lvtt & LAPICT_LVTT_VECTOR);
     }
     return LAPICT_OK;

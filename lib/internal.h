@@ -104,6 +104,40 @@ static inline bool lapict__after_eq(uint64_t a, uint64_t b)
     return (int64_t)(a - b) >= 0;
 }
 
+/* The statistics counters: indexes of struct lapict_timer.counts. */
+enum lapict__count {
+    LAPICT__N_EXPIRIES,
+    LAPICT__N_INJECTIONS,
+    LAPICT__N_REFUSED,
+    LAPICT__N_MASKED,
+    LAPICT__N_COALESCED,
+    LAPICT__N_DROPPED,
+    LAPICT__N_ILLEGAL_VECTOR,
+    LAPICT__N_MODE_ERRORS,
+    LAPICT__N_CLAMPS,
+    LAPICT__N_HV_TO_SW,
+    LAPICT__N_SW_TO_HV,
+    LAPICT__N_HV_REFUSED,
+    LAPICT__N_SPINS,
+    LAPICT__N_COUNTS
+};
+_Static_assert(LAPICT__N_COUNTS == sizeof(((struct lapict_timer *)0)->counts) /
+                                       sizeof(uint64_t),
+               "one counter of struct lapict_timer per enum lapict__count");
+
+/* Count one event of kind @n (saturating: a statistic, never a decision). */
+static inline void lapict__count(struct lapict_timer *t, enum lapict__count n)
+{
+    LAPICT__INC(t->counts[n]);
+}
+
+/* Count @k events of kind @n, saturating. */
+static inline void lapict__count_add(struct lapict_timer *t,
+                                     enum lapict__count n, uint64_t k)
+{
+    lapict__add_sat(&t->counts[n], k);
+}
+
 /* Whether @t is an initialised instance, not inside one of its ops. */
 static inline bool lapict__valid(const struct lapict_timer *t)
 {

@@ -60,10 +60,10 @@ bool lapict__host_inject(struct lapict_timer *t, uint8_t vector)
     ok = t->ops->inject(t->ctx, vector);
     op_leave(t);
     if (ok) {
-        LAPICT__INC(t->c.injections);
+        lapict__count(t, LAPICT__N_INJECTIONS);
         return true;
     }
-    LAPICT__INC(t->c.refused);
+    lapict__count(t, LAPICT__N_REFUSED);
     return false;
 }
 
@@ -79,7 +79,7 @@ void lapict__host_spin_until(struct lapict_timer *t, uint64_t host_ns)
     if (!t->ops->spin_until)
         return; /* e.g. a pre-injection restored on a host without one */
     now = lapict__host_now(t);
-    LAPICT__INC(t->c.spins);
+    lapict__count(t, LAPICT__N_SPINS);
     /* The wait asked of the host: what the advance costs it. */
     d = lapict__after_eq(now, host_ns) ? 0 : host_ns - now;
     v = t->spin_ns + d;
@@ -144,7 +144,7 @@ static bool arm_hv(struct lapict_timer *t, uint64_t target)
         t->armed_ns = target;
         return true;
     }
-    LAPICT__INC(t->c.hv_refused);
+    lapict__count(t, LAPICT__N_HV_REFUSED);
     if (t->armed == LAPICT__ARMED_HV)
         cancel_hv(t);
     t->armed = LAPICT__ARMED_NONE;
@@ -174,11 +174,11 @@ void lapict__host_move(struct lapict_timer *t)
     if (t->armed == LAPICT__ARMED_HV && (t->flags & LAPICT__F_BLOCKED)) {
         /* A preemption timer does not count while the vCPU is halted. */
         arm_sw(t, t->armed_ns);
-        LAPICT__INC(t->c.hv_to_sw);
+        lapict__count(t, LAPICT__N_HV_TO_SW);
     } else if (t->armed == LAPICT__ARMED_SW && hv_usable(t)) {
         uint64_t target = t->armed_ns;
         if (arm_hv(t, target))
-            LAPICT__INC(t->c.sw_to_hv);
+            lapict__count(t, LAPICT__N_SW_TO_HV);
         else
             arm_sw(t, target);
     }

@@ -166,10 +166,10 @@ int lapict_tsc_deadline_write(struct lapict_timer *t, uint64_t val)
     t->deadline_tsc = val;
     if (val) {
         /* Never a negative delta: a deadline already passed fires now. */
-        t->dl_ns = lapict__deadline_ns(t, now, tsc, val);
+        t->dl.at_ns = lapict__deadline_ns(t, now, tsc, val);
         /* Where the TSC's rate is measured from (timer.c). */
-        t->dl_t0_ns = now;
-        t->dl_tsc0 = tsc;
+        t->dl.t0_ns = now;
+        t->dl.tsc0 = tsc;
         t->dl_rearms = 0;
         t->flags |= LAPICT__F_DL_ARMED;
         if (tsc >= val)

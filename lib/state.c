@@ -98,12 +98,12 @@ static uint64_t preinj_lead(const struct lapict_timer *n, uint64_t now,
                             uint64_t tsc)
 {
     if (n->flags & LAPICT__F_CD_ARMED) {
-        uint64_t elapsed = now - n->anchor_ns;
-        return elapsed >= n->next_rel_ns ? 0 : n->next_rel_ns - elapsed;
+        uint64_t elapsed = now - n->cd.anchor_ns;
+        return elapsed >= n->cd.next_rel_ns ? 0 : n->cd.next_rel_ns - elapsed;
     }
-    return tsc >= n->deadline_tsc || lapict__after_eq(now, n->dl_ns)
+    return tsc >= n->deadline_tsc || lapict__after_eq(now, n->dl.at_ns)
                ? 0
-               : n->dl_ns - now;
+               : n->dl.at_ns - now;
 }
 
 int lapict_state_save_at(const struct lapict_timer *cur, uint64_t now,
@@ -144,7 +144,7 @@ int lapict_state_save_at(const struct lapict_timer *cur, uint64_t now,
     put32(b + OFF_TMICT, t->tmict);
     put32(b + OFF_FLAGS, fl);
     put64(b + OFF_ELAPSED, cd ? lapict__elapsed(t, now) : 0);
-    put64(b + OFF_ETICK, cd ? t->e_tick : 0);
+    put64(b + OFF_ETICK, cd ? t->cd.e_tick : 0);
     put64(b + OFF_DEADLINE,
           (t->flags & LAPICT__F_DL_ARMED) ? t->deadline_tsc : 0);
     put32(b + OFF_PENDING, t->pending);
@@ -166,14 +166,11 @@ int lapict_state_save_at(const struct lapict_timer *cur, uint64_t now,
     if (t == &st) {
         /* Statistics of the settling: the destination counts them, since
          * the source (unchanged by a save) never will. */
-        const uint64_t *was[N_SETTLED] = {
-            &cur->c.expiries, &cur->c.masked, &cur->c.coalesced,
-            &cur->c.dropped, &cur->c.illegal_vector};
-        const uint64_t now_c[N_SETTLED] = {st.c.expiries, st.c.masked,
-                                           st.c.coalesced, st.c.dropped,
-                                           st.c.illegal_vector};
+        static const enum lapict__count settled[N_SETTLED] = {
+            LAPICT__N_EXPIRIES, LAPICT__N_MASKED, LAPICT__N_COALESCED,
+            LAPICT__N_DROPPED, LAPICT__N_ILLEGAL_VECTOR};
         for (i = 0; i < N_SETTLED; i++) {
-            uint64_t d = now_c[i] - *was[i];
+            uint64_t d = st.counts[settled[i]] - cur->counts[settled[i]];
             put32(b + OFF_SETTLED + 4 * i,
                   d > UINT32_MAX ? UINT32_MAX : (uint32_t)d);
         }
@@ -339,7 +336,7 @@ static int to_local_clock(struct lapict_timer *n, uint32_t min_ns, uint64_t now)
         }
         /* A clamp in force here engages on this instance (stats). */
         if (n->flags & LAPICT__F_CLAMPED)
-            LAPICT__INC(n->c.clamps);
+            lapict__count(n, LAPICT__N_CLAMPS);
     }
     n->min_period_ns = min_ns;
     return LAPICT_OK;
@@ -376,8 +373,8 @@ int lapict_state_restore(struct lapict_timer *t, const void *buf, size_t len)
     for (i = 0; i < NFLAGS; i++)
         if (fl & flag_map[i].wire)
             n.flags |= flag_map[i].internal;
-    n.anchor_ns = now - get64(b + OFF_ELAPSED);
-    n.e_tick = get64(b + OFF_ETICK);
+    n.cd.anchor_ns = now - get64(b + OFF_ELAPSED);
+    n.cd.e_tick = get64(b + OFF_ETICK);
     n.deadline_tsc = get64(b + OFF_DEADLINE);
     if (n.flags & LAPICT__F_CD_ACTIVE) {
         uint64_t T;
@@ -387,35 +384,37 @@ int lapict_state_restore(struct lapict_timer *t, const void *buf, size_t len)
             if (!lapict__needs_clamp(&n))
                 return LAPICT_E_STATE_FIELD; /* that clamp never applied */
         }
-        n.next_rel_ns = lapict__ns_for(&n, n.e_tick);
+        n.cd.next_rel_ns = lapict__ns_for(&n, n.cd.e_tick);
         T = lapict__ticks_in(&n, get64(b + OFF_ELAPSED));
         /* A count above N is not a state any guest could have produced. */
-        if (n.e_tick > T && n.e_tick - T > n.tmict)
+        if (n.cd.e_tick > T && n.cd.e_tick - T > n.tmict)
             return LAPICT_E_STATE_FIELD;
     }
     if (n.flags & LAPICT__F_DL_ARMED) {
         tsc = lapict__host_tsc(&n);
-        n.dl_ns = lapict__deadline_ns(&n, now, tsc, n.deadline_tsc);
+        n.dl.at_ns = lapict__deadline_ns(&n, now, tsc, n.deadline_tsc);
         /* The TSC's rate is measured from here, on this host. */
-        n.dl_t0_ns = now;
-        n.dl_tsc0 = tsc;
+        n.dl.t0_ns = now;
+        n.dl.tsc0 = tsc;
         n.dl_rearms = 0;
     }
     if ((n.flags & LAPICT__F_PREINJ) && !preinj_near(&n, b, now, tsc))
         return LAPICT_E_STATE_FIELD;
     pending = get32(b + OFF_PENDING);
     if (pending > n.catch_up_max) {
-        lapict__add_sat(n.missed == LAPICT_MISSED_COALESCE ? &n.c.coalesced
-                                                           : &n.c.dropped,
-                        pending - n.catch_up_max);
+        lapict__count_add(&n,
+                          n.missed == LAPICT_MISSED_COALESCE
+                              ? LAPICT__N_COALESCED
+                              : LAPICT__N_DROPPED,
+                          pending - n.catch_up_max);
         pending = n.catch_up_max;
     }
     n.pending = (uint16_t)pending;
     /* The source's save settled these (any value is a statistic only). */
-    lapict__add_sat(&n.c.expiries, get32(b + OFF_SETTLED));
-    lapict__add_sat(&n.c.masked, get32(b + OFF_SETTLED + 4));
-    lapict__add_sat(&n.c.coalesced, get32(b + OFF_SETTLED + 8));
-    lapict__add_sat(&n.c.dropped, get32(b + OFF_SETTLED + 12));
+    lapict__count_add(&n, LAPICT__N_EXPIRIES, get32(b + OFF_SETTLED));
+    lapict__count_add(&n, LAPICT__N_MASKED, get32(b + OFF_SETTLED + 4));
+    lapict__count_add(&n, LAPICT__N_COALESCED, get32(b + OFF_SETTLED + 8));
+    lapict__count_add(&n, LAPICT__N_DROPPED, get32(b + OFF_SETTLED + 12));
     illegal = get32(b + OFF_SETTLED + 16);
     if (n.adv_mode == LAPICT_ADVANCE_ADAPTIVE) {
         adv = get32(b + OFF_ADV);
@@ -459,7 +458,7 @@ int lapict_state_restore(struct lapict_timer *t, const void *buf, size_t len)
     /* The source dropped an illegal vector's expiry without reporting it
      * (a save calls no op): report it here, once, as the source would. */
     if (illegal) {
-        lapict__add_sat(&t->c.illegal_vector, illegal - 1u);
+        lapict__count_add(t, LAPICT__N_ILLEGAL_VECTOR, illegal - 1u);
         lapict__guest_error(t, LAPICT_E_VECTOR,
                             t->lvtt & LAPICT_LVTT_VECTOR);
     }

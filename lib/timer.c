@@ -34,7 +34,7 @@ static bool is_periodic(const struct lapict_timer *t)
 
 uint32_t lapict__tmcct(const struct lapict_timer *t, uint64_t now)
 {
-    uint64_t T, E = t->e_tick, N = t->tmict;
+    uint64_t T, E = t->cd.e_tick, N = t->tmict;
 
     if (!(t->flags & LAPICT__F_CD_ACTIVE))
         return 0;
@@ -84,9 +84,9 @@ void lapict__guest_error(struct lapict_timer *t, int status, uint32_t detail)
 {
     t->last_error = (int8_t)status;
     if (status == LAPICT_E_VECTOR)
-        LAPICT__INC(t->c.illegal_vector);
+        lapict__count(t, LAPICT__N_ILLEGAL_VECTOR);
     else if (status == LAPICT_E_MODE)
-        LAPICT__INC(t->c.mode_errors);
+        lapict__count(t, LAPICT__N_MODE_ERRORS);
     lapict__host_report(t, status, detail);
 }
 
@@ -102,7 +102,7 @@ static LAPICT__HOT bool deliver(struct lapict_timer *t, bool quiet)
     while (t->pending) {
         uint8_t v = (uint8_t)(t->lvtt & LAPICT_LVTT_VECTOR);
         if (t->lvtt & LAPICT_LVTT_MASK) {
-            lapict__add_sat(&t->c.masked, t->pending);
+            lapict__count_add(t, LAPICT__N_MASKED, t->pending);
             t->pending = 0;
             break;
         }
@@ -112,7 +112,7 @@ static LAPICT__HOT bool deliver(struct lapict_timer *t, bool quiet)
              * the window is open or not, and reported. A quiet settling
              * (save) only counts them; the destination reports them.
              */
-            lapict__add_sat(&t->c.illegal_vector, t->pending - !quiet);
+            lapict__count_add(t, LAPICT__N_ILLEGAL_VECTOR, t->pending - !quiet);
             t->pending = 0;
             if (!quiet)
                 lapict__guest_error(t, LAPICT_E_VECTOR, v);
@@ -142,7 +142,7 @@ static LAPICT__HOT bool expired(struct lapict_timer *t, uint64_t k,
 {
     uint64_t held = t->pending, total;
 
-    lapict__add_sat(&t->c.expiries, k);
+    lapict__count_add(t, LAPICT__N_EXPIRIES, k);
     t->last_instant_ns = instant;
     t->flags |= LAPICT__F_EXPIRED;
     if (t->flags & LAPICT__F_PREINJ) {
@@ -152,7 +152,7 @@ static LAPICT__HOT bool expired(struct lapict_timer *t, uint64_t k,
             return false;
     }
     if (t->lvtt & LAPICT_LVTT_MASK) {
-        lapict__add_sat(&t->c.masked, k);
+        lapict__count_add(t, LAPICT__N_MASKED, k);
         return false;
     }
     /* k may be saturated (a stall of 2^64 ticks or more): sums saturate. */
@@ -162,7 +162,7 @@ static LAPICT__HOT bool expired(struct lapict_timer *t, uint64_t k,
         /* Each one is delivered; the bound is on those held pending. */
         total = lapict__sat_add(t->pending, k);
         if (total > t->catch_up_max) {
-            lapict__add_sat(&t->c.dropped, total - t->catch_up_max);
+            lapict__count_add(t, LAPICT__N_DROPPED, total - t->catch_up_max);
             total = t->catch_up_max;
         }
         t->pending = (uint16_t)total;
@@ -170,15 +170,15 @@ static LAPICT__HOT bool expired(struct lapict_timer *t, uint64_t k,
     case LAPICT_MISSED_DROP:
         /* Several grid points in one servicing: none of them. */
         if (lapict__sat_add(k, held - t->pending) > 1) {
-            lapict__add_sat(&t->c.dropped, k);
+            lapict__count_add(t, LAPICT__N_DROPPED, k);
             return false;
         }
         if (total > 1)
-            lapict__add_sat(&t->c.dropped, total - 1);
+            lapict__count_add(t, LAPICT__N_DROPPED, total - 1);
         break;
     default:
         if (total > 1)
-            lapict__add_sat(&t->c.coalesced, total - 1);
+            lapict__count_add(t, LAPICT__N_COALESCED, total - 1);
         break;
     }
     /* One interrupt: the one injected ahead, if any, else one pending. */
@@ -198,7 +198,7 @@ static LAPICT__HOT bool expired(struct lapict_timer *t, uint64_t k,
 static uint64_t stalled(struct lapict_timer *t, uint64_t d)
 {
     uint64_t N = t->tmict, unit, ns;
-    lapict__u128 last = t->e_tick, T = lapict__ticks_in_wide(t, d), m, q;
+    lapict__u128 last = t->cd.e_tick, T = lapict__ticks_in_wide(t, d), m, q;
 
     /* All 128 bits: at a 10 GHz bus a 2^61 ns stall passes 2^64 ticks. */
     q = lapict__udiv128_wide(T - last, N);
@@ -210,10 +210,10 @@ static uint64_t stalled(struct lapict_timer *t, uint64_t d)
         ns = clamped ? (uint64_t)m * t->min_period_ns
                      : (uint64_t)(m * ((lapict__u128)t->bus_q
                                        << t->div_shift));
-        t->anchor_ns += ns;
+        t->cd.anchor_ns += ns;
         last -= m * unit;
     }
-    t->e_tick = (uint64_t)last;
+    t->cd.e_tick = (uint64_t)last;
     return q >= UINT64_MAX ? UINT64_MAX : (uint64_t)q + 1;
 }
 
@@ -259,10 +259,10 @@ static LAPICT__HOT void dl_rate_check(struct lapict_timer *t, uint64_t now,
     uint64_t el, ticks, by_rate, off;
 
     /* A clock or TSC that went back (or a TSC that wrapped): no rate. */
-    if (!lapict__after_eq(now, t->dl_t0_ns) || tsc < t->dl_tsc0)
+    if (!lapict__after_eq(now, t->dl.t0_ns) || tsc < t->dl.tsc0)
         return;
-    el = now - t->dl_t0_ns;
-    ticks = tsc - t->dl_tsc0;
+    el = now - t->dl.t0_ns;
+    ticks = tsc - t->dl.tsc0;
     by_rate = lapict__ns_from_tsc(t, ticks);
     off = by_rate > el ? by_rate - el : el - by_rate;
     if (off > (el >> TSC_OFF_SHIFT) + TSC_OFF_SLACK_NS)
@@ -279,11 +279,11 @@ static uint64_t dl_left_measured(const struct lapict_timer *t, uint64_t now,
 {
     uint64_t el, ticks, q;
 
-    if (!lapict__after_eq(now, t->dl_t0_ns) || tsc <= t->dl_tsc0 ||
+    if (!lapict__after_eq(now, t->dl.t0_ns) || tsc <= t->dl.tsc0 ||
         tsc >= t->deadline_tsc)
         return 0;
-    el = now - t->dl_t0_ns;
-    ticks = tsc - t->dl_tsc0;
+    el = now - t->dl.t0_ns;
+    ticks = tsc - t->dl.tsc0;
     /* (D - tsc) el < 2^127: the horizon rule keeps el below 2^63. */
     q = lapict__udiv128((lapict__u128)(t->deadline_tsc - tsc) * el +
                             (ticks - 1u),
@@ -333,18 +333,18 @@ static LAPICT__HOT unsigned process(struct lapict_timer *t, uint64_t now,
 {
     if (t->flags & LAPICT__F_CD_ARMED) {
         uint64_t d = lapict__elapsed(t, now), k = 1, next;
-        uint64_t instant = t->anchor_ns + t->next_rel_ns;
-        if (d < t->next_rel_ns)
+        uint64_t instant = t->cd.anchor_ns + t->cd.next_rel_ns;
+        if (d < t->cd.next_rel_ns)
             return 0;
         if (is_periodic(t)) {
-            next = lapict__ns_for(t, t->e_tick + t->tmict);
-            if (d >= next || t->e_tick >= LAPICT__REBASE_TICKS) {
+            next = lapict__ns_for(t, t->cd.e_tick + t->tmict);
+            if (d >= next || t->cd.e_tick >= LAPICT__REBASE_TICKS) {
                 k = stalled(t, d);
-                instant = t->anchor_ns + lapict__ns_for(t, t->e_tick);
-                next = lapict__ns_for(t, t->e_tick + t->tmict);
+                instant = t->cd.anchor_ns + lapict__ns_for(t, t->cd.e_tick);
+                next = lapict__ns_for(t, t->cd.e_tick + t->tmict);
             }
-            t->e_tick += t->tmict;
-            t->next_rel_ns = next;
+            t->cd.e_tick += t->tmict;
+            t->cd.next_rel_ns = next;
         } else {
             t->flags &= (uint16_t)~(LAPICT__F_CD_ARMED | LAPICT__F_CD_ACTIVE);
         }
@@ -352,11 +352,12 @@ static LAPICT__HOT unsigned process(struct lapict_timer *t, uint64_t now,
                (expired(t, k, instant, quiet) ? PROC_INJECTED : 0u);
     }
     if (t->flags & LAPICT__F_DL_ARMED) {
-        uint64_t tsc = quiet ? quiet_tsc : lapict__host_tsc(t);
+        uint64_t tsc = quiet ? quiet_tsc : lapict__host_tsc(t), instant;
+
         if (!lapict__dl_reached(t, now, tsc)) {
             /* The TSC runs slower than estimated: aim again, later. */
-            if (!quiet && lapict__after_eq(now, t->dl_ns)) {
-                t->dl_ns = dl_reaim(t, now, tsc);
+            if (!quiet && lapict__after_eq(now, t->dl.at_ns)) {
+                t->dl.at_ns = dl_reaim(t, now, tsc);
                 return PROC_REARM;
             }
             return 0;
@@ -365,11 +366,9 @@ static LAPICT__HOT unsigned process(struct lapict_timer *t, uint64_t now,
         if (!quiet)
             dl_rate_check(t, now, tsc);
         t->flags &= (uint16_t)~LAPICT__F_DL_ARMED;
+        instant = lapict__after_eq(now, t->dl.at_ns) ? t->dl.at_ns : now;
         return PROC_REARM | PROC_EXPIRED |
-               (expired(t, 1, lapict__after_eq(now, t->dl_ns) ? t->dl_ns : now,
-                        quiet)
-                    ? PROC_INJECTED
-                    : 0u);
+               (expired(t, 1, instant, quiet) ? PROC_INJECTED : 0u);
     }
     return 0;
 }
@@ -418,7 +417,8 @@ static bool preinject(struct lapict_timer *t, uint64_t now)
          * interrupt given ahead would be one more than the policy allows.
          */
         if (is_periodic(t) &&
-            lapict__ns_for(t, t->e_tick + t->tmict) - t->next_rel_ns <= adv)
+            lapict__ns_for(t, t->cd.e_tick + t->tmict) - t->cd.next_rel_ns <=
+                adv)
             return false;
         instant = now + left;
     } else if (t->flags & LAPICT__F_DL_ARMED) {
@@ -436,7 +436,7 @@ static bool preinject(struct lapict_timer *t, uint64_t now)
         instant = lapict__deadline_ns(t, now, tsc, t->deadline_tsc);
         if (instant - now > adv)
             return false;
-        t->dl_ns = instant;
+        t->dl.at_ns = instant;
     } else {
         return false;
     }
@@ -614,7 +614,7 @@ static __attribute__((noinline)) int entry_work(struct lapict_timer *t)
         t->flags &= (uint16_t)~LAPICT__F_SAMPLE;
         sampled = true;
         err = (int64_t)(now - t->last_instant_ns);
-        t->c.last_arrival_ns = sat32(err);
+        t->last_arrival_ns = sat32(err);
         /* latency = err + lead, saturating: a clock jump near 2^63 must
          * not overflow (the tuner bounds the value anyway). */
         lapict__tune(t, err > INT64_MAX - (int64_t)t->lead_ns
@@ -624,7 +624,7 @@ static __attribute__((noinline)) int entry_work(struct lapict_timer *t)
     if (!(t->flags & LAPICT__F_PREINJ)) {
         /* Injected at or after its instant: the guest enters now. */
         if (sampled)
-            t->c.last_guest_ns = t->c.last_arrival_ns;
+            t->last_guest_ns = t->last_arrival_ns;
         return LAPICT_OK;
     }
     /*
@@ -670,7 +670,7 @@ static __attribute__((noinline)) int entry_work(struct lapict_timer *t)
      * back), the instant lies ahead and the guest is early.
      */
     if (sampled)
-        t->c.last_guest_ns = sat32((int64_t)(now - t->last_instant_ns));
+        t->last_guest_ns = sat32((int64_t)(now - t->last_instant_ns));
     return LAPICT_OK;
 }
 
@@ -695,27 +695,27 @@ int lapict_stats_get(const struct lapict_timer *t, struct lapict_stats *out,
     /* The bytes of @out this library fills (the caller's struct may be
      * an older, smaller one). */
     o->size = (uint32_t)(size < sizeof(*o) ? size : sizeof(*o));
-    o->expiries = t->c.expiries;
-    o->injections = t->c.injections;
-    o->refused = t->c.refused;
-    o->masked = t->c.masked;
-    o->coalesced = t->c.coalesced;
-    o->dropped = t->c.dropped;
-    o->illegal_vector = t->c.illegal_vector;
-    o->mode_errors = t->c.mode_errors;
-    o->clamps = t->c.clamps;
-    o->hv_to_sw = t->c.hv_to_sw;
-    o->sw_to_hv = t->c.sw_to_hv;
-    o->hv_refused = t->c.hv_refused;
-    o->spins = t->c.spins;
+    o->expiries = t->counts[LAPICT__N_EXPIRIES];
+    o->injections = t->counts[LAPICT__N_INJECTIONS];
+    o->refused = t->counts[LAPICT__N_REFUSED];
+    o->masked = t->counts[LAPICT__N_MASKED];
+    o->coalesced = t->counts[LAPICT__N_COALESCED];
+    o->dropped = t->counts[LAPICT__N_DROPPED];
+    o->illegal_vector = t->counts[LAPICT__N_ILLEGAL_VECTOR];
+    o->mode_errors = t->counts[LAPICT__N_MODE_ERRORS];
+    o->clamps = t->counts[LAPICT__N_CLAMPS];
+    o->hv_to_sw = t->counts[LAPICT__N_HV_TO_SW];
+    o->sw_to_hv = t->counts[LAPICT__N_SW_TO_HV];
+    o->hv_refused = t->counts[LAPICT__N_HV_REFUSED];
+    o->spins = t->counts[LAPICT__N_SPINS];
     o->spin_ns_total = t->spin_ns;
     o->advance_ns = lapict__advance(t);
     o->pending = t->pending;
-    o->last_arrival_ns = t->c.last_arrival_ns;
+    o->last_arrival_ns = t->last_arrival_ns;
     o->last_error = t->last_error;
-    o->last_guest_ns = t->c.last_guest_ns;
+    o->last_guest_ns = t->last_guest_ns;
     o->tsc_khz_measured = t->tsc_khz_measured;
-    o->clamp_reported = t->c.clamps != 0;
+    o->clamp_reported = t->counts[LAPICT__N_CLAMPS] != 0;
     /* No more than the caller's struct; what this library lacks reads 0. */
     if (size > sizeof(*o)) {
         __builtin_memset((uint8_t *)out + sizeof(*o), 0, size - sizeof(*o));

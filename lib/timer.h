@@ -58,9 +58,9 @@ static LAPICT__HOT bool lapict__dl_reached(const struct lapict_timer *t,
 
     if (tsc >= t->deadline_tsc)
         return true;
-    if (!lapict__after_eq(now, t->dl_ns))
+    if (!lapict__after_eq(now, t->dl.at_ns))
         return false;
-    late = now - t->dl_ns;
+    late = now - t->dl.at_ns;
     return (lapict__u128)lapict__ns_from_tsc(t, tsc - t->deadline_tsc) <=
            (lapict__u128)2 * late + lapict__ns_from_tsc(t, 2);
 }
@@ -85,9 +85,9 @@ static LAPICT__HOT void lapict__reanchor(struct lapict_timer *t, uint64_t now,
         t->flags &= (uint16_t) ~(LAPICT__F_CD_ACTIVE | LAPICT__F_CD_ARMED);
         return;
     }
-    t->anchor_ns = now;
-    t->e_tick = c;
-    t->next_rel_ns = lapict__ns_for(t, c);
+    t->cd.anchor_ns = now;
+    t->cd.e_tick = c;
+    t->cd.next_rel_ns = lapict__ns_for(t, c);
     t->flags |= LAPICT__F_CD_ACTIVE | LAPICT__F_CD_ARMED;
 }
 
@@ -95,7 +95,7 @@ static LAPICT__HOT void lapict__reanchor(struct lapict_timer *t, uint64_t now,
 static LAPICT__HOT void lapict__clamp_flag(struct lapict_timer *t, bool clamp)
 {
     if (clamp && !(t->flags & LAPICT__F_CLAMPED))
-        LAPICT__INC(t->c.clamps);
+        lapict__count(t, LAPICT__N_CLAMPS);
     if (clamp)
         t->flags |= LAPICT__F_CLAMPED;
     else
@@ -123,7 +123,7 @@ static inline bool lapict__due(const struct lapict_timer *t, uint64_t now,
                                uint64_t tsc)
 {
     if (t->flags & LAPICT__F_CD_ARMED)
-        return lapict__elapsed(t, now) >= t->next_rel_ns;
+        return lapict__elapsed(t, now) >= t->cd.next_rel_ns;
     return (t->flags & LAPICT__F_DL_ARMED) && lapict__dl_reached(t, now, tsc);
 }
 
@@ -138,7 +138,7 @@ static inline void lapict__update(struct lapict_timer *t, uint64_t now)
 {
     if ((t->flags & (LAPICT__F_CD_ARMED | LAPICT__F_DL_ARMED)) ==
             LAPICT__F_CD_ARMED &&
-        lapict__elapsed(t, now) < t->next_rel_ns)
+        lapict__elapsed(t, now) < t->cd.next_rel_ns)
         return;
     if (t->flags & (LAPICT__F_CD_ARMED | LAPICT__F_DL_ARMED))
         lapict__update_slow(t, now);
@@ -165,13 +165,14 @@ static inline uint32_t lapict__advance(const struct lapict_timer *t)
 static LAPICT__HOT uint64_t lapict__cd_left(const struct lapict_timer *t,
                                             uint64_t now)
 {
-    uint64_t d = now - t->anchor_ns;
+    uint64_t d = now - t->cd.anchor_ns;
 
-    if (lapict__after_eq(now, t->anchor_ns))
-        return d >= t->next_rel_ns ? 0 : t->next_rel_ns - d;
+    if (lapict__after_eq(now, t->cd.anchor_ns))
+        return d >= t->cd.next_rel_ns ? 0 : t->cd.next_rel_ns - d;
     /* Saturating: a restored count's next_rel_ns may be huge. */
-    d = t->anchor_ns - now;
-    return d > UINT64_MAX - t->next_rel_ns ? UINT64_MAX : d + t->next_rel_ns;
+    d = t->cd.anchor_ns - now;
+    return d > UINT64_MAX - t->cd.next_rel_ns ? UINT64_MAX
+                                              : d + t->cd.next_rel_ns;
 }
 
 /*
@@ -197,7 +198,7 @@ static LAPICT__HOT void lapict__arm_next(struct lapict_timer *t, uint64_t now,
     if (t->flags & LAPICT__F_CD_ARMED)
         left = lapict__cd_left(t, now);
     else
-        left = lapict__after_eq(now, t->dl_ns) ? 0 : t->dl_ns - now;
+        left = lapict__after_eq(now, t->dl.at_ns) ? 0 : t->dl.at_ns - now;
     rel = left;
     if (adv && !(t->flags & LAPICT__F_PREINJ) && !(fired && left <= adv))
         rel = left > adv ? left - adv : 0; /* passed: the host fires now */

@@ -571,8 +571,8 @@ static void saturated_counters_do_not_stop_learning(void **state)
     int i;
     (void)state;
     setup(&h, &t, LAPICT_ADVANCE_ADAPTIVE, 1000, 5000, true);
-    memset(&t.c, 0xff, sizeof(t.c));
-    t.c.last_arrival_ns = t.c.last_guest_ns = 0;
+    memset(t.counts, 0xff, sizeof(t.counts));
+    t.last_arrival_ns = t.last_guest_ns = 0;
     assert_int_equal(lapict_tdcr_write(&t, 0xB), LAPICT_OK);
     assert_int_equal(lapict_lvtt_write(&t, LAPICT_LVTT_PERIODIC | 0x30),
                      LAPICT_OK);

@@ -78,7 +78,6 @@ static void print_sizes(void)
     SZ(lapict_config, "init argument");
     SZ(lapict_ops, "one per host, shared");
     SZ(lapict_stats, "lapict_stats_get() output");
-    SZ(lapict__counters, "inside struct lapict_timer");
 #undef SZ
     printf("%-26s %5u  %s\n", "LAPICT_STATE_SIZE", LAPICT_STATE_SIZE,
            "save/restore blob");

@@ -20,19 +20,6 @@ extern "C" {
 #endif
 
 /*
- * Internal counters; read them with lapict_stats_get(). 64 bits, as the
- * public ones: they saturate (at 2^64, never reached) and no decision of
- * the library rests on them.
- */
-struct lapict__counters {
-    uint64_t expiries, injections, refused, masked, coalesced, dropped;
-    uint64_t illegal_vector, mode_errors, clamps, hv_to_sw, sw_to_hv;
-    uint64_t hv_refused, spins;
-    /* Host ready at entry, and guest entered, minus the expiry instant. */
-    int32_t last_arrival_ns, last_guest_ns;
-};
-
-/*
  * All fields are private: the layout may change between versions, only the
  * size is part of the ABI promise (at most 272 bytes). Hosts embed it and
  * pass pointers; they never touch the fields.
@@ -52,23 +39,22 @@ struct lapict_timer {
     uint32_t lead_ns;
     uint32_t magic;
     /*
-     * Count-down: anchor, next expiry tick. Deadline mode (never both):
-     * the host instant and guest TSC at which the deadline was armed,
-     * against which the TSC's rate is checked.
+     * The state of the one timer mode in use (the LVT timer mode says
+     * which). A count-down: its anchor, the tick of its next expiry and
+     * that expiry's ns after the anchor. A TSC deadline: the host instant
+     * and guest TSC at which it was armed (its rate is checked against
+     * them), and its host instant.
      */
     union {
-        uint64_t anchor_ns, dl_t0_ns;
-    };
-    union {
-        uint64_t e_tick, dl_tsc0;
+        struct {
+            uint64_t anchor_ns, e_tick, next_rel_ns;
+        } cd;
+        struct {
+            uint64_t t0_ns, tsc0, at_ns;
+        } dl;
     };
     /* Deadline mode: the MSR. */
     uint64_t deadline_tsc;
-    /* Next count-down expiry (ns after the anchor), or the deadline's host
-     * instant: a count-down and a deadline are never armed together. */
-    union {
-        uint64_t next_rel_ns, dl_ns;
-    };
     /* Host timer target; instant of the last processed expiry. */
     uint64_t armed_ns, last_instant_ns;
     /* ns of waiting asked of spin_until (a statistic, saturating). */
@@ -83,8 +69,9 @@ struct lapict_timer {
     uint8_t bus_q5, adv_outliers;
     /*
      * TDCR (stored bits) and the log2 of the divider it selects; the host
-     * timer armed (LAPICT__ARMED_*), LAPICT_ADVANCE_*, LAPICT_MISSED_*,
-     * and LAPICT_ADVANCE_GOAL_* (host configuration, not guest state).
+     * timer armed (none, software or hardware), LAPICT_ADVANCE_*,
+     * LAPICT_MISSED_* and LAPICT_ADVANCE_GOAL_* (host configuration, not
+     * guest state).
      */
     unsigned tdcr : 4, div_shift : 4, armed : 2, adv_mode : 2, missed : 2,
         adv_goal : 1;
@@ -94,7 +81,10 @@ struct lapict_timer {
     uint8_t dl_rearms;
     /* The guest TSC rate, kHz, measured off tsc_khz (a statistic). */
     uint32_t tsc_khz_measured;
-    struct lapict__counters c;
+    /* Statistics counters, saturating, read with lapict_stats_get(). */
+    uint64_t counts[13];
+    /* Host ready at entry, and guest entered, minus the expiry instant. */
+    int32_t last_arrival_ns, last_guest_ns;
 };
 
 /*
