@@ -16,6 +16,7 @@
 
 /* lt_run_capture() */
 #include "kvm_probe.h"
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -107,23 +108,152 @@ static uint64_t ufield(const char *out, const char *prefix, const char *key)
     return strtoull(v, NULL, 10);
 }
 
-/* Boots Linux under TCG with @smp CPUs; returns the console output. */
-static char *boot_linux(int smp, const char *append, unsigned seconds)
-{
-    char cmd[1024];
-    int status;
-    char *o;
+#define MAX_SMP 4
 
+static pid_t spawn_sh(const char *cmd);
+static char *slurp(const char *path, size_t *len);
+
+/*
+ * Host CPU withheld from a running QEMU: how long each vCPU thread ("CPU
+ * n/TCG") and the main thread (where the APIC timer's callbacks run) were
+ * runnable but waited for a host CPU, from the scheduler's statistics
+ * (/proc/PID/task/TID/schedstat: run, wait and slices, in ns). @found has
+ * bit 0 for the main thread and bit 1 + n for vCPU n.
+ */
+struct host_wait {
+    uint64_t main_ns, vcpu_ns[MAX_SMP];
+    unsigned found;
+};
+
+static bool host_wait_read(pid_t qemu, struct host_wait *w)
+{
+    char path[96], comm[32];
+    struct dirent *e;
+    DIR *d;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/proc/%d/task", (int)qemu);
+    d = opendir(path);
+    if (!d)
+        return false;
+    memset(w, 0, sizeof(*w));
+    while ((e = readdir(d))) {
+        int tid = atoi(e->d_name), cpu = -1;
+        unsigned long long run, wait;
+        bool ok;
+
+        if (tid <= 0)
+            continue;
+        snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)qemu, tid);
+        f = fopen(path, "r");
+        ok = f && fgets(comm, sizeof(comm), f);
+        if (f)
+            fclose(f);
+        if (!ok || (tid != qemu && (sscanf(comm, "CPU %d/TCG", &cpu) != 1 ||
+                                    cpu < 0 || cpu >= MAX_SMP)))
+            continue;
+        snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int)qemu,
+                 tid);
+        f = fopen(path, "r");
+        ok = f && fscanf(f, "%llu %llu", &run, &wait) == 2;
+        if (f)
+            fclose(f);
+        if (!ok)
+            continue;
+        if (tid == qemu) {
+            w->main_ns = wait;
+            w->found |= 1u;
+        } else {
+            w->vcpu_ns[cpu] = wait;
+            w->found |= 2u << cpu;
+        }
+    }
+    closedir(d);
+    return true;
+}
+
+/*
+ * Boots Linux under TCG with @smp CPUs; returns the console output, and
+ * what the host withheld over cyclictest's run: @wait_ns is the time the
+ * vCPU threads and the main thread waited for a host CPU, added up, from a
+ * sample before the guest's "LAPICT start" line to one after its "LAPICT
+ * end" (50 ms apart at most; the last one if QEMU exits first).
+ */
+static char *boot_linux(int smp, const char *append, unsigned seconds,
+                        uint64_t *wait_ns)
+{
+    char dir[64], cmd[1536], path[96], *o;
+    struct host_wait w = { 0 }, prev = { 0 }, w0 = { 0 }, w1 = { 0 };
+    const unsigned want = (2u << smp) - 1;
+    bool started = false, ended = false;
+    pid_t pid, qemu = 0;
+    int status, rm;
+    FILE *f;
+
+    snprintf(dir, sizeof(dir), "/tmp/lapict-qemu-linux-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
     snprintf(cmd, sizeof(cmd),
-             "timeout -s KILL %u %s -M q35 -accel tcg -cpu max -smp %d "
-             "-m 512 -display none -monitor none -serial stdio -no-reboot "
+             "exec timeout -s KILL %u %s -name lapict,debug-threads=on "
+             "-pidfile %s/pid -M q35 -accel tcg -cpu max -smp %d -m 512 "
+             "-display none -monitor none -serial file:%s/serial -no-reboot "
              "-kernel %s -initrd %s -append 'console=ttyS0 panic=-1 "
-             "lapict.duration=%u %s' </dev/null",
-             seconds + 120, QEMU, smp, KERNEL, INITRD, seconds, append);
-    o = lt_run_capture(cmd, &status);
-    ck_assert_msg(status == 0, "QEMU exit status %d:\n%s", status, shown(o));
+             "lapict.duration=%u %s' </dev/null >%s/out 2>&1",
+             seconds + 150, QEMU, dir, smp, dir, KERNEL, INITRD, seconds,
+             append, dir);
+    pid = spawn_sh(cmd);
+    snprintf(path, sizeof(path), "%s/serial", dir);
+    while (waitpid(pid, &status, WNOHANG) != pid) {
+        bool have;
+
+        usleep(50000);
+        if (ended)
+            continue;
+        if (!qemu) {
+            int n = 0;
+
+            snprintf(cmd, sizeof(cmd), "%s/pid", dir);
+            f = fopen(cmd, "r");
+            if (f && fscanf(f, "%d", &n) == 1)
+                qemu = n;
+            if (f)
+                fclose(f);
+        }
+        have = qemu && host_wait_read(qemu, &w) && (w.found & want) == want;
+        if (access(path, R_OK) == 0) {
+            char *s = slurp(path, NULL);
+
+            /* The sample before this read preceded the start line. */
+            if (!started && strstr(s, "LAPICT start")) {
+                started = true;
+                w0 = prev;
+            }
+            if (started && strstr(s, "LAPICT end")) {
+                ended = true;
+                if (!host_wait_read(qemu, &w1) || (w1.found & want) != want)
+                    w1 = have ? w : prev;
+            }
+            free(s);
+        }
+        if (have)
+            prev = w;
+    }
+    /* QEMU's own messages where it did not get as far as the console. */
+    if (access(path, R_OK) != 0)
+        snprintf(path, sizeof(path), "%s/out", dir);
+    o = slurp(path, NULL);
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    free(lt_run_capture(cmd, &rm));
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                  "QEMU exit status %d:\n%s", status, shown(o));
     ck_assert_msg(strstr(o, "LAPICT done"), "the guest did not finish:\n%s",
                   o);
+    ck_assert_msg((w0.found & want) == want && (w1.found & want) == want,
+                  "the scheduler's statistics of QEMU's threads were not "
+                  "read (threads %#x and %#x of %#x)", w0.found, w1.found,
+                  want);
+    *wait_ns = w1.main_ns - w0.main_ns;
+    for (int c = 0; c < smp; c++)
+        *wait_ns += w1.vcpu_ns[c] - w0.vcpu_ns[c];
     return o;
 }
 
@@ -163,30 +293,10 @@ static uint64_t loc_delta(const char *o, int cpu)
 }
 
 /*
- * Rule: by default Linux picks the TSC-deadline clockevent, which only
- * exists where lapict drives the APIC, and it runs its high-resolution
- * timers on it; every CPU takes at least one LOC per cyclictest wake-up.
- */
-START_TEST(linux_tsc_deadline_smp2)
-{
-    const unsigned s = 5;
-    char *o = boot_linux(2, "", s);
-
-    ck_assert_str_eq(field(o, "LAPICT boot ", "clockevent"), "lapic-deadline");
-    ck_assert_str_eq(field(o, "LAPICT boot ", "tickdev"), "lapic-deadline");
-    ck_assert_str_eq(field(o, "LAPICT boot ", "handler"), "hrtimer_interrupt");
-    ck_assert_uint_eq(ufield(o, "LAPICT boot ", "cpus"), 2);
-    assert_cyclictest(o, 2, s * 1000u / 2);
-    for (int c = 0; c < 2; c++)
-        ck_assert_msg(loc_delta(o, c) >= s * 1000u / 2, "cpu%d LOC %" PRIu64
-                      ":\n%s", c, loc_delta(o, c), shown(o));
-    free(o);
-}
-END_TEST
-
-/*
  * Cyclictest's histogram as the guest's /init prints it (lapict.hist=US):
- * the samples of thread 0 in its "LAPICT hist" buckets and beyond them.
+ * the samples of thread 0 in its "LAPICT hist" buckets, which cyclictest's
+ * "# Total" (the count) adds up; those beyond the last bucket it counts
+ * apart, in "LAPICT hist_overflow".
  */
 static uint64_t hist_samples(const char *o)
 {
@@ -195,60 +305,141 @@ static uint64_t hist_samples(const char *o)
     for (const char *l = strstr(o, "LAPICT hist us="); l;
          l = strstr(l + 1, "\nLAPICT hist us="))
         n += ufield(l + (*l == '\n'), "LAPICT hist us=", "t0");
-    return n + ufield(o, "LAPICT hist_overflow ", "t0");
+    return n;
 }
-
-/* Rule: lapic=notscdeadline gives the one-shot count-down ("lapic");
- * the histogram bench.sh's CDFs are drawn from holds every sample. */
-START_TEST(linux_oneshot)
-{
-    const unsigned s = 5;
-    char *o = boot_linux(1, "lapic=notscdeadline lapict.hist=20000", s);
-
-    ck_assert_str_eq(field(o, "LAPICT boot ", "clockevent"), "lapic");
-    ck_assert_str_eq(field(o, "LAPICT boot ", "handler"), "hrtimer_interrupt");
-    assert_cyclictest(o, 1, s * 1000u / 2);
-    ck_assert_msg(loc_delta(o, 0) >= s * 1000u / 2, "LOC %" PRIu64 ":\n%s",
-                  loc_delta(o, 0), shown(o));
-    ck_assert_msg(hist_samples(o) ==
-                      ufield(o, "LAPICT cyclictest thread=", "count"),
-                  "histogram %" PRIu64 " samples:\n%s", hist_samples(o),
-                  shown(o));
-    free(o);
-}
-END_TEST
 
 /*
- * Rule: with nohz=off highres=off the LAPIC runs periodic at HZ, and the
- * LOC count rises at HZ within 0.1 % of the guest's CLOCK_MONOTONIC (missed
- * ticks on a busy host are caught up, not lost). Each LOC read lies
- * between two clock reads (mono0_ns, mono_ns; guest/init), so the time the
- * count spans lies between the inner and the outer distance of those
- * reads: the count must fit HZ over that range, +-0.1 % and one tick at
- * each end.
+ * The three clockevent modes Linux picks on lapict's APIC: TSC-deadline by
+ * default, the one-shot count-down with lapic=notscdeadline, and the
+ * periodic count-down at HZ with nohz=off highres=off as well.
  */
-START_TEST(linux_periodic_hz)
+static const struct ce_mode {
+    const char *name, *append;
+    const char *clockevent; /* clockevent0 and cpu0's tick device */
+    const char *handler;    /* cpu0's tick handler */
+    unsigned wakeups_per_s; /* cyclictest's: one per 1000 us, or per tick */
+    bool hist;              /* the histogram is checked too */
+} ce_modes[] = {
+    { "tsc-deadline", "", "lapic-deadline", "hrtimer_interrupt", 1000,
+      false },
+    { "one-shot", "lapic=notscdeadline", "lapic", "hrtimer_interrupt", 1000,
+      true },
+    { "periodic", "lapic=notscdeadline nohz=off highres=off", "lapic",
+      "tick_handle_periodic", HZ, false },
+};
+
+/* One CPU, two, and more vCPUs than CI's hosts have cores. */
+static const int ce_smp[] = { 1, 2, 4 };
+
+#define CE_MODES (int)(sizeof(ce_modes) / sizeof(*ce_modes))
+#define CE_SMPS (int)(sizeof(ce_smp) / sizeof(*ce_smp))
+
+static bool str_is(const char *v, const char *want)
 {
-    const unsigned s = 10;
-    char *o = boot_linux(1, "lapic=notscdeadline nohz=off highres=off", s);
+    return v && !strcmp(v, want);
+}
+
+/*
+ * Fewest wake-ups of a cyclictest thread whose CPU's timer works: half of
+ * those its rate gives over the run, less the time the host kept QEMU's
+ * vCPU threads or its main thread (the timer's) from running, @wait_ns.
+ * Its own vCPU waiting, no wake-up happens; another waiting may hold the
+ * lock its interrupt needs. So a starved host lowers the bound, down to
+ * none, and a quiet one keeps it at half.
+ */
+static uint64_t wakeup_floor(unsigned seconds, unsigned per_s,
+                             uint64_t wait_ns)
+{
+    uint64_t ns = (uint64_t)seconds * 1000000000u;
+
+    ns = ns > wait_ns ? ns - wait_ns : 0;
+    return ns / 1000u * per_s / 2000000u;
+}
+
+/*
+ * Periodic ticks: LOC on @cpu rose at HZ within 0.1 % of the guest's
+ * CLOCK_MONOTONIC (missed ticks on a busy host are caught up, not lost).
+ * Each LOC read lies between two clock reads (mono0_ns, mono_ns;
+ * guest/init), so the time the count spans lies between the inner and the
+ * outer distance of those reads: the count must fit HZ over that range,
+ * +-0.1 % and one tick at each end.
+ */
+static void assert_loc_hz(const char *o, int cpu)
+{
     uint64_t inner, outer, loc;
     double lo, hi;
 
-    ck_assert_str_eq(field(o, "LAPICT boot ", "clockevent"), "lapic");
-    ck_assert_str_eq(field(o, "LAPICT boot ", "handler"),
-                     "tick_handle_periodic");
-    assert_cyclictest(o, 1, s * HZ * 9u / 10);
     inner = ufield(o, "LAPICT end ", "mono0_ns") -
             ufield(o, "LAPICT start ", "mono_ns");
     outer = ufield(o, "LAPICT end ", "mono_ns") -
             ufield(o, "LAPICT start ", "mono0_ns");
-    loc = loc_delta(o, 0);
+    loc = loc_delta(o, cpu);
     lo = HZ * 0.999 * (double)inner / 1e9 - 1;
     hi = HZ * 1.001 * (double)outer / 1e9 + 1;
     ck_assert_msg((double)loc >= lo && (double)loc <= hi,
-                  "LOC %" PRIu64 " in %" PRIu64 "..%" PRIu64 " ns: not %d/s "
-                  "+-0.1%% (%.1f..%.1f):\n%s",
-                  loc, inner, outer, HZ, lo, hi, shown(o));
+                  "cpu%d LOC %" PRIu64 " in %" PRIu64 "..%" PRIu64 " ns: not "
+                  "%d/s +-0.1%% (%.1f..%.1f):\n%s",
+                  cpu, loc, inner, outer, HZ, lo, hi, shown(o));
+}
+
+/*
+ * Rule: Linux runs on lapict's APIC timer in each clockevent mode
+ * (ce_modes[_i / CE_SMPS]) at -smp 1, 2 and 4 (ce_smp[_i % CE_SMPS]). It
+ * picks the mode's clockevent and tick handler (TSC-deadline exists only
+ * where lapict drives the APIC), and on every CPU cyclictest runs to the
+ * end, each of its wake-ups taking a local timer interrupt on that CPU,
+ * with at least half as many wake-ups as its rate gives in the time the
+ * host let QEMU's vCPUs and timer run (wakeup_floor). Periodic:
+ * every CPU's LOC rises at HZ (assert_loc_hz). One-shot: the histogram
+ * bench.sh's CDFs are drawn from holds every sample.
+ */
+START_TEST(linux_modes)
+{
+    const unsigned s = 3;
+    const struct ce_mode *m = &ce_modes[_i / CE_SMPS];
+    const int smp = ce_smp[_i % CE_SMPS];
+    uint64_t wait_ns;
+    char append[160], prefix[48];
+    char *o;
+
+    snprintf(append, sizeof(append), "%s%s", m->append,
+             m->hist ? " lapict.hist=20000" : "");
+    o = boot_linux(smp, append, s, &wait_ns);
+    ck_assert_msg(str_is(field(o, "LAPICT boot ", "clockevent"),
+                         m->clockevent) &&
+                      str_is(field(o, "LAPICT boot ", "tickdev"),
+                             m->clockevent) &&
+                      str_is(field(o, "LAPICT boot ", "handler"), m->handler),
+                  "%s, -smp %d: not %s with %s:\n%s", m->name, smp,
+                  m->clockevent, m->handler, shown(o));
+    ck_assert_uint_eq(ufield(o, "LAPICT boot ", "cpus"), (unsigned)smp);
+    assert_cyclictest(o, smp, 1);
+    for (int c = 0; c < smp; c++) {
+        uint64_t n, floor, loc = loc_delta(o, c);
+
+        snprintf(prefix, sizeof(prefix), "LAPICT cyclictest thread=%d ", c);
+        n = ufield(o, prefix, "count");
+        floor = wakeup_floor(s, m->wakeups_per_s, wait_ns);
+        printf("RESULT test=qemu-linux mode=%s smp=%d cpu=%d wakeups=%" PRIu64
+               " floor=%" PRIu64 " loc=%" PRIu64 " host_wait_ms=%" PRIu64
+               "\n", m->name, smp, c, n, floor, loc, wait_ns / 1000000u);
+        fflush(stdout);
+        ck_assert_msg(n >= floor, "%s, -smp %d, cpu%d: %" PRIu64 " wake-ups, "
+                      "fewer than %" PRIu64 " (the host withheld %" PRIu64
+                      " ms of %u s):\n%s", m->name, smp, c, n, floor,
+                      wait_ns / 1000000u, s, shown(o));
+        ck_assert_msg(loc >= n, "%s, -smp %d, cpu%d: %" PRIu64 " wake-ups on "
+                      "%" PRIu64 " local timer interrupts:\n%s", m->name, smp,
+                      c, n, loc, shown(o));
+        if (str_is(m->handler, "tick_handle_periodic"))
+            assert_loc_hz(o, c);
+    }
+    if (m->hist)
+        ck_assert_msg(hist_samples(o) ==
+                          ufield(o, "LAPICT cyclictest thread=", "count"),
+                      "histogram %" PRIu64 " samples (%" PRIu64 " beyond "
+                      "it):\n%s", hist_samples(o),
+                      ufield(o, "LAPICT hist_overflow ", "t0"), shown(o));
     free(o);
 }
 END_TEST
@@ -311,7 +502,7 @@ static char *run_mbtest(const char *accel, bool x2, int *fails, int *unknown)
 }
 
 /* mbtest under @accel, xAPIC or x2APIC: only known failures, and the
- * deadline check ran. */
+ * deadline and nested SVM TSC checks ran. */
 static void mbtest_case(const char *accel, bool x2)
 {
     int fails, unknown;
@@ -320,13 +511,18 @@ static void mbtest_case(const char *accel, bool x2)
     ck_assert_msg(unknown == 0, "%d unexpected failures:\n%s", unknown, shown(o));
     ck_assert_msg(strstr(o, "PASS: tsc deadline: fires, not early"), "no deadline check:\n%s",
                   o);
+    /* -cpu max offers SVM under TCG: the check runs, it does not skip. */
+    ck_assert_msg(strstr(o, "PASS: svm tsc: after #VMEXIT"),
+                  "no nested SVM TSC check:\n%s", o);
     free(o);
 }
 
 /*
  * Rule: under TCG every timer check of mbtest passes, in xAPIC (_i = 0,
  * CPUID without x2APIC, as mbtest's x2apic=0 expects) and in x2APIC
- * (_i = 1: QEMU's own x2APIC mode, which -cpu max offers).
+ * (_i = 1: QEMU's own x2APIC mode, which -cpu max offers), and so do the
+ * nested SVM checks of the TSC: a WRMSR to IA32_TSC survives VMRUN and
+ * #VMEXIT, and the nested guest reads it plus the VMCB's offset.
  */
 START_TEST(mbtest_tcg)
 {
@@ -1415,22 +1611,26 @@ static char *boot_icount(const char *icount, const char *append,
     return o;
 }
 
+/* QEMU's adaptive shift, and the fixed one record/replay runs with. */
+static const char *const icount_shifts[] = { "shift=auto", "shift=7" };
+
 /*
- * Rule: under -icount shift=auto Linux boots in the three clockevent modes
- * (_i: TSC-deadline, one-shot, periodic) and cyclictest completes: no op
+ * Rule: under -icount (icount_shifts[_i / CE_MODES]) Linux boots in the
+ * three clockevent modes (ce_modes[_i % CE_MODES]) and cyclictest
+ * completes: no op
  * reads a host clock outside icount's I/O window, and nothing waits.
  */
 START_TEST(icount_linux)
 {
-    static const char *const append[] = {
-        "", "lapic=notscdeadline", "lapic=notscdeadline nohz=off highres=off",
-    };
-    static const char *const ce[] = {
-        "lapic-deadline", "lapic", "lapic",
-    };
-    char *o = boot_icount("shift=auto", append[_i], 3);
+    const struct ce_mode *m = &ce_modes[_i % CE_MODES];
+    const char *shift = icount_shifts[_i / CE_MODES];
+    char *o = boot_icount(shift, m->append, 3);
 
-    ck_assert_str_eq(field(o, "LAPICT boot ", "clockevent"), ce[_i]);
+    ck_assert_msg(str_is(field(o, "LAPICT boot ", "clockevent"),
+                         m->clockevent) &&
+                      str_is(field(o, "LAPICT boot ", "handler"), m->handler),
+                  "-icount %s, %s: not %s with %s:\n%s", shift, m->name,
+                  m->clockevent, m->handler, shown(o));
     free(o);
 }
 END_TEST
@@ -1624,9 +1824,7 @@ static Suite *suite(void)
 
     l = tcase_create("linux");
     tcase_set_timeout(l, 300);
-    tcase_add_test(l, linux_tsc_deadline_smp2);
-    tcase_add_test(l, linux_oneshot);
-    tcase_add_test(l, linux_periodic_hz);
+    tcase_add_loop_test(l, linux_modes, 0, CE_MODES * CE_SMPS);
     suite_add_tcase(s, l);
     mb = tcase_create("mbtest");
     tcase_set_timeout(mb, 150);
@@ -1655,7 +1853,9 @@ static Suite *suite(void)
     suite_add_tcase(s, st);
     ic = tcase_create("icount");
     tcase_set_timeout(ic, 600);
-    tcase_add_loop_test(ic, icount_linux, 0, 3);
+    tcase_add_loop_test(ic, icount_linux, 0,
+                        CE_MODES * (int)(sizeof(icount_shifts) /
+                                         sizeof(*icount_shifts)));
     tcase_add_test(ic, icount_record_replay);
     suite_add_tcase(s, ic);
     return s;
