@@ -115,8 +115,8 @@ enum lapict_kvm_kick {
     /*
      * A timer thread: a timerfd wakes it kick_lead_ns early, it spins to
      * the target and sends kick_signal. For hosts that cannot direct a
-     * POSIX timer's signal at a thread; a thread's wake-up on a busy host
-     * costs tens of us to ms.
+     * POSIX timer's signal at a thread; on a busy host the thread's own
+     * wake-up waits for a CPU.
      */
     LAPICT_KVM_KICK_THREAD = 2,
 };

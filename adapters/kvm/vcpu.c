@@ -146,9 +146,9 @@ static int read_tsc_offset(struct lapict_kvm *k)
 /*
  * KVM_CAP_SYNC_REGS: KVM stores RFLAGS and the event state in kvm_run on
  * every return from KVM_RUN (also -EINTR), and applies an event state
- * marked dirty on the next KVM_RUN. Injecting that way costs no ioctl: on
- * these hosts KVM_INTERRUPT costs 6-20 us, and KVM_GET_REGS after a kick
- * 5-13 us, each a vcpu_load/vcpu_put round of their own.
+ * marked dirty on the next KVM_RUN. Injecting that way costs no ioctl:
+ * KVM_INTERRUPT, and KVM_GET_REGS after a kick, are each a system call
+ * with a vcpu_load/vcpu_put round of their own.
  */
 static void setup_sync_regs(struct lapict_kvm *k)
 {
