@@ -413,7 +413,8 @@ START_TEST(linux_modes)
                   "%s, -smp %d: not %s with %s:\n%s", m->name, smp,
                   m->clockevent, m->handler, shown(o));
     ck_assert_uint_eq(ufield(o, "LAPICT boot ", "cpus"), (unsigned)smp);
-    assert_cyclictest(o, smp, 1);
+    /* Each CPU's own floor below: a starved host may allow no wake-up. */
+    assert_cyclictest(o, smp, 0);
     for (int c = 0; c < smp; c++) {
         uint64_t n, floor, loc = loc_delta(o, c);
 
