@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# No hardware divide on the hot paths (GUIDE.md): disassembles the library
+# No hardware divide on the hot paths: disassembles the library
 # objects, builds the static call graph from the direct calls and jumps and
 # the relocations of each function, walks it from the hot entry points and
 # fails if a reachable function holds a div/idiv instruction.
@@ -8,8 +8,8 @@
 # clamped periodic timer, after a stall over several periods or when a
 # periodic timer's tick count is re-based, and may divide: lapict__udiv128
 # and lapict__udiv128_wide (the CPU's 64-bit divide for 64-bit numerators,
-# shift-subtract above), lapict__gcd, lapict__recip_init (and recip128). Calls through
-# the host's ops table are indirect and not followed (they leave the library).
+# shift-subtract above) and lapict__gcd. Calls through the host's ops
+# table are indirect and not followed (they leave the library).
 # Inlining differs between build types, so the graph is taken from the
 # objects of this build rather than from a fixed list of functions.
 #
@@ -17,8 +17,7 @@
 cmake_minimum_required(VERSION 3.16)
 set(roots lapict_tmcct_read lapict_tmict_write lapict_tsc_deadline_write
           lapict_expire lapict_before_guest_entry)
-set(slow lapict__udiv128 lapict__udiv128_wide lapict__gcd lapict__recip_init
-         recip128)
+set(slow lapict__udiv128 lapict__udiv128_wide lapict__gcd)
 
 if(NOT OBJDUMP)
     set(OBJDUMP objdump)
