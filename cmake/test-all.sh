@@ -143,13 +143,15 @@ summary+=("packages: $((SECONDS - start))s")
 
 # lapict inside QEMU (adapters/qemu): Debian trixie's QEMU 10.0 with the
 # patches-10.0 series, built on bookworm and cached outside the clone keyed
-# by its inputs (about 14 minutes of CPU from scratch, seconds when cached,
-# a relink when only lib/ changed); Debian's own QEMU 10.0, unpacked for
-# the interop cases; the Linux guest from Debian's packages; then
-# check_qemu: Linux under TCG in its three clockevent modes, lapict-mbtest
-# in xAPIC and x2APIC, migration (the timer armed, a corrupt lapict state,
-# a 20-move chain, guest memory), migration to and from stock 10.0 on
-# pc-q35-9.2, icount boots and record/replay.
+# by its inputs (a full build and a -Dlapict=disabled one of the same tree
+# from scratch, seconds when cached, a relink when only lib/ changed), with
+# lapict's licence beside it; Debian's own QEMU 10.0, unpacked for the
+# interop cases; the Linux guest from Debian's packages; then check_qemu:
+# Linux under TCG in its three clockevent modes, lapict-mbtest in xAPIC and
+# x2APIC, migration (the timer armed, a corrupt lapict state, a 20-move
+# chain, guest memory), migration to and from stock 10.0 on pc-q35-9.2 and
+# from the disabled build on q35, "info lapic", tsc-frequency=, the
+# licence, icount boots and record/replay.
 start=$SECONDS
 banner "gate qemu: patched QEMU 10.0 with lapict, Linux and mbtest guests"
 bash adapters/qemu/build.sh "$PWD/build-ci/qemu-bin"
