@@ -783,7 +783,7 @@ static void restore_with_different_bus_hz_is_state_config(void **state)
     expect_rejected(blob, SZ, LAPICT_E_STATE_CONFIG);
 }
 
-/* ---- Saving has no side effects (issue 11 defect 3) ---- */
+/* ---- Saving has no side effects ---- */
 
 /*
  * Trap ops: installed into a fake host's table around a save, every op but
@@ -1453,7 +1453,7 @@ static void forge32(uint8_t *blob, size_t off, uint32_t v)
 }
 
 /*
- * Issue 11 defect 9: a one-shot of 2^32-1 ticks at divide 128 on a 1 kHz
+ * A forged pre-injection is refused: a one-shot of 2^32-1 ticks at divide 128 on a 1 kHz
  * bus (16 years) marked as already injected ahead. Accepted, the next guest
  * entry would spin for the whole count and swallow the real expiry. A
  * pre-injected instant must lie within the blob's advance of now (plus one
@@ -1579,7 +1579,7 @@ static void preinjection_survives_a_host_without_advance(void **state)
     }
 }
 
-/* ---- Restore into another minimum period (issue 11 defect 11) ---- */
+/* ---- Restore into another minimum period ---- */
 
 /*
  * Periodic N = 100 at divide 1, clamped by the source's 200 us minimum
@@ -1693,7 +1693,7 @@ static void clamp_period_field_is_checked(void **state)
     assert_int_equal(restore_into(&ca, blob), LAPICT_E_STATE_CONFIG);
 }
 
-/* ---- Golden blobs: every released format keeps loading (issue 13) ---- */
+/* ---- Golden blobs: every released format keeps loading ---- */
 
 /*
  * How each golden blob of tests/state_golden_v1.h was captured (host clock
@@ -1960,7 +1960,7 @@ static void golden_blobs_restore_to_their_state(void **state)
 }
 
 /*
- * Restore into another guest TSC rate (docs/spec/timer.md section 8, issue 13):
+ * Restore into another guest TSC rate (docs/spec/timer.md section 8):
  * the blob holds no TSC rate. A deadline is a guest TSC value, so it fires
  * when this host's guest TSC reaches it, at this host's rate (a VMM that
  * scales or offsets the guest TSC keeps it continuous); count-downs run on

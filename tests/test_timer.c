@@ -1605,7 +1605,7 @@ tsc_deadline_to_periodic_switch_with_hw_timer_armed_never_fires_old_deadline(
     }
 }
 
-/* ---- Issue 11: expiry, advance and horizon regressions ---------------- */
+/* ---- Expiry, advance and horizon: edge cases ------------------------ */
 
 /* A far TSC deadline with the advance, on the simulated host whose
  * tsc_to_host_ns answer wraps past 2^64 ns. Rule (section 7): the guest

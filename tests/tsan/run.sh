@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# ThreadSanitizer gate for the KVM adapter's timer / vCPU hand-off (issue 7
-# item 3, docs/spec/timer.md "Concurrency"). Two parts:
+# ThreadSanitizer gate for the KVM adapter's timer / vCPU hand-off
+# (docs/spec/timer.md "Concurrency"). Two parts:
 #  1. everywhere: tests/tsan/stress.c drives the adapter's real run loop
 #     against a fake vCPU (no KVM), for each kick path (kick-timer signal,
 #     timer thread, none, the caller's own kick) and advance off/adaptive:
