@@ -1349,29 +1349,28 @@ END_TEST
 #define STOCK LAPICT_QEMU_DIR "/stock/qemu-system-x86_64"
 
 /*
- * Rule: on a machine type whose APIC keeps QEMU's own timer (pc-q35-9.2,
- * through pc_compat_9_2), the patched QEMU and Debian's stock 10.0 move a
- * running Linux guest both ways (_i = 0: patched to stock; 1: stock to
- * patched). The stream has no lapict subsection, and on the destination
- * the periodic tick goes on and cyclictest completes.
+ * A running Linux guest (the periodic tick and cyclictest's timers armed)
+ * moves live from @src to @dst on @machine; the stream has no lapict
+ * subsection, and on the destination cyclictest completes and the kernel
+ * complains of no clock.
  */
-START_TEST(migrate_stock_compat)
+static void stock_move(const char *src, const char *dst, const char *machine)
 {
-    const char *src = _i ? STOCK : QEMU, *dst = _i ? QEMU : STOCK;
     char dir[64], guest[1024], cmd[256], sock[96], path[96], ans[2048];
     char *o, *st;
     pid_t p0, p1;
     size_t len;
     int status;
 
-    ck_assert_msg(access(STOCK, X_OK) == 0, "%s: %s", STOCK, strerror(errno));
+    ck_assert_msg(access(src, X_OK) == 0, "%s: %s", src, strerror(errno));
+    ck_assert_msg(access(dst, X_OK) == 0, "%s: %s", dst, strerror(errno));
     snprintf(dir, sizeof(dir), "/tmp/lapict-qemu-stock-XXXXXX");
     ck_assert_ptr_nonnull(mkdtemp(dir));
     snprintf(guest, sizeof(guest),
-             "-M pc-q35-9.2 -m 512 -nic none -kernel %s -initrd %s "
+             "-M %s -m 512 -nic none -kernel %s -initrd %s "
              "-append 'console=ttyS0 panic=-1 lapict.duration=6 "
              "lapict.ticks=1 lapic=notscdeadline nohz=off highres=off'",
-             KERNEL, INITRD);
+             machine, KERNEL, INITRD);
     p0 = hop_start(dir, 0, src, 200, guest);
     snprintf(path, sizeof(path), "%s/serial0", dir);
     ck_assert_msg(wait_for(path, "LAPICT start", 150),
@@ -1385,7 +1384,7 @@ START_TEST(migrate_stock_compat)
     snprintf(path, sizeof(path), "%s/state0", dir);
     st = slurp(path, &len);
     ck_assert_msg(!memmem(st, len, "apic_lapict", 11),
-                  "a lapict subsection on pc-q35-9.2");
+                  "%s: a lapict subsection on %s", src, machine);
     free(st);
     p1 = hop_start(dir, 1, dst, 200, guest);
     snprintf(sock, sizeof(sock), "%s/mon1", dir);
@@ -1403,6 +1402,33 @@ START_TEST(migrate_stock_compat)
     free(o);
     snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
     free(lt_run_capture(cmd, &status));
+}
+
+/*
+ * Rule: on a machine type whose APIC keeps QEMU's own timer (pc-q35-9.2,
+ * through pc_compat_9_2), the patched QEMU and Debian's stock 10.0 move a
+ * running Linux guest both ways (_i = 0: patched to stock; 1: stock to
+ * patched). The stream has no lapict subsection, and on the destination
+ * the periodic tick goes on and cyclictest completes.
+ */
+START_TEST(migrate_stock_compat)
+{
+    stock_move(_i ? STOCK : QEMU, _i ? QEMU : STOCK, "pc-q35-9.2");
+}
+END_TEST
+
+/* build.sh's -Dlapict=disabled build of the same tree. */
+#define DISABLED LAPICT_QEMU_DIR "/disabled/qemu-system-x86_64"
+
+/*
+ * Rule: built with -Dlapict=disabled, the patched QEMU is stock 10.0 on
+ * the newest machine type too: a running Linux guest on q35 moves from it
+ * to Debian's stock 10.0 (_i = 0) and from stock to it (_i = 1), with no
+ * lapict subsection, and runs on to the end of cyclictest.
+ */
+START_TEST(migrate_disabled_stock)
+{
+    stock_move(_i ? STOCK : DISABLED, _i ? DISABLED : STOCK, "q35");
 }
 END_TEST
 
@@ -1818,6 +1844,199 @@ START_TEST(migrate_memory)
 }
 END_TEST
 
+/* ---- the build's outputs, the monitor, the TSC's rate ---------------------- */
+
+/*
+ * Rule: lapict's MIT notice ships with the QEMU that links it statically:
+ * build.sh's output holds the copy QEMU's install puts beside its
+ * documentation (LICENSE.lapict), and it is lapict's LICENSE byte for
+ * byte.
+ */
+START_TEST(licence_ships)
+{
+    const char *file = __FILE__;
+    const char *end = strstr(file, "tests/integration/check_qemu.c");
+    char repo[1024];
+    size_t n, m;
+    char *got, *want;
+
+    ck_assert_msg(end, "no checkout around %s", file);
+    snprintf(repo, sizeof(repo), "%.*sLICENSE", (int)(end - file), file);
+    got = slurp(LAPICT_QEMU_DIR "/LICENSE.lapict", &n);
+    want = slurp(repo, &m);
+    ck_assert_msg(n == m && !memcmp(got, want, n),
+                  "LICENSE.lapict is not %s:\n%s", repo, got);
+    ck_assert_msg(strstr(got, "MIT License") &&
+                      strstr(got, "The lapict authors") &&
+                      strstr(got, "Permission is hereby granted"),
+                  "not lapict's MIT notice:\n%s", got);
+    free(got);
+    free(want);
+}
+END_TEST
+
+/* "info lapic"'s TMICT and TMCCT in @ans; false if absent. */
+static bool info_counts(const char *ans, uint32_t *ic, uint32_t *cc)
+{
+    const char *p = strstr(ans, "initial_count = ");
+
+    return p && sscanf(p, "initial_count = %" SCNu32 " current_count = %"
+                       SCNu32, ic, cc) == 2;
+}
+
+/*
+ * Rule: "info lapic" reads the timer without changing it. With the VM
+ * stopped at many points of the periodic tick's period (cyclictest's
+ * timers armed too), two reads print the same text and a count within
+ * the initial count; after each "cont" the guest goes on: LOC rises at HZ
+ * over the run (assert_loc_hz: no tick lost or doubled) and cyclictest
+ * completes.
+ */
+START_TEST(info_lapic_read_only)
+{
+    static char a[8192], b[8192];
+    char dir[64], guest[1024], cmd[128], sock[96], path[96];
+    uint32_t ic = 0, cc = 0, ic1 = 0, cc1 = 0;
+    int status, stops = 0;
+    bool ended = false;
+    char *o;
+    pid_t p;
+
+    snprintf(dir, sizeof(dir), "/tmp/lapict-qemu-info-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(guest, sizeof(guest),
+             "-M q35 -m 512 -nic none -kernel %s -initrd %s "
+             "-append 'console=ttyS0 panic=-1 lapict.duration=6 "
+             "lapic=notscdeadline nohz=off highres=off'", KERNEL, INITRD);
+    p = hop_start(dir, 0, QEMU, 300, guest);
+    snprintf(path, sizeof(path), "%s/serial0", dir);
+    snprintf(sock, sizeof(sock), "%s/mon0", dir);
+    ck_assert_msg(wait_for(path, "LAPICT start", 150),
+                  "the guest did not start cyclictest");
+    for (int i = 0; i < 60 && !ended; i++) {
+        ck_assert(hmp_try(sock, "stop", NULL, 0, 5));
+        ck_assert(hmp_try(sock, "info lapic", a, sizeof(a), 5));
+        ck_assert(hmp_try(sock, "info lapic", b, sizeof(b), 5));
+        ck_assert_msg(!strcmp(a, b), "stop %d: the second read differs:\n"
+                      "%s\n--- then:\n%s", i, a, b);
+        ck_assert_msg(info_counts(a, &ic, &cc) && ic > 0 && cc <= ic,
+                      "stop %d: no count-down within its initial count:\n%s",
+                      i, a);
+        ck_assert(hmp_try(sock, "cont", NULL, 0, 5));
+        ck_assert(hmp_try(sock, "info lapic", b, sizeof(b), 5));
+        /* A running VM's read may be taken at any point of the period. */
+        ck_assert_msg(info_counts(b, &ic1, &cc1) && ic1 == ic && cc1 <= ic1,
+                      "stop %d, running: %s", i, b);
+        stops++;
+        /* Spread the stops over the 4 ms period and its neighbourhood. */
+        usleep(30000 + 1700 * (i % 11));
+        o = slurp(path, NULL);
+        ended = strstr(o, "LAPICT end") != NULL;
+        free(o);
+    }
+    ck_assert_msg(wait_for(path, "LAPICT done", 150),
+                  "the guest did not finish after %d stops", stops);
+    hmp_try(sock, "quit", NULL, 0, 2);
+    ck_assert_int_eq(waitpid(p, &status, 0), p);
+    o = slurp(path, NULL);
+    printf("RESULT test=qemu-info-lapic stops=%d loc=%" PRIu64 "\n", stops,
+           loc_delta(o, 0));
+    fflush(stdout);
+    ck_assert_msg(stops >= 20, "only %d stops before the guest ended:\n%s",
+                  stops, shown(o));
+    assert_guest_finished(o);
+    assert_loc_hz(o, 0);
+    free(o);
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    free(lt_run_capture(cmd, &status));
+}
+END_TEST
+
+/* The host TSC's rate in MHz, against CLOCK_MONOTONIC_RAW over 200 ms. */
+static double host_tsc_mhz(void)
+{
+    struct timespec t0, t1;
+    uint64_t c0, c1;
+    double ns;
+
+    clock_gettime(CLOCK_MONOTONIC_RAW, &t0);
+    c0 = __builtin_ia32_rdtsc();
+    usleep(200000);
+    clock_gettime(CLOCK_MONOTONIC_RAW, &t1);
+    c1 = __builtin_ia32_rdtsc();
+    ns = (double)(t1.tv_sec - t0.tv_sec) * 1e9 +
+         (double)(t1.tv_nsec - t0.tv_nsec);
+    return (double)(c1 - c0) * 1e3 / ns;
+}
+
+/* The TSC rate Linux settled on (MHz), from its console; 0 if not found. */
+static double guest_tsc_mhz(const char *o)
+{
+    static const char *const lines[] = {
+        "tsc: Refined TSC clocksource calibration: ",
+        "tsc: Detected ",
+    };
+
+    for (size_t i = 0; i < sizeof(lines) / sizeof(*lines); i++) {
+        const char *p = strstr(o, lines[i]);
+
+        if (p)
+            return strtod(p + strlen(lines[i]), NULL);
+    }
+    return 0;
+}
+
+/*
+ * Rule: under TCG the guest TSC is the host's TSC, whatever
+ * "tsc-frequency=" says (QEMU applies it under KVM only), and lapict's
+ * tsc_khz is that rate: with -cpu max,tsc-frequency= at half the host's
+ * rate, Linux measures the host's rate and runs its TSC-deadline
+ * clockevent with deadlines met on time: cyclictest's best latency stays
+ * under 500 us, where a tsc_khz of half the TSC's rate would put every
+ * expiry about an interval (1000 us) late. (The best, not the average:
+ * a busy host delays some wake-ups whatever the rate.)
+ */
+START_TEST(linux_tsc_frequency)
+{
+    double host = host_tsc_mhz(), guest;
+    uint64_t hz = (uint64_t)(host * 1e6 / 2), best;
+    char cmd[1024];
+    int status;
+    char *o;
+
+    snprintf(cmd, sizeof(cmd),
+             "timeout -s KILL 300 %s -M q35 -accel tcg "
+             "-cpu max,tsc-frequency=%" PRIu64 " -m 512 -nic none "
+             "-display none -monitor none -serial stdio -no-reboot "
+             "-kernel %s -initrd %s -append 'console=ttyS0 panic=-1 "
+             "lapict.duration=3' </dev/null",
+             QEMU, hz, KERNEL, INITRD);
+    o = lt_run_capture(cmd, &status);
+    ck_assert_msg(status == 0, "QEMU exit status %d:\n%s", status, shown(o));
+    assert_guest_finished(o);
+    guest = guest_tsc_mhz(o);
+    best = ufield(o, "LAPICT cyclictest thread=", "min_us");
+    printf("RESULT test=qemu-tsc-frequency host_mhz=%.1f "
+           "tsc_frequency_mhz=%.1f guest_mhz=%.1f min_us=%" PRIu64
+           " avg_us=%" PRIu64 "\n", host, (double)hz / 1e6, guest, best,
+           ufield(o, "LAPICT cyclictest thread=", "avg_us"));
+    fflush(stdout);
+    ck_assert_msg(guest > host * 0.98 && guest < host * 1.02,
+                  "Linux measured a %.1f MHz TSC, the host's runs at %.1f "
+                  "(tsc-frequency %.1f):\n%s", guest, host, (double)hz / 1e6,
+                  shown(o));
+    ck_assert_msg(str_is(field(o, "LAPICT boot ", "clockevent"),
+                         "lapic-deadline"),
+                  "not lapic-deadline:\n%s", shown(o));
+    ck_assert_msg(best < 500, "cyclictest's best latency %" PRIu64 " us:\n%s",
+                  best, shown(o));
+    ck_assert_msg(loc_delta(o, 0) >=
+                      ufield(o, "LAPICT cyclictest thread=", "count"),
+                  "fewer LOC than wake-ups:\n%s", shown(o));
+    free(o);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("qemu");
@@ -1849,6 +2068,7 @@ static Suite *suite(void)
     st = tcase_create("stock");
     tcase_set_timeout(st, 400);
     tcase_add_loop_test(st, migrate_stock_compat, 0, 2);
+    tcase_add_loop_test(st, migrate_disabled_stock, 0, 2);
     tcase_add_loop_test(st, migrate_stock_modes, 0,
                         sizeof(stock_modes) / sizeof(*stock_modes));
     suite_add_tcase(s, st);
@@ -1859,6 +2079,20 @@ static Suite *suite(void)
                                          sizeof(*icount_shifts)));
     tcase_add_test(ic, icount_record_replay);
     suite_add_tcase(s, ic);
+    {
+        TCase *lic = tcase_create("licence");
+        TCase *il = tcase_create("info-lapic");
+        TCase *tf = tcase_create("tsc-frequency");
+
+        tcase_add_test(lic, licence_ships);
+        suite_add_tcase(s, lic);
+        tcase_set_timeout(il, 300);
+        tcase_add_test(il, info_lapic_read_only);
+        suite_add_tcase(s, il);
+        tcase_set_timeout(tf, 300);
+        tcase_add_test(tf, linux_tsc_frequency);
+        suite_add_tcase(s, tf);
+    }
     return s;
 }
 
