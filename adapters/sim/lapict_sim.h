@@ -143,6 +143,76 @@ void lapict_sim_window(struct lapict_sim *s, bool open);
  */
 void lapict_sim_enter(struct lapict_sim *s);
 
+/*
+ * A wrapper around any ops table, as SQLite's test VFS wraps a VFS: the
+ * instance is bound to w->ops with w as ctx, and each call is counted,
+ * handed to an optional trace callback, and then either answered as a
+ * fault or passed to the wrapped table. It records and faults the
+ * simulated host above, a test's fake, or a real adapter alike.
+ */
+enum lapict_sim_op {
+    LAPICT_SIM_OP_NOW_NS,
+    LAPICT_SIM_OP_GUEST_TSC,
+    LAPICT_SIM_OP_SW_ARM,
+    LAPICT_SIM_OP_SW_CANCEL,
+    LAPICT_SIM_OP_HV_ARM,
+    LAPICT_SIM_OP_HV_CANCEL,
+    LAPICT_SIM_OP_INJECT,
+    LAPICT_SIM_OP_SPIN,
+    LAPICT_SIM_OP_REPORT,
+    LAPICT_SIM_OP_TSC_TO_NS,
+    LAPICT_SIM_NOPS
+};
+#define LAPICT_SIM_OP_BIT(op) (1u << (op))
+
+/*
+ * Called before each op the instance calls through the wrapper: @arg is
+ * the op's argument (host ns, vector, status), 0 for ops without one.
+ */
+typedef void (*lapict_sim_trace_fn)(void *trace_arg, enum lapict_sim_op op,
+                                    uint64_t arg);
+
+struct lapict_sim_wrap {
+    /* The table to bind the instance to, with the wrapper as ctx. */
+    struct lapict_ops ops;
+    const struct lapict_ops *inner;
+    void *inner_ctx;
+    /*
+     * Faults: ops in @refuse answer false (hv_timer_arm, inject) or do
+     * nothing (the others answer 0) without reaching the wrapped table;
+     * @refuse_after lets that many calls of a refused op through first.
+     */
+    uint32_t refuse;
+    uint64_t refuse_after;
+    lapict_sim_trace_fn trace;
+    void *trace_arg;
+    /* Calls per op, and in all (faulted ones included). */
+    uint64_t calls[LAPICT_SIM_NOPS];
+    uint64_t total_calls;
+};
+
+/**
+ * lapict_sim_wrap_init() - wrap @inner for an instance.
+ * @w: the wrapper (fully overwritten).
+ * @inner: the wrapped table; it must outlive @w.
+ * @inner_ctx: the wrapped table's ctx.
+ * @absent: LAPICT_SIM_OP_BIT()s of ops to leave NULL in @w->ops (a host
+ *          that lacks them); ops NULL in @inner are NULL in @w->ops too.
+ *
+ * Bind the instance with lapict_init(t, cfg, &w->ops, w) afterwards.
+ */
+void lapict_sim_wrap_init(struct lapict_sim_wrap *w,
+                          const struct lapict_ops *inner, void *inner_ctx,
+                          uint32_t absent);
+
+/**
+ * lapict_sim_ops_remove() - NULL the ops in @absent of @ops, a host
+ * without those primitives.
+ * @ops: a table the caller owns.
+ * @absent: LAPICT_SIM_OP_BIT()s.
+ */
+void lapict_sim_ops_remove(struct lapict_ops *ops, uint32_t absent);
+
 #ifdef __cplusplus
 }
 #endif

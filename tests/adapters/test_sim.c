@@ -195,12 +195,80 @@ static void run_until_stops_only_on_a_livelock(void **state)
     assert_int_equal(s.expire_calls, 10u * LAPICT_SIM_STUCK);
 }
 
+struct trace_log {
+    unsigned n;
+    enum lapict_sim_op op[64];
+    uint64_t arg[64];
+};
+
+static void log_op(void *arg, enum lapict_sim_op op, uint64_t a)
+{
+    struct trace_log *l = arg;
+    if (l->n < 64) {
+        l->op[l->n] = op;
+        l->arg[l->n] = a;
+    }
+    l->n++;
+}
+
+/*
+ * Rule: the wrapper passes every call on unchanged, counts and traces it,
+ * leaves out the ops it is told a host lacks, and answers a refused op as
+ * a fault without reaching the wrapped host (then, after refuse_after
+ * calls, only those beyond).
+ */
+static void wrap_records_faults_and_passes_on(void **state)
+{
+    struct lapict_config cfg;
+    struct lapict_sim s;
+    struct lapict_sim_wrap w;
+    struct lapict_timer t;
+    struct trace_log log = {0};
+    unsigned i, sw_arms = 0;
+    (void)state;
+
+    lapict_sim_init(&s, NULL, NULL, NULL);
+    lapict_sim_wrap_init(&w, &lapict_sim_ops, &s,
+                         LAPICT_SIM_OP_BIT(LAPICT_SIM_OP_SPIN));
+    assert_null(w.ops.spin_until);
+    assert_non_null(w.ops.inject);
+    w.trace = log_op;
+    w.trace_arg = &log;
+    w.refuse = LAPICT_SIM_OP_BIT(LAPICT_SIM_OP_INJECT);
+    lapict_config_default(&cfg);
+    cfg.tsc_khz = s.cfg.tsc_khz;
+    assert_int_equal(lapict_init(&t, &cfg, &w.ops, &w), LAPICT_OK);
+    lapict_sim_attach(&s, &t);
+    assert_int_equal(lapict_tdcr_write(&t, 0xB), LAPICT_OK);
+    assert_int_equal(lapict_lvtt_write(&t, 0xEF), LAPICT_OK);
+    assert_int_equal(lapict_tmict_write(&t, 1000u), LAPICT_OK);
+    assert_true(s.sw_armed || s.hv_armed);
+    for (i = 0; i < log.n && i < 64; i++)
+        if (log.op[i] == LAPICT_SIM_OP_SW_ARM) {
+            sw_arms++;
+            assert_int_equal(log.arg[i], s.sw_fire_ns);
+        }
+    assert_int_equal(sw_arms, w.calls[LAPICT_SIM_OP_SW_ARM]);
+    assert_int_equal(sw_arms, s.sw_arms);
+    assert_true(lapict_sim_run_until(&s, 1000000000u));
+    /* The refused inject never reached the host. */
+    assert_true(w.calls[LAPICT_SIM_OP_INJECT] >= 1);
+    assert_int_equal(s.injects, 0);
+    assert_int_equal(w.total_calls, log.n);
+    /* Let it through: the pending interrupt goes in at the window. */
+    w.refuse_after = w.calls[LAPICT_SIM_OP_INJECT] + 1;
+    lapict_sim_window(&s, true);
+    assert_int_equal(s.injects, 1);
+    assert_int_equal(w.calls[LAPICT_SIM_OP_SPIN], 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(tsc_to_host_ns_first_instant_in_every_lap),
         cmocka_unit_test(deadline_after_a_tsc_lap_fires_at_its_instant),
         cmocka_unit_test(run_until_stops_only_on_a_livelock),
+        cmocka_unit_test(wrap_records_faults_and_passes_on),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -295,25 +295,3 @@ void fake_clear_records(struct fake_host *h)
     h->sw_arms = h->sw_cancels = h->sw_fires = 0;
     h->hv_arms = h->hv_cancels = h->hv_refusals = h->hv_fires = 0;
 }
-
-void fake_ops_null(struct lapict_ops *ops, unsigned which)
-{
-    if (which & FAKE_OP_NOW_NS)
-        ops->now_ns = NULL;
-    if (which & FAKE_OP_GUEST_TSC)
-        ops->guest_tsc = NULL;
-    if (which & FAKE_OP_SW_ARM)
-        ops->sw_timer_arm = NULL;
-    if (which & FAKE_OP_SW_CANCEL)
-        ops->sw_timer_cancel = NULL;
-    if (which & FAKE_OP_HV_ARM)
-        ops->hv_timer_arm = NULL;
-    if (which & FAKE_OP_HV_CANCEL)
-        ops->hv_timer_cancel = NULL;
-    if (which & FAKE_OP_INJECT)
-        ops->inject = NULL;
-    if (which & FAKE_OP_SPIN)
-        ops->spin_until = NULL;
-    if (which & FAKE_OP_REPORT)
-        ops->report = NULL;
-}

@@ -35,6 +35,8 @@
 
 #include <lapict/lapict.h>
 
+#include "lapict_sim.h"
+
 #define FAKE_MAX_EVENTS 2048u
 #define FAKE_MAX_REPORTS 64u
 #define FAKE_MAX_SPINS 64u
@@ -182,18 +184,20 @@ static inline int64_t fake_diff(uint64_t a, uint64_t b)
 /*
  * Fault injection: make single ops of @ops NULL. The table is the host's
  * copy (h->ops), so only that host is affected; bind the instance after.
+ * The simulated host's lapict_sim_ops_remove() does it for any table.
  */
-enum fake_op {
-    FAKE_OP_NOW_NS = 1u << 0,
-    FAKE_OP_GUEST_TSC = 1u << 1,
-    FAKE_OP_SW_ARM = 1u << 2,
-    FAKE_OP_SW_CANCEL = 1u << 3,
-    FAKE_OP_HV_ARM = 1u << 4,
-    FAKE_OP_HV_CANCEL = 1u << 5,
-    FAKE_OP_INJECT = 1u << 6,
-    FAKE_OP_SPIN = 1u << 7,
-    FAKE_OP_REPORT = 1u << 8,
-};
-void fake_ops_null(struct lapict_ops *ops, unsigned which);
+#define FAKE_OP_NOW_NS LAPICT_SIM_OP_BIT(LAPICT_SIM_OP_NOW_NS)
+#define FAKE_OP_GUEST_TSC LAPICT_SIM_OP_BIT(LAPICT_SIM_OP_GUEST_TSC)
+#define FAKE_OP_SW_ARM LAPICT_SIM_OP_BIT(LAPICT_SIM_OP_SW_ARM)
+#define FAKE_OP_SW_CANCEL LAPICT_SIM_OP_BIT(LAPICT_SIM_OP_SW_CANCEL)
+#define FAKE_OP_HV_ARM LAPICT_SIM_OP_BIT(LAPICT_SIM_OP_HV_ARM)
+#define FAKE_OP_HV_CANCEL LAPICT_SIM_OP_BIT(LAPICT_SIM_OP_HV_CANCEL)
+#define FAKE_OP_INJECT LAPICT_SIM_OP_BIT(LAPICT_SIM_OP_INJECT)
+#define FAKE_OP_SPIN LAPICT_SIM_OP_BIT(LAPICT_SIM_OP_SPIN)
+#define FAKE_OP_REPORT LAPICT_SIM_OP_BIT(LAPICT_SIM_OP_REPORT)
+static inline void fake_ops_null(struct lapict_ops *ops, unsigned which)
+{
+    lapict_sim_ops_remove(ops, which);
+}
 
 #endif /* LAPICT_TEST_FAKE_HOST_H */
