@@ -74,7 +74,7 @@ static void save_and_restore_take_the_same_buffer_sizes(void **state)
         size_t len;
         int rc;
     } edges[] = {
-        {SZ - 1, LAPICT_E_STATE_SIZE}, {SZ, LAPICT_OK}, {SZ + 1, LAPICT_OK},
+        {SZ - 1, LAPICT_E_STATE_SIZE}, {SZ, LAPICT_OK},     {SZ + 1, LAPICT_OK},
         {0, LAPICT_E_STATE_SIZE},      {2 * SZ, LAPICT_OK},
     };
     size_t i, j;
@@ -92,9 +92,9 @@ static void save_and_restore_take_the_same_buffer_sizes(void **state)
         /* Save: nothing written past the blob, nothing at all on error. */
         memset(buf, 0xAB, sizeof(buf));
         assert_int_equal(lapict_state_save(&t, buf, edges[i].len), edges[i].rc);
-        assert_int_equal(lapict_state_save_at(&t, h.now_ns, 0, buf,
-                                              edges[i].len),
-                         edges[i].rc);
+        assert_int_equal(
+            lapict_state_save_at(&t, h.now_ns, 0, buf, edges[i].len),
+            edges[i].rc);
         for (j = edges[i].rc == LAPICT_OK ? SZ : 0; j < sizeof(buf); j++)
             assert_int_equal(buf[j], 0xAB);
         if (edges[i].rc == LAPICT_OK)
@@ -115,45 +115,42 @@ static void save_and_restore_take_the_same_buffer_sizes(void **state)
 /* The documented little-endian layout of version 1 (state.h). */
 static void blob_layout_matches_state_h(void **state)
 {
-    (void)state;
-    size_t b, i;
-    for (b = 0; b < TU_NBASES; b++) {
-        struct fake_host h;
-        struct lapict_timer t;
-        struct lapict_config c = tu_cfg();
-        uint8_t blob[SZ];
-        tu_setup(&h, &t, &c, tu_bases[b], b == 1);
-        /* /16, N 5000: 80 us period; expiries at 80 and 160 us. */
-        countdown(&t, 0x3, LAPICT_LVTT_PERIODIC | 0x1u, 5000);
-        fake_advance(&h, 200000);
-        assert_int_equal(h.ninj, 2);
-        save(&t, blob);
-        assert_int_equal(oracle_get32(blob, 0), LAPICT_STATE_MAGIC);
-        assert_memory_equal(blob, "LAPT", 4);
-        assert_int_equal(blob[4] | blob[5] << 8, LAPICT_STATE_VERSION);
-        assert_int_equal(blob[6] | blob[7] << 8, SZ);
-        assert_int_equal(oracle_get32(blob, 8), LAPICT_LVTT_PERIODIC | 0x31u);
-        assert_int_equal(oracle_get32(blob, 12), 0x3);
-        assert_int_equal(oracle_get32(blob, 16), 5000);
-        assert_int_equal(oracle_get64(blob, 24), 200000);   /* elapsed */
-        assert_int_equal(oracle_get64(blob, 32), 3 * 5000); /* E */
-        assert_int_equal(oracle_get64(blob, 40), 0);        /* deadline */
-        assert_int_equal(oracle_get32(blob, 48), 0);        /* pending */
-        assert_int_equal(oracle_get32(blob, 52), 0);        /* advance */
-        assert_int_equal(oracle_get64(blob, 56), 1000000000ull);
-        /* Advance off: no tuner estimate or deviation. */
-        assert_int_equal(oracle_get32(blob, 64), 0);
-        assert_int_equal(oracle_get32(blob, 68), 0);
-        /* Not clamped: no clamp period (clamp_period_field_is_checked). */
-        assert_int_equal(oracle_get32(blob, 72), 0);
-        /* Flags: software-enabled, count-down active, expiry unprocessed. */
-        assert_int_equal(oracle_get32(blob, 20), 0x7);
-        /* Nothing settled by the save (76..95), no outlier run (96),
-         * reserved bytes zero. */
-        for (i = 76; i < 124; i++)
-            assert_int_equal(blob[i], 0);
-        assert_int_equal(oracle_get32(blob, 124), oracle_crc32(blob, 124));
-    }
+    size_t b = tu_base_index(state), i;
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    uint8_t blob[SZ];
+    tu_setup(&h, &t, &c, tu_bases[b], b == 1);
+    /* /16, N 5000: 80 us period; expiries at 80 and 160 us. */
+    countdown(&t, 0x3, LAPICT_LVTT_PERIODIC | 0x1u, 5000);
+    fake_advance(&h, 200000);
+    assert_int_equal(h.ninj, 2);
+    save(&t, blob);
+    assert_int_equal(oracle_get32(blob, 0), LAPICT_STATE_MAGIC);
+    assert_memory_equal(blob, "LAPT", 4);
+    assert_int_equal(blob[4] | blob[5] << 8, LAPICT_STATE_VERSION);
+    assert_int_equal(blob[6] | blob[7] << 8, SZ);
+    assert_int_equal(oracle_get32(blob, 8), LAPICT_LVTT_PERIODIC | 0x31u);
+    assert_int_equal(oracle_get32(blob, 12), 0x3);
+    assert_int_equal(oracle_get32(blob, 16), 5000);
+    assert_int_equal(oracle_get64(blob, 24), 200000);   /* elapsed */
+    assert_int_equal(oracle_get64(blob, 32), 3 * 5000); /* E */
+    assert_int_equal(oracle_get64(blob, 40), 0);        /* deadline */
+    assert_int_equal(oracle_get32(blob, 48), 0);        /* pending */
+    assert_int_equal(oracle_get32(blob, 52), 0);        /* advance */
+    assert_int_equal(oracle_get64(blob, 56), 1000000000ull);
+    /* Advance off: no tuner estimate or deviation. */
+    assert_int_equal(oracle_get32(blob, 64), 0);
+    assert_int_equal(oracle_get32(blob, 68), 0);
+    /* Not clamped: no clamp period (clamp_period_field_is_checked). */
+    assert_int_equal(oracle_get32(blob, 72), 0);
+    /* Flags: software-enabled, count-down active, expiry unprocessed. */
+    assert_int_equal(oracle_get32(blob, 20), 0x7);
+    /* Nothing settled by the save (76..95), no outlier run (96),
+     * reserved bytes zero. */
+    for (i = 76; i < 124; i++)
+        assert_int_equal(blob[i], 0);
+    assert_int_equal(oracle_get32(blob, 124), oracle_crc32(blob, 124));
 }
 
 static void blob_carries_tsc_deadline_and_advance(void **state)
@@ -254,74 +251,69 @@ static void assert_same_future(struct fake_host *ha, struct lapict_timer *ta,
 
 static void round_trip_at_same_instant_changes_nothing_observable(void **state)
 {
-    (void)state;
-    size_t b;
+    size_t b = tu_base_index(state);
     int s;
-    for (b = 0; b < TU_NBASES; b++)
-        for (s = 0; s < S_COUNT; s++) {
-            struct fake_host ha, hb, hc;
-            struct lapict_timer ta, tb, tc;
-            struct lapict_config c = tu_cfg();
-            uint8_t blob[SZ], blob2[SZ];
-            c.min_period_ns = 200000;
-            print_message("base %zu scenario %d\n", b, s);
-            build((enum scen)s, &ha, &ta, tu_bases[b]);
-            /* Restored into a fresh instance on another host, same TSC. */
-            save(&ta, blob);
-            tu_setup(&hb, &tb, &c, tu_bases[1 - b] + 777, (s & 1) == 0);
-            hb.tsc_offset = fake_tsc(&ha) - fake_tsc(&hb) + hb.tsc_offset;
-            assert_int_equal(lapict_state_restore(&tb, blob, SZ), LAPICT_OK);
-            tu_assert_regs_equal(tu_read_regs(&ta), tu_read_regs(&tb));
-            /* Saving again gives the same blob. */
-            save(&tb, blob2);
-            assert_memory_equal(blob, blob2, SZ);
-            /* And into the same instance. */
-            build((enum scen)s, &hc, &tc, tu_bases[b]);
-            assert_int_equal(lapict_state_restore(&tc, blob, SZ), LAPICT_OK);
-            tu_assert_regs_equal(tu_read_regs(&ta), tu_read_regs(&tc));
-            assert_same_future(&ha, &ta, &hb, &tb);
-            tu_check_host(&ha);
-            tu_check_host(&hb);
-        }
+    for (s = 0; s < S_COUNT; s++) {
+        struct fake_host ha, hb, hc;
+        struct lapict_timer ta, tb, tc;
+        struct lapict_config c = tu_cfg();
+        uint8_t blob[SZ], blob2[SZ];
+        c.min_period_ns = 200000;
+        print_message("base %zu scenario %d\n", b, s);
+        build((enum scen)s, &ha, &ta, tu_bases[b]);
+        /* Restored into a fresh instance on another host, same TSC. */
+        save(&ta, blob);
+        tu_setup(&hb, &tb, &c, tu_bases[1 - b] + 777, (s & 1) == 0);
+        hb.tsc_offset = fake_tsc(&ha) - fake_tsc(&hb) + hb.tsc_offset;
+        assert_int_equal(lapict_state_restore(&tb, blob, SZ), LAPICT_OK);
+        tu_assert_regs_equal(tu_read_regs(&ta), tu_read_regs(&tb));
+        /* Saving again gives the same blob. */
+        save(&tb, blob2);
+        assert_memory_equal(blob, blob2, SZ);
+        /* And into the same instance. */
+        build((enum scen)s, &hc, &tc, tu_bases[b]);
+        assert_int_equal(lapict_state_restore(&tc, blob, SZ), LAPICT_OK);
+        tu_assert_regs_equal(tu_read_regs(&ta), tu_read_regs(&tc));
+        assert_same_future(&ha, &ta, &hb, &tb);
+        tu_check_host(&ha);
+        tu_check_host(&hb);
+    }
 }
 
 static void save_mid_oneshot_resumes_remainder(void **state)
 {
-    (void)state;
     static const uint64_t buses[] = {1000000000ull, 25000000ull, 134217728ull};
-    size_t b, bi;
-    for (b = 0; b < TU_NBASES; b++)
-        for (bi = 0; bi < 3; bi++) {
-            struct fake_host ha, hb;
-            struct lapict_timer ta, tb;
-            struct lapict_config c = tu_cfg();
-            uint8_t blob[SZ];
-            const uint32_t N = 1000000;
-            uint64_t done = 400000, T, r, dur;
-            c.bus_hz = buses[bi];
-            tu_setup(&ha, &ta, &c, tu_bases[b], false);
-            countdown(&ta, 0xB, LAPICT_LVTT_ONESHOT, N);
-            fake_advance(&ha, done);
-            save(&ta, blob);
-            /* The destination clock is 10^9 ns later (and elsewhere). */
-            tu_setup(&hb, &tb, &c, tu_bases[b] + done + 1000000000ull, true);
-            assert_int_equal(lapict_state_restore(&tb, blob, SZ), LAPICT_OK);
-            T = oracle_ticks_in(done, buses[bi], 1);
-            assert_int_equal(lapict_tmcct_read(&tb), N - T);
-            assert_int_equal(lapict_tmict_read(&tb), N);
-            /* Time stood still: the rest of the count-down remains. */
-            dur = oracle_ns_for(N, buses[bi], 1);
-            r = dur - done;
-            fake_advance(&hb, r - 1);
-            assert_int_equal(hb.ninj, 0);
-            fake_advance(&hb, 1);
-            assert_int_equal(hb.ninj, 1);
-            assert_int_equal(hb.inj[0].ns,
-                             tu_bases[b] + done + 1000000000ull + r);
-            fake_advance(&hb, 10 * dur);
-            assert_int_equal(hb.ninj, 1);
-            tu_check_host(&hb);
-        }
+    size_t b = tu_base_index(state), bi;
+    for (bi = 0; bi < 3; bi++) {
+        struct fake_host ha, hb;
+        struct lapict_timer ta, tb;
+        struct lapict_config c = tu_cfg();
+        uint8_t blob[SZ];
+        const uint32_t N = 1000000;
+        uint64_t done = 400000, T, r, dur;
+        c.bus_hz = buses[bi];
+        tu_setup(&ha, &ta, &c, tu_bases[b], false);
+        countdown(&ta, 0xB, LAPICT_LVTT_ONESHOT, N);
+        fake_advance(&ha, done);
+        save(&ta, blob);
+        /* The destination clock is 10^9 ns later (and elsewhere). */
+        tu_setup(&hb, &tb, &c, tu_bases[b] + done + 1000000000ull, true);
+        assert_int_equal(lapict_state_restore(&tb, blob, SZ), LAPICT_OK);
+        T = oracle_ticks_in(done, buses[bi], 1);
+        assert_int_equal(lapict_tmcct_read(&tb), N - T);
+        assert_int_equal(lapict_tmict_read(&tb), N);
+        /* Time stood still: the rest of the count-down remains. */
+        dur = oracle_ns_for(N, buses[bi], 1);
+        r = dur - done;
+        fake_advance(&hb, r - 1);
+        assert_int_equal(hb.ninj, 0);
+        fake_advance(&hb, 1);
+        assert_int_equal(hb.ninj, 1);
+        assert_int_equal(hb.inj[0].ns, tu_bases[b] + done + 1000000000ull + r);
+        fake_advance(&hb, 10 * dur);
+        assert_int_equal(hb.ninj, 1);
+        tu_check_host(&hb);
+    }
 }
 
 static void save_mid_periodic_keeps_grid_relative(void **state)
@@ -419,69 +411,64 @@ save_after_expiry_before_delivery_delivers_exactly_once(void **state)
 
 static void save_after_delivery_never_redelivers(void **state)
 {
-    (void)state;
     static const uint32_t modes[] = {LAPICT_LVTT_ONESHOT,
                                      LAPICT_LVTT_TSC_DEADLINE};
-    size_t b, m;
-    for (b = 0; b < TU_NBASES; b++)
-        for (m = 0; m < 2; m++) {
-            struct fake_host ha, hb;
-            struct lapict_timer ta, tb;
-            struct lapict_config c = tu_cfg();
-            uint8_t blob[SZ];
-            tu_setup(&ha, &ta, &c, tu_bases[b], false);
-            if (m == 0) {
-                countdown(&ta, 0xB, modes[m], 1000000);
-            } else {
-                lapict_lvtt_write(&ta, modes[m] | VEC);
-                lapict_tsc_deadline_write(&ta, fake_tsc(&ha) + 1000000);
-            }
-            fake_advance(&ha, 1000000);
-            assert_int_equal(ha.ninj, 1);
-            fake_advance(&ha, 10);
-            save(&ta, blob);
-            /* Destination TSC behind the source's: D would be ahead. */
-            fake_host_init(&hb, tu_bases[b], 1000000, 0, true);
-            assert_int_equal(fake_attach(&hb, &tb, &c), LAPICT_OK);
-            assert_int_equal(lapict_state_restore(&tb, blob, SZ), LAPICT_OK);
-            fake_run_due(&hb);
-            fake_window(&hb, true);
-            fake_advance(&hb, 50000000);
-            assert_int_equal(hb.ninj, 0);
-        }
-}
-
-static void pending_at_save_delivered_once_after_restore(void **state)
-{
-    (void)state;
-    size_t b;
-    for (b = 0; b < TU_NBASES; b++) {
+    size_t b = tu_base_index(state), m;
+    for (m = 0; m < 2; m++) {
         struct fake_host ha, hb;
         struct lapict_timer ta, tb;
         struct lapict_config c = tu_cfg();
         uint8_t blob[SZ];
         tu_setup(&ha, &ta, &c, tu_bases[b], false);
-        countdown(&ta, 0xB, LAPICT_LVTT_ONESHOT, 1000);
-        fake_window(&ha, false);
-        fake_advance(&ha, 5000);
-        assert_int_equal(tu_stats(&ta).pending, 1);
+        if (m == 0) {
+            countdown(&ta, 0xB, modes[m], 1000000);
+        } else {
+            lapict_lvtt_write(&ta, modes[m] | VEC);
+            lapict_tsc_deadline_write(&ta, fake_tsc(&ha) + 1000000);
+        }
+        fake_advance(&ha, 1000000);
+        assert_int_equal(ha.ninj, 1);
+        fake_advance(&ha, 10);
         save(&ta, blob);
-        assert_int_equal(oracle_get32(blob, 48), 1);
-        tu_setup(&hb, &tb, &c, tu_bases[1 - b], true);
-        hb.window_open = false;
+        /* Destination TSC behind the source's: D would be ahead. */
+        fake_host_init(&hb, tu_bases[b], 1000000, 0, true);
+        assert_int_equal(fake_attach(&hb, &tb, &c), LAPICT_OK);
         assert_int_equal(lapict_state_restore(&tb, blob, SZ), LAPICT_OK);
-        assert_int_equal(lapict_lvtt_read(&tb) & LAPICT_LVTT_PENDING,
-                         LAPICT_LVTT_PENDING);
-        fake_advance(&hb, 1000);
+        fake_run_due(&hb);
+        fake_window(&hb, true);
+        fake_advance(&hb, 50000000);
         assert_int_equal(hb.ninj, 0);
-        fake_window(&hb, true);
-        assert_int_equal(hb.ninj, 1);
-        assert_int_equal(hb.inj[0].vector, VEC);
-        fake_window(&hb, true);
-        fake_advance(&hb, 10000000);
-        assert_int_equal(hb.ninj, 1);
-        assert_int_equal(ha.ninj, 0);
     }
+}
+
+static void pending_at_save_delivered_once_after_restore(void **state)
+{
+    size_t b = tu_base_index(state);
+    struct fake_host ha, hb;
+    struct lapict_timer ta, tb;
+    struct lapict_config c = tu_cfg();
+    uint8_t blob[SZ];
+    tu_setup(&ha, &ta, &c, tu_bases[b], false);
+    countdown(&ta, 0xB, LAPICT_LVTT_ONESHOT, 1000);
+    fake_window(&ha, false);
+    fake_advance(&ha, 5000);
+    assert_int_equal(tu_stats(&ta).pending, 1);
+    save(&ta, blob);
+    assert_int_equal(oracle_get32(blob, 48), 1);
+    tu_setup(&hb, &tb, &c, tu_bases[1 - b], true);
+    hb.window_open = false;
+    assert_int_equal(lapict_state_restore(&tb, blob, SZ), LAPICT_OK);
+    assert_int_equal(lapict_lvtt_read(&tb) & LAPICT_LVTT_PENDING,
+                     LAPICT_LVTT_PENDING);
+    fake_advance(&hb, 1000);
+    assert_int_equal(hb.ninj, 0);
+    fake_window(&hb, true);
+    assert_int_equal(hb.ninj, 1);
+    assert_int_equal(hb.inj[0].vector, VEC);
+    fake_window(&hb, true);
+    fake_advance(&hb, 10000000);
+    assert_int_equal(hb.ninj, 1);
+    assert_int_equal(ha.ninj, 0);
 }
 
 /* Catch-up: every pending tick survives the migration. */
@@ -508,29 +495,26 @@ static void catch_up_pending_count_survives_restore(void **state)
 
 static void restore_with_hw_timer_armed_cancels_it(void **state)
 {
-    (void)state;
-    size_t b;
-    for (b = 0; b < TU_NBASES; b++) {
-        struct fake_host ha, hb;
-        struct lapict_timer ta, tb;
-        struct lapict_config c = tu_cfg();
-        uint8_t blob[SZ];
-        tu_setup(&ha, &ta, &c, tu_bases[b], false);
-        save(&ta, blob); /* reset state: nothing running */
-        tu_setup(&hb, &tb, &c, tu_bases[b], true);
-        countdown(&tb, 0xB, LAPICT_LVTT_ONESHOT, 1000000);
-        assert_true(hb.hv_armed);
-        assert_int_equal(lapict_state_restore(&tb, blob, SZ), LAPICT_OK);
-        assert_true(hb.hv_cancels >= 1);
-        assert_false(hb.hv_armed);
-        assert_false(hb.sw_armed);
-        fake_advance(&hb, 1000000);
-        fake_fire_hv(&hb); /* stale */
-        fake_advance(&hb, 1000000);
-        assert_int_equal(hb.ninj, 0);
-        assert_int_equal(lapict_lvtt_read(&tb), LAPICT_LVTT_RESET);
-        assert_int_equal(lapict_tmict_read(&tb), 0);
-    }
+    size_t b = tu_base_index(state);
+    struct fake_host ha, hb;
+    struct lapict_timer ta, tb;
+    struct lapict_config c = tu_cfg();
+    uint8_t blob[SZ];
+    tu_setup(&ha, &ta, &c, tu_bases[b], false);
+    save(&ta, blob); /* reset state: nothing running */
+    tu_setup(&hb, &tb, &c, tu_bases[b], true);
+    countdown(&tb, 0xB, LAPICT_LVTT_ONESHOT, 1000000);
+    assert_true(hb.hv_armed);
+    assert_int_equal(lapict_state_restore(&tb, blob, SZ), LAPICT_OK);
+    assert_true(hb.hv_cancels >= 1);
+    assert_false(hb.hv_armed);
+    assert_false(hb.sw_armed);
+    fake_advance(&hb, 1000000);
+    fake_fire_hv(&hb); /* stale */
+    fake_advance(&hb, 1000000);
+    assert_int_equal(hb.ninj, 0);
+    assert_int_equal(lapict_lvtt_read(&tb), LAPICT_LVTT_RESET);
+    assert_int_equal(lapict_tmict_read(&tb), 0);
 }
 
 /* A restore replaces a pending interrupt of the destination instance. */
@@ -959,42 +943,38 @@ static void build_due(enum due d, struct fake_host *h, struct lapict_timer *t,
  */
 static void save_calls_no_host_op_and_changes_nothing(void **state)
 {
-    (void)state;
-    size_t b;
+    size_t b = tu_base_index(state);
     int d, s;
-    for (b = 0; b < TU_NBASES; b++) {
-        for (d = 0; d < D_COUNT + S_COUNT; d++) {
-            struct fake_host h;
-            struct lapict_timer t, copy;
-            uint8_t blob[SZ], blob2[SZ];
-            uint64_t now, tsc;
-            struct fake_host hcopy;
-            print_message("base %zu state %d\n", b, d);
-            if (d < D_COUNT)
-                build_due((enum due)d, &h, &t, tu_bases[b],
-                          LAPICT_MISSED_COALESCE);
-            else
-                build((enum scen)(d - D_COUNT), &h, &t, tu_bases[b]);
-            memcpy(&copy, &t, sizeof(t));
-            traps_on(&h, true);
-            memcpy(&hcopy, &h, sizeof(h));
-            save(&t, blob);
-            traps_off(&h);
-            assert_memory_equal(&t, &copy, sizeof(t));
-            /* The host is untouched too (its clock reads count calls). */
-            hcopy.op_calls = h.op_calls;
-            hcopy.ops = h.ops;
-            assert_memory_equal(&h, &hcopy, sizeof(h));
-            now = h.now_ns;
-            tsc = fake_tsc(&h);
-            traps_on(&h, false);
-            for (s = 0; s < 2; s++)
-                assert_int_equal(lapict_state_save_at(&t, now, tsc, blob2, SZ),
-                                 LAPICT_OK);
-            traps_off(&h);
-            assert_memory_equal(blob, blob2, SZ);
-            assert_memory_equal(&t, &copy, sizeof(t));
-        }
+    for (d = 0; d < D_COUNT + S_COUNT; d++) {
+        struct fake_host h;
+        struct lapict_timer t, copy;
+        uint8_t blob[SZ], blob2[SZ];
+        uint64_t now, tsc;
+        struct fake_host hcopy;
+        print_message("base %zu state %d\n", b, d);
+        if (d < D_COUNT)
+            build_due((enum due)d, &h, &t, tu_bases[b], LAPICT_MISSED_COALESCE);
+        else
+            build((enum scen)(d - D_COUNT), &h, &t, tu_bases[b]);
+        memcpy(&copy, &t, sizeof(t));
+        traps_on(&h, true);
+        memcpy(&hcopy, &h, sizeof(h));
+        save(&t, blob);
+        traps_off(&h);
+        assert_memory_equal(&t, &copy, sizeof(t));
+        /* The host is untouched too (its clock reads count calls). */
+        hcopy.op_calls = h.op_calls;
+        hcopy.ops = h.ops;
+        assert_memory_equal(&h, &hcopy, sizeof(h));
+        now = h.now_ns;
+        tsc = fake_tsc(&h);
+        traps_on(&h, false);
+        for (s = 0; s < 2; s++)
+            assert_int_equal(lapict_state_save_at(&t, now, tsc, blob2, SZ),
+                             LAPICT_OK);
+        traps_off(&h);
+        assert_memory_equal(blob, blob2, SZ);
+        assert_memory_equal(&t, &copy, sizeof(t));
     }
 }
 
@@ -1006,63 +986,60 @@ static void save_calls_no_host_op_and_changes_nothing(void **state)
  */
 static void save_describes_the_state_as_if_serviced_now(void **state)
 {
-    (void)state;
     static const enum lapict_missed_policy pols[] = {
         LAPICT_MISSED_COALESCE, LAPICT_MISSED_CATCH_UP, LAPICT_MISSED_DROP};
-    size_t b, p;
+    size_t b = tu_base_index(state), p;
     int d;
-    for (b = 0; b < TU_NBASES; b++)
-        for (p = 0; p < 3; p++)
-            for (d = 0; d < D_COUNT; d++) {
-                struct fake_host ha, hb;
-                struct lapict_timer ta, tb;
-                uint8_t blob_a[SZ], blob_b[SZ];
-                print_message("base %zu policy %zu state %d\n", b, p, d);
-                build_due((enum due)d, &ha, &ta, tu_bases[b], pols[p]);
-                build_due((enum due)d, &hb, &tb, tu_bases[b], pols[p]);
-                save(&ta, blob_a);
-                /* The twin is serviced at the same instant, window shut. */
-                hb.window_open = false;
-                assert_int_equal(lapict_expire(&tb), LAPICT_OK);
-                save(&tb, blob_b);
-                if (d == D_ILLEGAL_DUE) {
-                    /* Servicing drops and reports an illegal vector at
-                     * its expiry; the save drops it too (nothing pending)
-                     * and counts it at 92, so that the destination
-                     * reports it (ESR), once. */
-                    assert_int_equal(oracle_get32(blob_a, 48), 0);
-                    assert_int_equal(oracle_get32(blob_b, 48), 0);
-                    assert_int_equal(oracle_get32(blob_a, 92), 1);
-                    assert_int_equal(oracle_get32(blob_b, 92), 0);
-                    assert_int_equal(hb.nrep, 1);
-                    assert_int_equal(ha.nrep, 0);
-                    continue;
-                }
-                /*
-                 * What the save's settling counted travels for the
-                 * destination (76..95: expiries, masked, coalesced,
-                 * dropped): exactly what servicing counted on the twin.
-                 */
-                {
-                    struct lapict_stats sa = tu_stats(&ta),
-                                        sb = tu_stats(&tb);
-                    assert_int_equal(oracle_get32(blob_a, 76),
-                                     sb.expiries - sa.expiries);
-                    assert_int_equal(oracle_get32(blob_a, 80),
-                                     sb.masked - sa.masked);
-                    assert_int_equal(oracle_get32(blob_a, 84),
-                                     sb.coalesced - sa.coalesced);
-                    assert_int_equal(oracle_get32(blob_a, 88),
-                                     sb.dropped - sa.dropped);
-                    /* Every state but the one not yet due expired. */
-                    assert_true(d == D_PREINJ_AHEAD ||
-                                oracle_get32(blob_a, 76) >= 1);
-                }
-                /* The rest is the serviced twin's blob, byte for byte. */
-                assert_memory_equal(blob_a, blob_b, 76);
-                assert_int_equal(oracle_get32(blob_a, 92), 0);
-                assert_memory_equal(blob_a + 96, blob_b + 96, 124 - 96);
+    for (p = 0; p < 3; p++)
+        for (d = 0; d < D_COUNT; d++) {
+            struct fake_host ha, hb;
+            struct lapict_timer ta, tb;
+            uint8_t blob_a[SZ], blob_b[SZ];
+            print_message("base %zu policy %zu state %d\n", b, p, d);
+            build_due((enum due)d, &ha, &ta, tu_bases[b], pols[p]);
+            build_due((enum due)d, &hb, &tb, tu_bases[b], pols[p]);
+            save(&ta, blob_a);
+            /* The twin is serviced at the same instant, window shut. */
+            hb.window_open = false;
+            assert_int_equal(lapict_expire(&tb), LAPICT_OK);
+            save(&tb, blob_b);
+            if (d == D_ILLEGAL_DUE) {
+                /* Servicing drops and reports an illegal vector at
+                 * its expiry; the save drops it too (nothing pending)
+                 * and counts it at 92, so that the destination
+                 * reports it (ESR), once. */
+                assert_int_equal(oracle_get32(blob_a, 48), 0);
+                assert_int_equal(oracle_get32(blob_b, 48), 0);
+                assert_int_equal(oracle_get32(blob_a, 92), 1);
+                assert_int_equal(oracle_get32(blob_b, 92), 0);
+                assert_int_equal(hb.nrep, 1);
+                assert_int_equal(ha.nrep, 0);
+                continue;
             }
+            /*
+             * What the save's settling counted travels for the
+             * destination (76..95: expiries, masked, coalesced,
+             * dropped): exactly what servicing counted on the twin.
+             */
+            {
+                struct lapict_stats sa = tu_stats(&ta), sb = tu_stats(&tb);
+                assert_int_equal(oracle_get32(blob_a, 76),
+                                 sb.expiries - sa.expiries);
+                assert_int_equal(oracle_get32(blob_a, 80),
+                                 sb.masked - sa.masked);
+                assert_int_equal(oracle_get32(blob_a, 84),
+                                 sb.coalesced - sa.coalesced);
+                assert_int_equal(oracle_get32(blob_a, 88),
+                                 sb.dropped - sa.dropped);
+                /* Every state but the one not yet due expired. */
+                assert_true(d == D_PREINJ_AHEAD ||
+                            oracle_get32(blob_a, 76) >= 1);
+            }
+            /* The rest is the serviced twin's blob, byte for byte. */
+            assert_memory_equal(blob_a, blob_b, 76);
+            assert_int_equal(oracle_get32(blob_a, 92), 0);
+            assert_memory_equal(blob_a + 96, blob_b + 96, 124 - 96);
+        }
 }
 
 /*
@@ -1159,7 +1136,6 @@ static unsigned migrate_with_irr(enum due d, enum lapict_missed_policy pol,
 
 static void due_expiry_delivered_once_whatever_the_irr_save_order(void **state)
 {
-    (void)state;
     /* Interrupts in the guest's hands across the migration, per state:
      * (source IRR copy + destination deliveries). Pre-injected expiries were
      * injected before the vCPU stopped, so the IRR copy holds them. */
@@ -1181,18 +1157,17 @@ static void due_expiry_delivered_once_whatever_the_irr_save_order(void **state)
         {D_PENDING_AND_DUE, LAPICT_MISSED_CATCH_UP, 2},
         {D_ILLEGAL_DUE, LAPICT_MISSED_COALESCE, 0},
     };
-    size_t b, i;
+    size_t b = tu_base_index(state), i;
     int o;
-    for (b = 0; b < TU_NBASES; b++)
-        for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-            for (o = 0; o < 4; o++) {
-                unsigned lost, got;
-                print_message("base %zu case %zu order %d\n", b, i, o);
-                got = migrate_with_irr(cases[i].d, cases[i].pol, tu_bases[b],
-                                       o & 1, o & 2, &lost);
-                assert_int_equal(lost, 0);
-                assert_int_equal(got, cases[i].want);
-            }
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        for (o = 0; o < 4; o++) {
+            unsigned lost, got;
+            print_message("base %zu case %zu order %d\n", b, i, o);
+            got = migrate_with_irr(cases[i].d, cases[i].pol, tu_bases[b], o & 1,
+                                   o & 2, &lost);
+            assert_int_equal(lost, 0);
+            assert_int_equal(got, cases[i].want);
+        }
 }
 
 /*
@@ -1203,41 +1178,39 @@ static void due_expiry_delivered_once_whatever_the_irr_save_order(void **state)
  */
 static void restore_injects_nothing_window_open_delivers_once(void **state)
 {
-    (void)state;
-    size_t b;
+    size_t b = tu_base_index(state);
     int w;
-    for (b = 0; b < TU_NBASES; b++)
-        for (w = 0; w < 2; w++) {
-            struct fake_host ha, hb;
-            struct lapict_timer ta, tb;
-            struct lapict_config c = tu_cfg();
-            uint8_t blob[SZ];
-            uint64_t D;
-            tu_setup(&ha, &ta, &c, tu_bases[b], false);
-            lapict_lvtt_write(&ta, LAPICT_LVTT_TSC_DEADLINE | VEC);
-            D = fake_tsc(&ha) + 1000000;
-            lapict_tsc_deadline_write(&ta, D);
-            save(&ta, blob);
-            /* The destination's TSC is already past D: due on arrival. */
-            fake_host_init(&hb, tu_bases[1 - b], 1000000, D + 10, w != 0);
-            assert_int_equal(fake_attach(&hb, &tb, &c), LAPICT_OK);
-            hb.window_open = w != 0;
-            assert_int_equal(lapict_state_restore(&tb, blob, SZ), LAPICT_OK);
-            assert_int_equal(hb.inject_calls, 0);
-            assert_int_equal(lapict_tsc_deadline_read(&tb), 0);
-            assert_int_equal(hb.inject_calls, 0);
-            assert_int_equal(lapict_lvtt_read(&tb) & LAPICT_LVTT_PENDING,
-                             LAPICT_LVTT_PENDING);
-            /* Window closed: it stays pending, offered again later. */
-            assert_int_equal(lapict_irq_window_open(&tb), LAPICT_OK);
-            assert_int_equal(hb.ninj, w ? 1u : 0u);
-            fake_window(&hb, true);
-            fake_window(&hb, true);
-            fake_advance(&hb, 10000000);
-            assert_int_equal(hb.ninj, 1);
-            assert_int_equal(hb.inj[0].vector, VEC);
-            tu_check_host(&hb);
-        }
+    for (w = 0; w < 2; w++) {
+        struct fake_host ha, hb;
+        struct lapict_timer ta, tb;
+        struct lapict_config c = tu_cfg();
+        uint8_t blob[SZ];
+        uint64_t D;
+        tu_setup(&ha, &ta, &c, tu_bases[b], false);
+        lapict_lvtt_write(&ta, LAPICT_LVTT_TSC_DEADLINE | VEC);
+        D = fake_tsc(&ha) + 1000000;
+        lapict_tsc_deadline_write(&ta, D);
+        save(&ta, blob);
+        /* The destination's TSC is already past D: due on arrival. */
+        fake_host_init(&hb, tu_bases[1 - b], 1000000, D + 10, w != 0);
+        assert_int_equal(fake_attach(&hb, &tb, &c), LAPICT_OK);
+        hb.window_open = w != 0;
+        assert_int_equal(lapict_state_restore(&tb, blob, SZ), LAPICT_OK);
+        assert_int_equal(hb.inject_calls, 0);
+        assert_int_equal(lapict_tsc_deadline_read(&tb), 0);
+        assert_int_equal(hb.inject_calls, 0);
+        assert_int_equal(lapict_lvtt_read(&tb) & LAPICT_LVTT_PENDING,
+                         LAPICT_LVTT_PENDING);
+        /* Window closed: it stays pending, offered again later. */
+        assert_int_equal(lapict_irq_window_open(&tb), LAPICT_OK);
+        assert_int_equal(hb.ninj, w ? 1u : 0u);
+        fake_window(&hb, true);
+        fake_window(&hb, true);
+        fake_advance(&hb, 10000000);
+        assert_int_equal(hb.ninj, 1);
+        assert_int_equal(hb.inj[0].vector, VEC);
+        tu_check_host(&hb);
+    }
 }
 
 /* ---- Forged blobs: the flag space, pre-injections (defects 9, 10) ---- */
@@ -1453,10 +1426,10 @@ static void forge32(uint8_t *blob, size_t off, uint32_t v)
 }
 
 /*
- * A forged pre-injection is refused: a one-shot of 2^32-1 ticks at divide 128 on a 1 kHz
- * bus (16 years) marked as already injected ahead. Accepted, the next guest
- * entry would spin for the whole count and swallow the real expiry. A
- * pre-injected instant must lie within the blob's advance of now (plus one
+ * A forged pre-injection is refused: a one-shot of 2^32-1 ticks at divide 128
+ * on a 1 kHz bus (16 years) marked as already injected ahead. Accepted, the
+ * next guest entry would spin for the whole count and swallow the real expiry.
+ * A pre-injected instant must lie within the blob's advance of now (plus one
  * TSC period for a deadline's estimate), nothing may be pending, and the
  * flags must match the mode.
  */
@@ -1593,7 +1566,6 @@ static void preinjection_survives_a_host_without_advance(void **state)
  */
 static void clamped_periodic_keeps_its_count_into_any_min_period(void **state)
 {
-    (void)state;
     static const struct {
         uint32_t min_ns;
         uint64_t first_ns, period_ns;
@@ -1603,44 +1575,42 @@ static void clamped_periodic_keeps_its_count_into_any_min_period(void **state)
         {100000, 25000, 100000},
         {400000, 100000, 400000},
     };
-    size_t b, i;
-    for (b = 0; b < TU_NBASES; b++)
-        for (i = 0; i < sizeof(dst) / sizeof(dst[0]); i++) {
-            struct fake_host ha, hb;
-            struct lapict_timer ta, tb;
-            struct lapict_config c = tu_cfg();
-            uint8_t blob[SZ];
-            uint64_t r;
-            print_message("base %zu destination min %u\n", b, dst[i].min_ns);
-            c.min_period_ns = 200000;
-            tu_setup(&ha, &ta, &c, tu_bases[b], false);
-            countdown(&ta, 0xB, LAPICT_LVTT_PERIODIC, 100);
-            fake_advance(&ha, 150000);
-            assert_int_equal(lapict_tmcct_read(&ta), 25);
-            save(&ta, blob);
-            c.min_period_ns = dst[i].min_ns;
-            tu_setup(&hb, &tb, &c, tu_bases[1 - b] + 12345, i & 1);
-            r = hb.now_ns;
-            assert_int_equal(lapict_state_restore(&tb, blob, SZ), LAPICT_OK);
-            assert_int_equal(lapict_irq_window_open(&tb), LAPICT_OK);
-            assert_int_equal(lapict_tmcct_read(&tb), 25);
-            assert_int_equal(lapict_tmict_read(&tb), 100);
-            fake_advance(&hb, dst[i].first_ns - 1);
-            assert_int_equal(hb.ninj, 0);
-            assert_true(lapict_tmcct_read(&tb) >= 1);
-            fake_advance(&hb, 1);
-            assert_int_equal(hb.ninj, 1);
-            assert_int_equal(hb.inj[0].ns, r + dst[i].first_ns);
-            assert_int_equal(lapict_tmcct_read(&tb), 100);
-            fake_advance(&hb, dst[i].period_ns - 1);
-            assert_int_equal(hb.ninj, 1);
-            assert_true(lapict_tmcct_read(&tb) <= 100);
-            fake_advance(&hb, 1);
-            assert_int_equal(hb.ninj, 2);
-            assert_int_equal(hb.inj[1].ns,
-                             r + dst[i].first_ns + dst[i].period_ns);
-            tu_check_host(&hb);
-        }
+    size_t b = tu_base_index(state), i;
+    for (i = 0; i < sizeof(dst) / sizeof(dst[0]); i++) {
+        struct fake_host ha, hb;
+        struct lapict_timer ta, tb;
+        struct lapict_config c = tu_cfg();
+        uint8_t blob[SZ];
+        uint64_t r;
+        print_message("base %zu destination min %u\n", b, dst[i].min_ns);
+        c.min_period_ns = 200000;
+        tu_setup(&ha, &ta, &c, tu_bases[b], false);
+        countdown(&ta, 0xB, LAPICT_LVTT_PERIODIC, 100);
+        fake_advance(&ha, 150000);
+        assert_int_equal(lapict_tmcct_read(&ta), 25);
+        save(&ta, blob);
+        c.min_period_ns = dst[i].min_ns;
+        tu_setup(&hb, &tb, &c, tu_bases[1 - b] + 12345, i & 1);
+        r = hb.now_ns;
+        assert_int_equal(lapict_state_restore(&tb, blob, SZ), LAPICT_OK);
+        assert_int_equal(lapict_irq_window_open(&tb), LAPICT_OK);
+        assert_int_equal(lapict_tmcct_read(&tb), 25);
+        assert_int_equal(lapict_tmict_read(&tb), 100);
+        fake_advance(&hb, dst[i].first_ns - 1);
+        assert_int_equal(hb.ninj, 0);
+        assert_true(lapict_tmcct_read(&tb) >= 1);
+        fake_advance(&hb, 1);
+        assert_int_equal(hb.ninj, 1);
+        assert_int_equal(hb.inj[0].ns, r + dst[i].first_ns);
+        assert_int_equal(lapict_tmcct_read(&tb), 100);
+        fake_advance(&hb, dst[i].period_ns - 1);
+        assert_int_equal(hb.ninj, 1);
+        assert_true(lapict_tmcct_read(&tb) <= 100);
+        fake_advance(&hb, 1);
+        assert_int_equal(hb.ninj, 2);
+        assert_int_equal(hb.inj[1].ns, r + dst[i].first_ns + dst[i].period_ns);
+        tu_check_host(&hb);
+    }
 }
 
 /* The blob carries the clamp period in force (offset 72), checked on
@@ -1865,98 +1835,93 @@ static void expect_interrupts(struct fake_host *h, uint64_t r,
  */
 static void golden_blobs_restore_to_their_state(void **state)
 {
-    (void)state;
-    size_t b;
-    for (b = 0; b < TU_NBASES; b++) {
-        struct fake_host h;
-        struct lapict_timer t;
-        uint64_t r = tu_bases[1 - b] + 4242;
-        struct lapict_stats st;
+    size_t b = tu_base_index(state);
+    struct fake_host h;
+    struct lapict_timer t;
+    uint64_t r = tu_bases[1 - b] + 4242;
+    struct lapict_stats st;
 
-        /* one-shot /16: 312500 ticks done, 687500 left (11 ms). */
-        golden_restore(G_ONESHOT_MID, &h, &t, r, 0);
-        assert_int_equal(lapict_tmcct_read(&t), 687500);
-        assert_int_equal(lapict_tmict_read(&t), 1000000);
-        assert_int_equal(lapict_tdcr_read(&t), 0x3);
-        assert_int_equal(lapict_lvtt_read(&t), LAPICT_LVTT_ONESHOT | 0x31u);
-        expect_interrupts(&h, r, (const uint64_t[]){11000000}, 1, 50000000);
-        assert_int_equal(lapict_tmcct_read(&t), 0);
+    /* one-shot /16: 312500 ticks done, 687500 left (11 ms). */
+    golden_restore(G_ONESHOT_MID, &h, &t, r, 0);
+    assert_int_equal(lapict_tmcct_read(&t), 687500);
+    assert_int_equal(lapict_tmict_read(&t), 1000000);
+    assert_int_equal(lapict_tdcr_read(&t), 0x3);
+    assert_int_equal(lapict_lvtt_read(&t), LAPICT_LVTT_ONESHOT | 0x31u);
+    expect_interrupts(&h, r, (const uint64_t[]){11000000}, 1, 50000000);
+    assert_int_equal(lapict_tmcct_read(&t), 0);
 
-        /* periodic 300 us: 100 us into the 4th period. */
-        golden_restore(G_PERIODIC, &h, &t, r, 0);
-        assert_int_equal(lapict_tmcct_read(&t), 200000);
-        expect_interrupts(&h, r, (const uint64_t[]){200000, 500000, 800000}, 3,
-                          1000000);
+    /* periodic 300 us: 100 us into the 4th period. */
+    golden_restore(G_PERIODIC, &h, &t, r, 0);
+    assert_int_equal(lapict_tmcct_read(&t), 200000);
+    expect_interrupts(&h, r, (const uint64_t[]){200000, 500000, 800000}, 3,
+                      1000000);
 
-        /* deadline 5 000 000: fires when this TSC reaches it. */
-        golden_restore(G_DEADLINE, &h, &t, r, 3000000);
-        assert_int_equal(lapict_tsc_deadline_read(&t), 5000000);
-        assert_int_equal(lapict_lvtt_read(&t),
-                         LAPICT_LVTT_TSC_DEADLINE | 0x31u);
-        expect_interrupts(&h, r, (const uint64_t[]){2000000}, 1, 10000000);
-        assert_int_equal(h.inj[0].tsc, 5000000);
-        assert_int_equal(lapict_tsc_deadline_read(&t), 0);
+    /* deadline 5 000 000: fires when this TSC reaches it. */
+    golden_restore(G_DEADLINE, &h, &t, r, 3000000);
+    assert_int_equal(lapict_tsc_deadline_read(&t), 5000000);
+    assert_int_equal(lapict_lvtt_read(&t), LAPICT_LVTT_TSC_DEADLINE | 0x31u);
+    expect_interrupts(&h, r, (const uint64_t[]){2000000}, 1, 10000000);
+    assert_int_equal(h.inj[0].tsc, 5000000);
+    assert_int_equal(lapict_tsc_deadline_read(&t), 0);
 
-        /* pending: delivered by the window-open step, once. */
-        fake_host_init(&h, r, 1000000, 0, false);
-        {
-            struct lapict_config c = golden_cfg(G_PENDING);
-            assert_int_equal(fake_attach(&h, &t, &c), LAPICT_OK);
-        }
-        assert_int_equal(lapict_state_restore(&t, golden_v1[G_PENDING], SZ),
-                         LAPICT_OK);
-        assert_int_equal(lapict_lvtt_read(&t),
-                         LAPICT_LVTT_ONESHOT | 0x31u | LAPICT_LVTT_PENDING);
-        assert_int_equal(h.ninj, 0);
-        fake_window(&h, true);
-        fake_window(&h, true);
-        fake_advance(&h, 10000000);
-        assert_int_equal(h.ninj, 1);
-        assert_int_equal(h.inj[0].ns, r);
-        assert_int_equal(lapict_lvtt_read(&t), LAPICT_LVTT_ONESHOT | 0x31u);
-
-        /* clamped: 25 of 100 ticks left on the 200 us clock. */
-        golden_restore(G_CLAMPED, &h, &t, r, 0);
-        assert_int_equal(lapict_tmcct_read(&t), 25);
-        expect_interrupts(&h, r, (const uint64_t[]){50000, 250000, 450000}, 3,
-                          600000);
-        assert_true(tu_stats(&t).clamp_reported);
-
-        /* pre-injected: the entry waits 2 us, the expiry is not delivered
-         * again; the next one 1 ms later. */
-        golden_restore(G_PREINJ, &h, &t, r, 0);
-        fake_enter(&h);
-        assert_int_equal(h.now_ns, r + 2000);
-        assert_int_equal(h.ninj, 0);
-        assert_int_equal(lapict_tmcct_read(&t), 1000000);
-        /* Injected ahead again 3 us before the next instant. */
-        expect_interrupts(&h, r + 2000, (const uint64_t[]){1000000 - 3000}, 1,
-                          1500000);
-
-        /* SVR off: masked, counting, delivering nothing. */
-        golden_restore(G_SVR_OFF, &h, &t, r, 0);
-        assert_int_equal(lapict_lvtt_read(&t),
-                         LAPICT_LVTT_PERIODIC | LAPICT_LVTT_MASK | 0x31u);
-        /* /4 at 1 GHz: 400 us period, 123456 ns in: 30864 ticks done. */
-        assert_int_equal(lapict_tmcct_read(&t), 100000 - 30864);
-        fake_advance(&h, 5000000);
-        assert_int_equal(h.ninj, 0);
-
-        /* catch-up: four ticks pending, each delivered. */
-        golden_restore(G_CATCH_UP, &h, &t, r, 0);
-        st = tu_stats(&t);
-        assert_int_equal(h.ninj, 4);
-        assert_int_equal(st.pending, 0);
-        assert_int_equal(lapict_tmcct_read(&t), 500000);
-
-        /* adaptive: the tuned advance comes back; the one-shot resumes. */
-        golden_restore(G_ADAPTIVE, &h, &t, r, 0);
-        st = tu_stats(&t);
-        assert_int_equal(st.advance_ns,
-                         oracle_get32(golden_v1[G_ADAPTIVE], 52));
-        assert_int_equal(lapict_tmcct_read(&t), 600000);
-        tu_check_host(&h);
+    /* pending: delivered by the window-open step, once. */
+    fake_host_init(&h, r, 1000000, 0, false);
+    {
+        struct lapict_config c = golden_cfg(G_PENDING);
+        assert_int_equal(fake_attach(&h, &t, &c), LAPICT_OK);
     }
+    assert_int_equal(lapict_state_restore(&t, golden_v1[G_PENDING], SZ),
+                     LAPICT_OK);
+    assert_int_equal(lapict_lvtt_read(&t),
+                     LAPICT_LVTT_ONESHOT | 0x31u | LAPICT_LVTT_PENDING);
+    assert_int_equal(h.ninj, 0);
+    fake_window(&h, true);
+    fake_window(&h, true);
+    fake_advance(&h, 10000000);
+    assert_int_equal(h.ninj, 1);
+    assert_int_equal(h.inj[0].ns, r);
+    assert_int_equal(lapict_lvtt_read(&t), LAPICT_LVTT_ONESHOT | 0x31u);
+
+    /* clamped: 25 of 100 ticks left on the 200 us clock. */
+    golden_restore(G_CLAMPED, &h, &t, r, 0);
+    assert_int_equal(lapict_tmcct_read(&t), 25);
+    expect_interrupts(&h, r, (const uint64_t[]){50000, 250000, 450000}, 3,
+                      600000);
+    assert_true(tu_stats(&t).clamp_reported);
+
+    /* pre-injected: the entry waits 2 us, the expiry is not delivered
+     * again; the next one 1 ms later. */
+    golden_restore(G_PREINJ, &h, &t, r, 0);
+    fake_enter(&h);
+    assert_int_equal(h.now_ns, r + 2000);
+    assert_int_equal(h.ninj, 0);
+    assert_int_equal(lapict_tmcct_read(&t), 1000000);
+    /* Injected ahead again 3 us before the next instant. */
+    expect_interrupts(&h, r + 2000, (const uint64_t[]){1000000 - 3000}, 1,
+                      1500000);
+
+    /* SVR off: masked, counting, delivering nothing. */
+    golden_restore(G_SVR_OFF, &h, &t, r, 0);
+    assert_int_equal(lapict_lvtt_read(&t),
+                     LAPICT_LVTT_PERIODIC | LAPICT_LVTT_MASK | 0x31u);
+    /* /4 at 1 GHz: 400 us period, 123456 ns in: 30864 ticks done. */
+    assert_int_equal(lapict_tmcct_read(&t), 100000 - 30864);
+    fake_advance(&h, 5000000);
+    assert_int_equal(h.ninj, 0);
+
+    /* catch-up: four ticks pending, each delivered. */
+    golden_restore(G_CATCH_UP, &h, &t, r, 0);
+    st = tu_stats(&t);
+    assert_int_equal(h.ninj, 4);
+    assert_int_equal(st.pending, 0);
+    assert_int_equal(lapict_tmcct_read(&t), 500000);
+
+    /* adaptive: the tuned advance comes back; the one-shot resumes. */
+    golden_restore(G_ADAPTIVE, &h, &t, r, 0);
+    st = tu_stats(&t);
+    assert_int_equal(st.advance_ns, oracle_get32(golden_v1[G_ADAPTIVE], 52));
+    assert_int_equal(lapict_tmcct_read(&t), 600000);
+    tu_check_host(&h);
 }
 
 /*
@@ -2086,8 +2051,8 @@ static uint64_t saved_preinjection(uint32_t mode, uint8_t *blob, uint64_t *tsc)
  * And the other direction: a blob saved by a host without advance restores
  * into one with an advance and keeps its instant.
  */
-static void restored_preinjection_never_early_nor_twice_in_any_advance(
-    void **state)
+static void
+restored_preinjection_never_early_nor_twice_in_any_advance(void **state)
 {
     (void)state;
     static const uint32_t modes[] = {LAPICT_LVTT_ONESHOT, LAPICT_LVTT_PERIODIC,
@@ -2131,8 +2096,8 @@ static void restored_preinjection_never_early_nor_twice_in_any_advance(
 
 /* The reverse direction: saved where the advance is off, restored into a
  * host with a large advance: the count-down keeps its instant exactly. */
-static void preinjection_free_blob_keeps_its_instant_under_an_advance(
-    void **state)
+static void
+preinjection_free_blob_keeps_its_instant_under_an_advance(void **state)
 {
     (void)state;
     struct fake_host h1, h2;
@@ -2226,19 +2191,19 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(state_blob_has_fixed_size),
         cmocka_unit_test(save_and_restore_take_the_same_buffer_sizes),
-        cmocka_unit_test(blob_layout_matches_state_h),
+        TU_AT_BASES(blob_layout_matches_state_h),
         cmocka_unit_test(blob_carries_tsc_deadline_and_advance),
-        cmocka_unit_test(round_trip_at_same_instant_changes_nothing_observable),
-        cmocka_unit_test(save_mid_oneshot_resumes_remainder),
+        TU_AT_BASES(round_trip_at_same_instant_changes_nothing_observable),
+        TU_AT_BASES(save_mid_oneshot_resumes_remainder),
         cmocka_unit_test(save_mid_periodic_keeps_grid_relative),
         cmocka_unit_test(
             tsc_deadline_restored_fires_when_destination_tsc_reaches_it),
         cmocka_unit_test(
             save_after_expiry_before_delivery_delivers_exactly_once),
-        cmocka_unit_test(save_after_delivery_never_redelivers),
-        cmocka_unit_test(pending_at_save_delivered_once_after_restore),
+        TU_AT_BASES(save_after_delivery_never_redelivers),
+        TU_AT_BASES(pending_at_save_delivered_once_after_restore),
         cmocka_unit_test(catch_up_pending_count_survives_restore),
-        cmocka_unit_test(restore_with_hw_timer_armed_cancels_it),
+        TU_AT_BASES(restore_with_hw_timer_armed_cancels_it),
         cmocka_unit_test(restore_drops_destination_pending),
         cmocka_unit_test(
             every_single_bit_flip_is_rejected_and_instance_unchanged),
@@ -2249,19 +2214,20 @@ int main(int argc, char **argv)
         cmocka_unit_test(correct_checksum_bad_fields_give_state_field),
         cmocka_unit_test(inconsistent_mode_and_registers_give_state_field),
         cmocka_unit_test(restore_with_different_bus_hz_is_state_config),
-        cmocka_unit_test(save_calls_no_host_op_and_changes_nothing),
-        cmocka_unit_test(save_describes_the_state_as_if_serviced_now),
-        cmocka_unit_test(tick_coalesced_by_a_save_is_counted_on_the_destination),
-        cmocka_unit_test(due_expiry_delivered_once_whatever_the_irr_save_order),
-        cmocka_unit_test(restore_injects_nothing_window_open_delivers_once),
+        TU_AT_BASES(save_calls_no_host_op_and_changes_nothing),
+        TU_AT_BASES(save_describes_the_state_as_if_serviced_now),
+        cmocka_unit_test(
+            tick_coalesced_by_a_save_is_counted_on_the_destination),
+        TU_AT_BASES(due_expiry_delivered_once_whatever_the_irr_save_order),
+        TU_AT_BASES(restore_injects_nothing_window_open_delivers_once),
         cmocka_unit_test(every_flag_combination_is_producible_or_rejected),
         cmocka_unit_test(forged_preinjection_is_rejected),
         cmocka_unit_test(restored_preinjection_waits_at_most_the_advance),
         cmocka_unit_test(preinjection_survives_a_host_without_advance),
-        cmocka_unit_test(clamped_periodic_keeps_its_count_into_any_min_period),
+        TU_AT_BASES(clamped_periodic_keeps_its_count_into_any_min_period),
         cmocka_unit_test(clamp_period_field_is_checked),
         cmocka_unit_test(golden_blobs_are_what_save_writes),
-        cmocka_unit_test(golden_blobs_restore_to_their_state),
+        TU_AT_BASES(golden_blobs_restore_to_their_state),
         cmocka_unit_test(restore_into_another_tsc_rate_keeps_the_deadline),
         cmocka_unit_test(
             restored_preinjection_never_early_nor_twice_in_any_advance),

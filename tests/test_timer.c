@@ -5,8 +5,8 @@
  * (docs/spec/timer.md sections 3-7), checked against the oracle of oracle.h on
  * a fake host, at clock bases 0 and near 2^64.
  */
-#include "testutil.h"
 #include "lapict_sim.h"
+#include "testutil.h"
 
 #define VEC 0x30u
 #define VEC2 0x41u
@@ -35,137 +35,129 @@ static uint32_t lcg(uint32_t *s)
 
 static void oneshot_expires_at_anchor_plus_ns_for_n(void **state)
 {
-    (void)state;
     static const uint32_t tdcrs[] = {0xB, 0x0, 0xA};
     static const uint32_t counts[] = {1, 3, 1000003};
-    size_t b, bi, d, n;
-    for (b = 0; b < TU_NBASES; b++)
-        for (bi = 0; bi < NBUSES; bi++)
-            for (d = 0; d < 3; d++)
-                for (n = 0; n < 3; n++) {
-                    struct fake_host h;
-                    struct lapict_timer t;
-                    struct lapict_config c = tu_cfg();
-                    uint32_t N = counts[n], div = oracle_divide(tdcrs[d]);
-                    uint64_t a, dur, s;
-                    c.bus_hz = buses[bi];
-                    tu_setup(&h, &t, &c, tu_bases[b], b == 1);
-                    fake_advance(&h, 3);
-                    a = h.now_ns;
-                    countdown(&t, tdcrs[d], LAPICT_LVTT_ONESHOT, VEC, N);
-                    dur = oracle_ns_for(N, buses[bi], div);
-                    print_message("base %zu bus %llu div %u N %u: %llu ns\n", b,
-                                  (unsigned long long)buses[bi], div, N,
-                                  (unsigned long long)dur);
-                    assert_int_equal(lapict_tmcct_read(&t), N);
-                    /* TMCCT follows E - T(t) at sampled instants. */
-                    for (s = 1; s <= 4; s++) {
-                        uint64_t dt = dur * s / 5;
-                        if (dt == 0 || dt >= dur)
-                            continue;
-                        fake_advance_to(&h, a + dt);
-                        assert_int_equal(
-                            lapict_tmcct_read(&t),
-                            N - oracle_ticks_in(dt, buses[bi], div));
-                    }
-                    fake_advance_to(&h, a + dur - 1);
-                    assert_int_equal(h.ninj, 0);
-                    assert_int_equal(
-                        lapict_tmcct_read(&t),
-                        N - oracle_ticks_in(dur - 1, buses[bi], div));
-                    fake_advance_to(&h, a + dur);
-                    assert_int_equal(h.ninj, 1);
-                    assert_int_equal(h.inj[0].ns, a + dur);
-                    assert_int_equal(h.inj[0].vector, VEC);
-                    /* A one-shot reads 0 from its expiry on and stops. */
-                    assert_int_equal(lapict_tmcct_read(&t), 0);
-                    assert_int_equal(lapict_tmict_read(&t), N);
-                    fake_advance(&h, dur * 3 + 1000);
-                    assert_int_equal(h.ninj, 1);
-                    assert_int_equal(lapict_tmcct_read(&t), 0);
-                    tu_check_host(&h);
-                }
-}
-
-static void tmcct_reads_n_at_reload_never_zero_while_periodic(void **state)
-{
-    (void)state;
-    static const uint32_t counts[] = {1, 7, 250001};
-    size_t b, bi, n;
-    for (b = 0; b < TU_NBASES; b++)
-        for (bi = 0; bi < NBUSES; bi++)
+    size_t b = tu_base_index(state), bi, d, n;
+    for (bi = 0; bi < NBUSES; bi++)
+        for (d = 0; d < 3; d++)
             for (n = 0; n < 3; n++) {
                 struct fake_host h;
                 struct lapict_timer t;
                 struct lapict_config c = tu_cfg();
-                uint32_t N = counts[n];
-                uint64_t a, k;
-                unsigned expect_inj = 0;
-                if (buses[bi] == 1000 && N > 7)
-                    continue; /* 250 s periods: covered by smaller N */
+                uint32_t N = counts[n], div = oracle_divide(tdcrs[d]);
+                uint64_t a, dur, s;
                 c.bus_hz = buses[bi];
-                tu_setup(&h, &t, &c, tu_bases[b], b == 0);
+                tu_setup(&h, &t, &c, tu_bases[b], b == 1);
+                fake_advance(&h, 3);
                 a = h.now_ns;
-                countdown(&t, 0x1, LAPICT_LVTT_PERIODIC, VEC, N);
-                for (k = 1; k <= 5; k++) {
-                    uint64_t g = oracle_ns_for(k * N, buses[bi], 4);
-                    uint64_t pts[3];
-                    int i;
-                    pts[0] = g - 1;
-                    pts[1] = g;
-                    pts[2] = g + 1;
-                    for (i = 0; i < 3; i++) {
-                        uint64_t T, want;
-                        if (fake_diff(h.now_ns, a + pts[i]) < 0)
-                            continue;
-                        fake_advance_to(&h, a + pts[i]);
-                        T = oracle_ticks_in(pts[i], buses[bi], 4);
-                        want = N - T % N;
-                        assert_int_equal(lapict_tmcct_read(&t), want);
-                        assert_true(want >= 1 && want <= N);
-                    }
-                    /* Sub-3-ns periods put several grid points into one
-                     * ns: then only the TMCCT values are checked. */
-                    if ((uint64_t)N * 4 * 1000000000ull < 3 * buses[bi])
+                countdown(&t, tdcrs[d], LAPICT_LVTT_ONESHOT, VEC, N);
+                dur = oracle_ns_for(N, buses[bi], div);
+                print_message("base %zu bus %llu div %u N %u: %llu ns\n", b,
+                              (unsigned long long)buses[bi], div, N,
+                              (unsigned long long)dur);
+                assert_int_equal(lapict_tmcct_read(&t), N);
+                /* TMCCT follows E - T(t) at sampled instants. */
+                for (s = 1; s <= 4; s++) {
+                    uint64_t dt = dur * s / 5;
+                    if (dt == 0 || dt >= dur)
                         continue;
-                    expect_inj = (unsigned)k;
-                    assert_int_equal(h.ninj, expect_inj);
-                    assert_int_equal(h.inj[k - 1].ns, a + g);
+                    fake_advance_to(&h, a + dt);
+                    assert_int_equal(lapict_tmcct_read(&t),
+                                     N - oracle_ticks_in(dt, buses[bi], div));
                 }
+                fake_advance_to(&h, a + dur - 1);
+                assert_int_equal(h.ninj, 0);
+                assert_int_equal(lapict_tmcct_read(&t),
+                                 N - oracle_ticks_in(dur - 1, buses[bi], div));
+                fake_advance_to(&h, a + dur);
+                assert_int_equal(h.ninj, 1);
+                assert_int_equal(h.inj[0].ns, a + dur);
+                assert_int_equal(h.inj[0].vector, VEC);
+                /* A one-shot reads 0 from its expiry on and stops. */
+                assert_int_equal(lapict_tmcct_read(&t), 0);
+                assert_int_equal(lapict_tmict_read(&t), N);
+                fake_advance(&h, dur * 3 + 1000);
+                assert_int_equal(h.ninj, 1);
+                assert_int_equal(lapict_tmcct_read(&t), 0);
                 tu_check_host(&h);
             }
+}
+
+static void tmcct_reads_n_at_reload_never_zero_while_periodic(void **state)
+{
+    static const uint32_t counts[] = {1, 7, 250001};
+    size_t b = tu_base_index(state), bi, n;
+    for (bi = 0; bi < NBUSES; bi++)
+        for (n = 0; n < 3; n++) {
+            struct fake_host h;
+            struct lapict_timer t;
+            struct lapict_config c = tu_cfg();
+            uint32_t N = counts[n];
+            uint64_t a, k;
+            unsigned expect_inj = 0;
+            if (buses[bi] == 1000 && N > 7)
+                continue; /* 250 s periods: covered by smaller N */
+            c.bus_hz = buses[bi];
+            tu_setup(&h, &t, &c, tu_bases[b], b == 0);
+            a = h.now_ns;
+            countdown(&t, 0x1, LAPICT_LVTT_PERIODIC, VEC, N);
+            for (k = 1; k <= 5; k++) {
+                uint64_t g = oracle_ns_for(k * N, buses[bi], 4);
+                uint64_t pts[3];
+                int i;
+                pts[0] = g - 1;
+                pts[1] = g;
+                pts[2] = g + 1;
+                for (i = 0; i < 3; i++) {
+                    uint64_t T, want;
+                    if (fake_diff(h.now_ns, a + pts[i]) < 0)
+                        continue;
+                    fake_advance_to(&h, a + pts[i]);
+                    T = oracle_ticks_in(pts[i], buses[bi], 4);
+                    want = N - T % N;
+                    assert_int_equal(lapict_tmcct_read(&t), want);
+                    assert_true(want >= 1 && want <= N);
+                }
+                /* Sub-3-ns periods put several grid points into one
+                 * ns: then only the TMCCT values are checked. */
+                if ((uint64_t)N * 4 * 1000000000ull < 3 * buses[bi])
+                    continue;
+                expect_inj = (unsigned)k;
+                assert_int_equal(h.ninj, expect_inj);
+                assert_int_equal(h.inj[k - 1].ns, a + g);
+            }
+            tu_check_host(&h);
+        }
 }
 
 /* Late host callbacks do not move the grid: E += N, never now + period. */
 static void periodic_reload_is_drift_free(void **state)
 {
-    (void)state;
     static const uint64_t rates[] = {1000000000ull, 134217728ull, 25000000ull};
-    size_t b, r;
-    for (b = 0; b < TU_NBASES; b++)
-        for (r = 0; r < 3; r++) {
-            struct fake_host h;
-            struct lapict_timer t;
-            struct lapict_config c = tu_cfg();
-            uint32_t N = (uint32_t)(rates[r] / 4000); /* ~250 us */
-            uint32_t seed = 7;
-            uint64_t a, k;
-            c.bus_hz = rates[r];
-            tu_setup(&h, &t, &c, tu_bases[b], false);
-            a = h.now_ns;
-            countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, VEC, N);
-            for (k = 1; k <= 300; k++) {
-                uint64_t g = a + oracle_ns_for(k * N, rates[r], 1);
-                uint64_t lat = lcg(&seed) % 20000;
-                assert_true(h.sw_armed);
-                assert_int_equal(h.sw_at, g);
-                fake_stall(&h, (g + lat) - h.now_ns);
-                fake_fire_sw(&h);
-                assert_int_equal(h.ninj, k);
-                assert_int_equal(h.inj[k - 1].ns, g + lat);
-            }
-            tu_check_host(&h);
+    size_t b = tu_base_index(state), r;
+    for (r = 0; r < 3; r++) {
+        struct fake_host h;
+        struct lapict_timer t;
+        struct lapict_config c = tu_cfg();
+        uint32_t N = (uint32_t)(rates[r] / 4000); /* ~250 us */
+        uint32_t seed = 7;
+        uint64_t a, k;
+        c.bus_hz = rates[r];
+        tu_setup(&h, &t, &c, tu_bases[b], false);
+        a = h.now_ns;
+        countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, VEC, N);
+        for (k = 1; k <= 300; k++) {
+            uint64_t g = a + oracle_ns_for(k * N, rates[r], 1);
+            uint64_t lat = lcg(&seed) % 20000;
+            assert_true(h.sw_armed);
+            assert_int_equal(h.sw_at, g);
+            fake_stall(&h, (g + lat) - h.now_ns);
+            fake_fire_sw(&h);
+            assert_int_equal(h.ninj, k);
+            assert_int_equal(h.inj[k - 1].ns, g + lat);
         }
+        tu_check_host(&h);
+    }
 }
 
 static void tmict_zero_stops_timer_and_drops_pending(void **state)
@@ -192,75 +184,70 @@ static void tmict_zero_stops_timer_and_drops_pending(void **state)
 
 static void tmict_write_reanchors_and_drops_pending(void **state)
 {
-    (void)state;
-    size_t b;
-    for (b = 0; b < TU_NBASES; b++) {
-        struct fake_host h;
-        struct lapict_timer t;
-        struct lapict_config c = tu_cfg();
-        uint64_t a2;
-        tu_setup(&h, &t, &c, tu_bases[b], b == 1);
-        countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 300000);
-        fake_window(&h, false);
-        fake_advance(&h, 450000);
-        assert_int_equal(tu_stats(&t).pending, 1);
-        a2 = h.now_ns;
-        assert_int_equal(lapict_tmict_write(&t, 100000), LAPICT_OK);
-        assert_int_equal(tu_stats(&t).pending, 0);
-        assert_int_equal(lapict_tmcct_read(&t), 100000);
-        fake_window(&h, true);
-        assert_int_equal(h.ninj, 0);
-        fake_advance_to(&h, a2 + 99999);
-        assert_int_equal(h.ninj, 0);
-        fake_advance_to(&h, a2 + 200000);
-        assert_int_equal(h.ninj, 2);
-        assert_int_equal(h.inj[0].ns, a2 + 100000);
-        assert_int_equal(h.inj[1].ns, a2 + 200000);
-        tu_check_host(&h);
-    }
+    size_t b = tu_base_index(state);
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    uint64_t a2;
+    tu_setup(&h, &t, &c, tu_bases[b], b == 1);
+    countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 300000);
+    fake_window(&h, false);
+    fake_advance(&h, 450000);
+    assert_int_equal(tu_stats(&t).pending, 1);
+    a2 = h.now_ns;
+    assert_int_equal(lapict_tmict_write(&t, 100000), LAPICT_OK);
+    assert_int_equal(tu_stats(&t).pending, 0);
+    assert_int_equal(lapict_tmcct_read(&t), 100000);
+    fake_window(&h, true);
+    assert_int_equal(h.ninj, 0);
+    fake_advance_to(&h, a2 + 99999);
+    assert_int_equal(h.ninj, 0);
+    fake_advance_to(&h, a2 + 200000);
+    assert_int_equal(h.ninj, 2);
+    assert_int_equal(h.inj[0].ns, a2 + 100000);
+    assert_int_equal(h.inj[1].ns, a2 + 200000);
+    tu_check_host(&h);
 }
 
 /* TDCR write while running: C = TMCCT(now), a = now, E = C, new rate. */
 static void tdcr_write_preserves_count_and_reanchors(void **state)
 {
-    (void)state;
     static const uint32_t modes[] = {LAPICT_LVTT_ONESHOT, LAPICT_LVTT_PERIODIC};
     const uint64_t bus = 134217728ull;
-    size_t b, m;
-    for (b = 0; b < TU_NBASES; b++)
-        for (m = 0; m < 2; m++) {
-            struct fake_host h;
-            struct lapict_timer t;
-            struct lapict_config c = tu_cfg();
-            const uint32_t N = 100000;
-            uint64_t a, a2, C, e1, e2;
-            c.bus_hz = bus;
-            tu_setup(&h, &t, &c, tu_bases[b], m == 1);
-            a = h.now_ns;
-            countdown(&t, 0xB, modes[m], VEC, N);
-            fake_advance(&h, 333333); /* mid-tick at 7.45 ns per tick */
-            C = N - oracle_ticks_in(333333, bus, 1);
-            assert_int_equal(lapict_tmcct_read(&t), C);
-            a2 = h.now_ns;
-            (void)a;
-            assert_int_equal(lapict_tdcr_write(&t, 0x1), LAPICT_OK); /* /4 */
-            assert_int_equal(lapict_tdcr_read(&t), 0x1);
-            assert_int_equal(lapict_tmcct_read(&t), C);
-            e1 = a2 + oracle_ns_for(C, bus, 4);
-            fake_advance_to(&h, e1 - 1);
-            assert_int_equal(h.ninj, 0);
-            assert_int_equal(lapict_tmcct_read(&t),
-                             C - oracle_ticks_in(e1 - 1 - a2, bus, 4));
-            fake_advance_to(&h, e1);
-            assert_int_equal(h.ninj, 1);
-            assert_int_equal(h.inj[0].ns, e1);
-            e2 = a2 + oracle_ns_for(C + N, bus, 4);
-            fake_advance_to(&h, e2);
-            assert_int_equal(h.ninj, m == 1 ? 2 : 1);
-            if (m == 1)
-                assert_int_equal(h.inj[1].ns, e2);
-            tu_check_host(&h);
-        }
+    size_t b = tu_base_index(state), m;
+    for (m = 0; m < 2; m++) {
+        struct fake_host h;
+        struct lapict_timer t;
+        struct lapict_config c = tu_cfg();
+        const uint32_t N = 100000;
+        uint64_t a, a2, C, e1, e2;
+        c.bus_hz = bus;
+        tu_setup(&h, &t, &c, tu_bases[b], m == 1);
+        a = h.now_ns;
+        countdown(&t, 0xB, modes[m], VEC, N);
+        fake_advance(&h, 333333); /* mid-tick at 7.45 ns per tick */
+        C = N - oracle_ticks_in(333333, bus, 1);
+        assert_int_equal(lapict_tmcct_read(&t), C);
+        a2 = h.now_ns;
+        (void)a;
+        assert_int_equal(lapict_tdcr_write(&t, 0x1), LAPICT_OK); /* /4 */
+        assert_int_equal(lapict_tdcr_read(&t), 0x1);
+        assert_int_equal(lapict_tmcct_read(&t), C);
+        e1 = a2 + oracle_ns_for(C, bus, 4);
+        fake_advance_to(&h, e1 - 1);
+        assert_int_equal(h.ninj, 0);
+        assert_int_equal(lapict_tmcct_read(&t),
+                         C - oracle_ticks_in(e1 - 1 - a2, bus, 4));
+        fake_advance_to(&h, e1);
+        assert_int_equal(h.ninj, 1);
+        assert_int_equal(h.inj[0].ns, e1);
+        e2 = a2 + oracle_ns_for(C + N, bus, 4);
+        fake_advance_to(&h, e2);
+        assert_int_equal(h.ninj, m == 1 ? 2 : 1);
+        if (m == 1)
+            assert_int_equal(h.inj[1].ns, e2);
+        tu_check_host(&h);
+    }
 }
 
 static void tdcr_write_while_stopped_just_stores(void **state)
@@ -291,103 +278,99 @@ static const char *const md_name[] = {"one-shot", "periodic", "deadline"};
 /* Every pair of modes: sections 3 (one-shot <-> periodic) and 4. */
 static void mode_switch_every_pair(void **state)
 {
-    (void)state;
-    size_t b, from, to;
-    for (b = 0; b < TU_NBASES; b++)
-        for (from = 0; from < 3; from++)
-            for (to = 0; to < 3; to++) {
-                struct fake_host h;
-                struct lapict_timer t;
-                struct lapict_config c = tu_cfg();
-                const uint64_t P = 1000000;
-                uint64_t a, want[4];
-                unsigned nwant = 0, i;
-                print_message("base %zu: %s -> %s\n", b, md_name[from],
-                              md_name[to]);
-                tu_setup(&h, &t, &c, tu_bases[b], b == 1);
-                h.tsc_offset = 0xFFFFFFFFFFF00000ull * b;
-                a = h.now_ns;
-                if (from == MD_DL) {
-                    lapict_lvtt_write(&t, md_bits[from] | VEC);
-                    lapict_tsc_deadline_write(&t, fake_tsc(&h) + P);
-                } else {
-                    countdown(&t, 0xB, md_bits[from], VEC, (uint32_t)P);
-                }
-                fake_advance(&h, 400000);
-                assert_int_equal(lapict_lvtt_write(&t, md_bits[to] | VEC2),
-                                 LAPICT_OK);
-                assert_int_equal(lapict_lvtt_read(&t), md_bits[to] | VEC2);
-                if (from == MD_DL && to == MD_DL) {
-                    want[nwant++] = a + P;
-                    assert_true(lapict_tsc_deadline_read(&t) != 0);
-                } else if (from == MD_DL || to == MD_DL) {
-                    /* Into or out of TSC-deadline: everything disarmed. */
-                    assert_int_equal(lapict_tmict_read(&t), 0);
-                    assert_int_equal(lapict_tmcct_read(&t), 0);
-                    assert_int_equal(lapict_tsc_deadline_read(&t), 0);
-                    assert_false(fake_armed(&h));
-                } else {
-                    /* Not re-anchored: the count carries on. */
-                    assert_int_equal(lapict_tmict_read(&t), P);
-                    assert_int_equal(lapict_tmcct_read(&t), P - 400000);
-                    want[nwant++] = a + P;
-                    if (to == MD_PER) {
-                        want[nwant++] = a + 2 * P;
-                        want[nwant++] = a + 3 * P;
-                    }
-                }
-                fake_advance_to(&h, a + 3 * P + P / 2);
-                assert_int_equal(h.ninj, nwant);
-                for (i = 0; i < nwant; i++) {
-                    assert_int_equal(h.inj[i].ns, want[i]);
-                    assert_int_equal(h.inj[i].vector, VEC2);
-                }
-                if (to == MD_DL)
-                    assert_int_equal(lapict_tsc_deadline_read(&t), 0);
-                tu_check_host(&h);
+    size_t b = tu_base_index(state), from, to;
+    for (from = 0; from < 3; from++)
+        for (to = 0; to < 3; to++) {
+            struct fake_host h;
+            struct lapict_timer t;
+            struct lapict_config c = tu_cfg();
+            const uint64_t P = 1000000;
+            uint64_t a, want[4];
+            unsigned nwant = 0, i;
+            print_message("base %zu: %s -> %s\n", b, md_name[from],
+                          md_name[to]);
+            tu_setup(&h, &t, &c, tu_bases[b], b == 1);
+            h.tsc_offset = 0xFFFFFFFFFFF00000ull * b;
+            a = h.now_ns;
+            if (from == MD_DL) {
+                lapict_lvtt_write(&t, md_bits[from] | VEC);
+                lapict_tsc_deadline_write(&t, fake_tsc(&h) + P);
+            } else {
+                countdown(&t, 0xB, md_bits[from], VEC, (uint32_t)P);
             }
+            fake_advance(&h, 400000);
+            assert_int_equal(lapict_lvtt_write(&t, md_bits[to] | VEC2),
+                             LAPICT_OK);
+            assert_int_equal(lapict_lvtt_read(&t), md_bits[to] | VEC2);
+            if (from == MD_DL && to == MD_DL) {
+                want[nwant++] = a + P;
+                assert_true(lapict_tsc_deadline_read(&t) != 0);
+            } else if (from == MD_DL || to == MD_DL) {
+                /* Into or out of TSC-deadline: everything disarmed. */
+                assert_int_equal(lapict_tmict_read(&t), 0);
+                assert_int_equal(lapict_tmcct_read(&t), 0);
+                assert_int_equal(lapict_tsc_deadline_read(&t), 0);
+                assert_false(fake_armed(&h));
+            } else {
+                /* Not re-anchored: the count carries on. */
+                assert_int_equal(lapict_tmict_read(&t), P);
+                assert_int_equal(lapict_tmcct_read(&t), P - 400000);
+                want[nwant++] = a + P;
+                if (to == MD_PER) {
+                    want[nwant++] = a + 2 * P;
+                    want[nwant++] = a + 3 * P;
+                }
+            }
+            fake_advance_to(&h, a + 3 * P + P / 2);
+            assert_int_equal(h.ninj, nwant);
+            for (i = 0; i < nwant; i++) {
+                assert_int_equal(h.inj[i].ns, want[i]);
+                assert_int_equal(h.inj[i].vector, VEC2);
+            }
+            if (to == MD_DL)
+                assert_int_equal(lapict_tsc_deadline_read(&t), 0);
+            tu_check_host(&h);
+        }
 }
 
 /* ---- Section 3: minimum period ------------------------------------ */
 
 static void min_period_clamp_slows_periodic_to_min_period(void **state)
 {
-    (void)state;
     static const uint32_t counts[] = {1, 3, 7, 99999};
     const uint32_t P = 200000;
-    size_t b, n;
-    for (b = 0; b < TU_NBASES; b++)
-        for (n = 0; n < 4; n++) {
-            struct fake_host h;
-            struct lapict_timer t;
-            struct lapict_config c = tu_cfg();
-            struct lapict_stats s;
-            uint32_t N = counts[n];
-            uint64_t a, k;
-            c.min_period_ns = P;
-            tu_setup(&h, &t, &c, tu_bases[b], false);
-            a = h.now_ns;
-            countdown(&t, 0x0, LAPICT_LVTT_PERIODIC, VEC, N); /* /2 */
-            assert_true(oracle_ns_for(N, 1000000000ull, 2) < P);
-            for (k = 1; k <= 3; k++) {
-                uint64_t g = oracle_ns_for_clamped(k * N, N, P);
-                uint64_t pts[3] = {g - 1, g, g + 1};
-                int i;
-                for (i = 0; i < 3; i++) {
-                    uint64_t T, want;
-                    fake_advance_to(&h, a + pts[i]);
-                    T = oracle_ticks_in_clamped(pts[i], N, P);
-                    want = N - T % N;
-                    assert_int_equal(lapict_tmcct_read(&t), want);
-                }
-                assert_int_equal(h.ninj, k);
-                assert_int_equal(h.inj[k - 1].ns, a + g);
-                assert_int_equal(g, k * P);
+    size_t b = tu_base_index(state), n;
+    for (n = 0; n < 4; n++) {
+        struct fake_host h;
+        struct lapict_timer t;
+        struct lapict_config c = tu_cfg();
+        struct lapict_stats s;
+        uint32_t N = counts[n];
+        uint64_t a, k;
+        c.min_period_ns = P;
+        tu_setup(&h, &t, &c, tu_bases[b], false);
+        a = h.now_ns;
+        countdown(&t, 0x0, LAPICT_LVTT_PERIODIC, VEC, N); /* /2 */
+        assert_true(oracle_ns_for(N, 1000000000ull, 2) < P);
+        for (k = 1; k <= 3; k++) {
+            uint64_t g = oracle_ns_for_clamped(k * N, N, P);
+            uint64_t pts[3] = {g - 1, g, g + 1};
+            int i;
+            for (i = 0; i < 3; i++) {
+                uint64_t T, want;
+                fake_advance_to(&h, a + pts[i]);
+                T = oracle_ticks_in_clamped(pts[i], N, P);
+                want = N - T % N;
+                assert_int_equal(lapict_tmcct_read(&t), want);
             }
-            s = tu_stats(&t);
-            assert_true(s.clamps >= 1);
-            assert_true(s.clamp_reported);
+            assert_int_equal(h.ninj, k);
+            assert_int_equal(h.inj[k - 1].ns, a + g);
+            assert_int_equal(g, k * P);
         }
+        s = tu_stats(&t);
+        assert_true(s.clamps >= 1);
+        assert_true(s.clamp_reported);
+    }
 }
 
 static void min_period_not_applied_at_or_above_min(void **state)
@@ -434,116 +417,110 @@ static void min_period_never_clamps_oneshot_or_deadline(void **state)
 /* When the clamp starts or stops applying, the count is preserved. */
 static void min_period_clamp_start_stop_preserves_count(void **state)
 {
-    (void)state;
     const uint32_t P = 200000;
-    size_t b;
-    for (b = 0; b < TU_NBASES; b++) {
-        struct fake_host h;
-        struct lapict_timer t;
-        struct lapict_config c = tu_cfg();
-        uint64_t a, C;
-        c.min_period_ns = P;
+    size_t b = tu_base_index(state);
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    uint64_t a, C;
+    c.min_period_ns = P;
 
-        /* (a) TDCR write makes ns_for(N) drop below P: clamp starts. */
-        tu_setup(&h, &t, &c, tu_bases[b], false);
-        countdown(&t, 0xA, LAPICT_LVTT_PERIODIC, VEC, 2000); /* 256 us */
-        fake_advance(&h, 100000);
-        C = 2000 - 100000 / 128;
-        assert_int_equal(lapict_tmcct_read(&t), C);
-        a = h.now_ns;
-        lapict_tdcr_write(&t, 0x9); /* /64: 128 us < P */
-        assert_int_equal(lapict_tmcct_read(&t), C);
-        fake_advance_to(&h, a + oracle_ns_for_clamped(C, 2000, P) - 1);
-        assert_int_equal(h.ninj, 0);
-        fake_advance_to(&h, a + oracle_ns_for_clamped(C, 2000, P));
-        assert_int_equal(h.ninj, 1);
-        fake_advance_to(&h, a + oracle_ns_for_clamped(C + 2000, 2000, P));
-        assert_int_equal(h.ninj, 2);
-        assert_int_equal(h.inj[1].ns,
-                         a + oracle_ns_for_clamped(C + 2000, 2000, P));
-        assert_true(tu_stats(&t).clamps >= 1);
+    /* (a) TDCR write makes ns_for(N) drop below P: clamp starts. */
+    tu_setup(&h, &t, &c, tu_bases[b], false);
+    countdown(&t, 0xA, LAPICT_LVTT_PERIODIC, VEC, 2000); /* 256 us */
+    fake_advance(&h, 100000);
+    C = 2000 - 100000 / 128;
+    assert_int_equal(lapict_tmcct_read(&t), C);
+    a = h.now_ns;
+    lapict_tdcr_write(&t, 0x9); /* /64: 128 us < P */
+    assert_int_equal(lapict_tmcct_read(&t), C);
+    fake_advance_to(&h, a + oracle_ns_for_clamped(C, 2000, P) - 1);
+    assert_int_equal(h.ninj, 0);
+    fake_advance_to(&h, a + oracle_ns_for_clamped(C, 2000, P));
+    assert_int_equal(h.ninj, 1);
+    fake_advance_to(&h, a + oracle_ns_for_clamped(C + 2000, 2000, P));
+    assert_int_equal(h.ninj, 2);
+    assert_int_equal(h.inj[1].ns, a + oracle_ns_for_clamped(C + 2000, 2000, P));
+    assert_true(tu_stats(&t).clamps >= 1);
 
-        /* (b) periodic -> one-shot: clamp stops, count kept. */
-        tu_setup(&h, &t, &c, tu_bases[b], false);
-        countdown(&t, 0x0, LAPICT_LVTT_PERIODIC, VEC, 7);
-        fake_advance(&h, 100000);
-        C = 7 - oracle_ticks_in_clamped(100000, 7, P);
-        assert_int_equal(lapict_tmcct_read(&t), C);
-        a = h.now_ns;
-        lapict_lvtt_write(&t, LAPICT_LVTT_ONESHOT | VEC);
-        assert_int_equal(lapict_tmcct_read(&t), C);
-        fake_advance_to(&h, a + oracle_ns_for(C, 1000000000ull, 2) - 1);
-        assert_int_equal(h.ninj, 0);
-        fake_advance_to(&h, a + oracle_ns_for(C, 1000000000ull, 2));
-        assert_int_equal(h.ninj, 1);
-        fake_advance(&h, 1000000);
-        assert_int_equal(h.ninj, 1);
+    /* (b) periodic -> one-shot: clamp stops, count kept. */
+    tu_setup(&h, &t, &c, tu_bases[b], false);
+    countdown(&t, 0x0, LAPICT_LVTT_PERIODIC, VEC, 7);
+    fake_advance(&h, 100000);
+    C = 7 - oracle_ticks_in_clamped(100000, 7, P);
+    assert_int_equal(lapict_tmcct_read(&t), C);
+    a = h.now_ns;
+    lapict_lvtt_write(&t, LAPICT_LVTT_ONESHOT | VEC);
+    assert_int_equal(lapict_tmcct_read(&t), C);
+    fake_advance_to(&h, a + oracle_ns_for(C, 1000000000ull, 2) - 1);
+    assert_int_equal(h.ninj, 0);
+    fake_advance_to(&h, a + oracle_ns_for(C, 1000000000ull, 2));
+    assert_int_equal(h.ninj, 1);
+    fake_advance(&h, 1000000);
+    assert_int_equal(h.ninj, 1);
 
-        /* (c) running one-shot -> periodic: clamp starts, count kept. */
-        tu_setup(&h, &t, &c, tu_bases[b], false);
-        countdown(&t, 0x0, LAPICT_LVTT_ONESHOT, VEC, 7); /* 14 ns */
-        fake_advance(&h, 6);
-        C = 7 - 3;
-        assert_int_equal(lapict_tmcct_read(&t), C);
-        a = h.now_ns;
-        lapict_lvtt_write(&t, LAPICT_LVTT_PERIODIC | VEC);
-        assert_int_equal(lapict_tmcct_read(&t), C);
-        fake_advance_to(&h, a + 14);
-        assert_int_equal(h.ninj, 0);
-        fake_advance_to(&h, a + oracle_ns_for_clamped(C, 7, P));
-        assert_int_equal(h.ninj, 1);
-        assert_int_equal(h.inj[0].ns, a + oracle_ns_for_clamped(C, 7, P));
-        fake_advance_to(&h, a + oracle_ns_for_clamped(C + 7, 7, P));
-        assert_int_equal(h.ninj, 2);
-        assert_int_equal(h.inj[1].ns, a + oracle_ns_for_clamped(C + 7, 7, P));
-    }
+    /* (c) running one-shot -> periodic: clamp starts, count kept. */
+    tu_setup(&h, &t, &c, tu_bases[b], false);
+    countdown(&t, 0x0, LAPICT_LVTT_ONESHOT, VEC, 7); /* 14 ns */
+    fake_advance(&h, 6);
+    C = 7 - 3;
+    assert_int_equal(lapict_tmcct_read(&t), C);
+    a = h.now_ns;
+    lapict_lvtt_write(&t, LAPICT_LVTT_PERIODIC | VEC);
+    assert_int_equal(lapict_tmcct_read(&t), C);
+    fake_advance_to(&h, a + 14);
+    assert_int_equal(h.ninj, 0);
+    fake_advance_to(&h, a + oracle_ns_for_clamped(C, 7, P));
+    assert_int_equal(h.ninj, 1);
+    assert_int_equal(h.inj[0].ns, a + oracle_ns_for_clamped(C, 7, P));
+    fake_advance_to(&h, a + oracle_ns_for_clamped(C + 7, 7, P));
+    assert_int_equal(h.ninj, 2);
+    assert_int_equal(h.inj[1].ns, a + oracle_ns_for_clamped(C + 7, 7, P));
 }
 
 /* ---- Section 4: TSC-deadline ---------------------------------------- */
 
 static void deadline_fires_when_guest_tsc_reaches_d(void **state)
 {
-    (void)state;
     static const uint32_t khz[] = {1000000, 2000000, 2500000,
                                    300000,  1,       100000000};
     static const uint64_t deltas[] = {1, 999, 1000000, 123456789};
     static const uint64_t offsets[] = {0, UINT64_MAX - 500000000ull};
-    size_t b, k, d, o;
-    for (b = 0; b < TU_NBASES; b++)
-        for (k = 0; k < 6; k++)
-            for (d = 0; d < 4; d++)
-                for (o = 0; o < 2; o++) {
-                    struct fake_host h;
-                    struct lapict_timer t;
-                    struct lapict_config c = tu_cfg();
-                    uint64_t a, D, dur;
-                    c.tsc_khz = khz[k];
-                    fake_host_init(&h, tu_bases[b], khz[k], offsets[o], o == 1);
-                    assert_int_equal(fake_attach(&h, &t, &c), LAPICT_OK);
-                    a = h.now_ns;
-                    lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
-                    D = fake_tsc(&h) + deltas[d];
-                    lapict_tsc_deadline_write(&t, D);
-                    assert_int_equal(lapict_tsc_deadline_read(&t), D);
-                    dur = oracle_tsc_ns(deltas[d], khz[k]);
-                    print_message("khz %u delta %llu -> %llu ns\n", khz[k],
-                                  (unsigned long long)deltas[d],
-                                  (unsigned long long)dur);
-                    if (dur > 1) {
-                        fake_advance_to(&h, a + dur - 1);
-                        assert_true(fake_tsc(&h) < D);
-                    }
-                    assert_int_equal(h.ninj, 0);
-                    fake_advance_to(&h, a + dur);
-                    assert_int_equal(h.ninj, 1);
-                    assert_int_equal(h.inj[0].ns, a + dur);
-                    assert_true(h.inj[0].tsc >= D);
-                    /* After the expiry the MSR reads 0. */
-                    assert_int_equal(lapict_tsc_deadline_read(&t), 0);
-                    fake_advance(&h, dur + 1000);
-                    assert_int_equal(h.ninj, 1);
-                    tu_check_host(&h);
+    size_t b = tu_base_index(state), k, d, o;
+    for (k = 0; k < 6; k++)
+        for (d = 0; d < 4; d++)
+            for (o = 0; o < 2; o++) {
+                struct fake_host h;
+                struct lapict_timer t;
+                struct lapict_config c = tu_cfg();
+                uint64_t a, D, dur;
+                c.tsc_khz = khz[k];
+                fake_host_init(&h, tu_bases[b], khz[k], offsets[o], o == 1);
+                assert_int_equal(fake_attach(&h, &t, &c), LAPICT_OK);
+                a = h.now_ns;
+                lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
+                D = fake_tsc(&h) + deltas[d];
+                lapict_tsc_deadline_write(&t, D);
+                assert_int_equal(lapict_tsc_deadline_read(&t), D);
+                dur = oracle_tsc_ns(deltas[d], khz[k]);
+                print_message("khz %u delta %llu -> %llu ns\n", khz[k],
+                              (unsigned long long)deltas[d],
+                              (unsigned long long)dur);
+                if (dur > 1) {
+                    fake_advance_to(&h, a + dur - 1);
+                    assert_true(fake_tsc(&h) < D);
                 }
+                assert_int_equal(h.ninj, 0);
+                fake_advance_to(&h, a + dur);
+                assert_int_equal(h.ninj, 1);
+                assert_int_equal(h.inj[0].ns, a + dur);
+                assert_true(h.inj[0].tsc >= D);
+                /* After the expiry the MSR reads 0. */
+                assert_int_equal(lapict_tsc_deadline_read(&t), 0);
+                fake_advance(&h, dur + 1000);
+                assert_int_equal(h.ninj, 1);
+                tu_check_host(&h);
+            }
 }
 
 static void
@@ -573,93 +550,88 @@ deadline_msr_reads_zero_after_expiry_delivered_or_masked(void **state)
  * taken as a huge unsigned delta; one just above must not fire at once. */
 static void negative_delta_never_wraps_deadline(void **state)
 {
-    (void)state;
     static const uint64_t offsets[] = {1000000000000ull, UINT64_MAX - 1000};
-    size_t b, o, k;
-    for (b = 0; b < TU_NBASES; b++)
-        for (o = 0; o < 2; o++)
-            for (k = 0; k < 5; k++) {
-                struct fake_host h;
-                struct lapict_timer t;
-                struct lapict_config c = tu_cfg();
-                uint64_t tsc, D = 0, a;
-                fake_host_init(&h, tu_bases[b], 1000000, offsets[o], b == 1);
-                assert_int_equal(fake_attach(&h, &t, &c), LAPICT_OK);
-                lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
-                fake_advance(&h, 10);
-                tsc = fake_tsc(&h);
-                a = h.now_ns;
-                switch (k) {
-                case 0:
-                    D = tsc - 1;
-                    break;
-                case 1:
-                    D = tsc;
-                    break;
-                case 2:
-                    D = 1;
-                    break;
-                case 3:
-                    D = tsc + 1;
-                    break;
-                case 4:
-                    D = UINT64_MAX;
-                    break;
-                }
-                print_message("base %zu offset %zu case %zu\n", b, o, k);
-                assert_int_equal(lapict_tsc_deadline_write(&t, D), LAPICT_OK);
-                if (k <= 2) {
-                    /* Expired at the write, at this very instant. */
-                    assert_int_equal(h.ninj, 1);
-                    assert_int_equal(h.inj[0].ns, a);
-                    assert_int_equal(lapict_tsc_deadline_read(&t), 0);
-                } else if (k == 3) {
-                    assert_int_equal(h.ninj, 0);
-                    fake_run_due(&h);
-                    assert_int_equal(h.ninj, 0);
-                    fake_advance(&h, 1);
-                    assert_int_equal(h.ninj, 1);
-                    assert_int_equal(h.inj[0].ns, a + 1);
-                } else if (o == 1) {
-                    /* TSC reaches 2^64-1 after 1000 - 10 ns. */
-                    fake_advance_to(&h, a + 989);
-                    assert_int_equal(h.ninj, 0);
-                    fake_advance_to(&h, a + 990);
-                    assert_int_equal(h.ninj, 1);
-                } else {
-                    assert_int_equal(h.ninj, 0);
-                    assert_true(fake_armed(&h));
-                    assert_true(fake_diff(h.now_ns, fake_armed_at(&h)) > 0);
-                    fake_advance(&h, 1000000000000ull);
-                    assert_int_equal(h.ninj, 0);
-                    assert_int_equal(lapict_tsc_deadline_read(&t), D);
-                }
-                tu_check_host(&h);
+    size_t b = tu_base_index(state), o, k;
+    for (o = 0; o < 2; o++)
+        for (k = 0; k < 5; k++) {
+            struct fake_host h;
+            struct lapict_timer t;
+            struct lapict_config c = tu_cfg();
+            uint64_t tsc, D = 0, a;
+            fake_host_init(&h, tu_bases[b], 1000000, offsets[o], b == 1);
+            assert_int_equal(fake_attach(&h, &t, &c), LAPICT_OK);
+            lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
+            fake_advance(&h, 10);
+            tsc = fake_tsc(&h);
+            a = h.now_ns;
+            switch (k) {
+            case 0:
+                D = tsc - 1;
+                break;
+            case 1:
+                D = tsc;
+                break;
+            case 2:
+                D = 1;
+                break;
+            case 3:
+                D = tsc + 1;
+                break;
+            case 4:
+                D = UINT64_MAX;
+                break;
             }
+            print_message("base %zu offset %zu case %zu\n", b, o, k);
+            assert_int_equal(lapict_tsc_deadline_write(&t, D), LAPICT_OK);
+            if (k <= 2) {
+                /* Expired at the write, at this very instant. */
+                assert_int_equal(h.ninj, 1);
+                assert_int_equal(h.inj[0].ns, a);
+                assert_int_equal(lapict_tsc_deadline_read(&t), 0);
+            } else if (k == 3) {
+                assert_int_equal(h.ninj, 0);
+                fake_run_due(&h);
+                assert_int_equal(h.ninj, 0);
+                fake_advance(&h, 1);
+                assert_int_equal(h.ninj, 1);
+                assert_int_equal(h.inj[0].ns, a + 1);
+            } else if (o == 1) {
+                /* TSC reaches 2^64-1 after 1000 - 10 ns. */
+                fake_advance_to(&h, a + 989);
+                assert_int_equal(h.ninj, 0);
+                fake_advance_to(&h, a + 990);
+                assert_int_equal(h.ninj, 1);
+            } else {
+                assert_int_equal(h.ninj, 0);
+                assert_true(fake_armed(&h));
+                assert_true(fake_diff(h.now_ns, fake_armed_at(&h)) > 0);
+                fake_advance(&h, 1000000000000ull);
+                assert_int_equal(h.ninj, 0);
+                assert_int_equal(lapict_tsc_deadline_read(&t), D);
+            }
+            tu_check_host(&h);
+        }
 }
 
 /* 2^64-1 at a 1 kHz TSC is ~1.8e25 ns away: saturate, never wrap. */
 static void deadline_max_at_slow_tsc_saturates(void **state)
 {
-    (void)state;
-    size_t b;
-    for (b = 0; b < TU_NBASES; b++) {
-        struct fake_host h;
-        struct lapict_timer t;
-        struct lapict_config c = tu_cfg();
-        c.tsc_khz = 1;
-        fake_host_init(&h, tu_bases[b], 1, 0, b == 1);
-        assert_int_equal(fake_attach(&h, &t, &c), LAPICT_OK);
-        lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
-        lapict_tsc_deadline_write(&t, UINT64_MAX);
-        assert_int_equal(h.ninj, 0);
-        assert_true(fake_armed(&h));
-        assert_true(fake_diff(h.now_ns, fake_armed_at(&h)) > 0);
-        fake_advance(&h, 1ull << 50);
-        assert_int_equal(h.ninj, 0);
-        assert_int_equal(lapict_tsc_deadline_read(&t), UINT64_MAX);
-        tu_check_host(&h);
-    }
+    size_t b = tu_base_index(state);
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    c.tsc_khz = 1;
+    fake_host_init(&h, tu_bases[b], 1, 0, b == 1);
+    assert_int_equal(fake_attach(&h, &t, &c), LAPICT_OK);
+    lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
+    lapict_tsc_deadline_write(&t, UINT64_MAX);
+    assert_int_equal(h.ninj, 0);
+    assert_true(fake_armed(&h));
+    assert_true(fake_diff(h.now_ns, fake_armed_at(&h)) > 0);
+    fake_advance(&h, 1ull << 50);
+    assert_int_equal(h.ninj, 0);
+    assert_int_equal(lapict_tsc_deadline_read(&t), UINT64_MAX);
+    tu_check_host(&h);
 }
 
 static void deadline_zero_disarms(void **state)
@@ -706,67 +678,60 @@ static void deadline_write_drops_pending(void **state)
 
 static void deadline_rewrite_replaces_previous(void **state)
 {
-    (void)state;
-    size_t b;
-    for (b = 0; b < TU_NBASES; b++) {
-        struct fake_host h;
-        struct lapict_timer t;
-        struct lapict_config c = tu_cfg();
-        uint64_t a, tsc0;
-        tu_setup(&h, &t, &c, tu_bases[b], b == 0);
-        a = h.now_ns;
-        tsc0 = fake_tsc(&h);
-        lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
-        lapict_tsc_deadline_write(&t, tsc0 + 100000);
-        lapict_tsc_deadline_write(&t, tsc0 + 300000); /* later */
-        fake_advance_to(&h, a + 299999);
-        assert_int_equal(h.ninj, 0);
-        fake_advance_to(&h, a + 300000);
-        assert_int_equal(h.ninj, 1);
-        lapict_tsc_deadline_write(&t, tsc0 + 900000);
-        lapict_tsc_deadline_write(&t, tsc0 + 400000); /* earlier */
-        fake_advance_to(&h, a + 2000000);
-        assert_int_equal(h.ninj, 2);
-        assert_int_equal(h.inj[1].ns, a + 400000);
-        tu_check_host(&h);
-    }
+    size_t b = tu_base_index(state);
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    uint64_t a, tsc0;
+    tu_setup(&h, &t, &c, tu_bases[b], b == 0);
+    a = h.now_ns;
+    tsc0 = fake_tsc(&h);
+    lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
+    lapict_tsc_deadline_write(&t, tsc0 + 100000);
+    lapict_tsc_deadline_write(&t, tsc0 + 300000); /* later */
+    fake_advance_to(&h, a + 299999);
+    assert_int_equal(h.ninj, 0);
+    fake_advance_to(&h, a + 300000);
+    assert_int_equal(h.ninj, 1);
+    lapict_tsc_deadline_write(&t, tsc0 + 900000);
+    lapict_tsc_deadline_write(&t, tsc0 + 400000); /* earlier */
+    fake_advance_to(&h, a + 2000000);
+    assert_int_equal(h.ninj, 2);
+    assert_int_equal(h.inj[1].ns, a + 400000);
+    tu_check_host(&h);
 }
 
 /* ---- Section 5: mask and vector -------------------------------------- */
 
 static void masked_timer_keeps_counting_and_drops_expiries(void **state)
 {
-    (void)state;
-    size_t b;
-    for (b = 0; b < TU_NBASES; b++) {
-        struct fake_host h;
-        struct lapict_timer t;
-        struct lapict_config c = tu_cfg();
-        struct lapict_stats s;
-        uint64_t a;
-        tu_setup(&h, &t, &c, tu_bases[b], b == 1);
-        a = h.now_ns;
-        countdown(&t, 0xB, LAPICT_LVTT_PERIODIC | LAPICT_LVTT_MASK, VEC,
-                  1000000);
-        fake_advance_to(&h, a + 3500000);
-        assert_int_equal(h.ninj, 0);
-        assert_int_equal(lapict_tmcct_read(&t), 500000);
-        s = tu_stats(&t);
-        assert_int_equal(s.masked, 3);
-        assert_int_equal(s.expiries, 3);
-        assert_int_equal(s.injections, 0);
-        assert_int_equal(s.pending, 0);
-        /* Unmasking does not resurrect them; the grid goes on. */
-        lapict_lvtt_write(&t, LAPICT_LVTT_PERIODIC | VEC);
-        assert_int_equal(h.ninj, 0);
-        fake_advance_to(&h, a + 4000000);
-        assert_int_equal(h.ninj, 1);
-        assert_int_equal(h.inj[0].ns, a + 4000000);
-        s = tu_stats(&t);
-        assert_int_equal(s.expiries, 4);
-        assert_int_equal(s.injections, 1);
-        tu_check_host(&h);
-    }
+    size_t b = tu_base_index(state);
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    struct lapict_stats s;
+    uint64_t a;
+    tu_setup(&h, &t, &c, tu_bases[b], b == 1);
+    a = h.now_ns;
+    countdown(&t, 0xB, LAPICT_LVTT_PERIODIC | LAPICT_LVTT_MASK, VEC, 1000000);
+    fake_advance_to(&h, a + 3500000);
+    assert_int_equal(h.ninj, 0);
+    assert_int_equal(lapict_tmcct_read(&t), 500000);
+    s = tu_stats(&t);
+    assert_int_equal(s.masked, 3);
+    assert_int_equal(s.expiries, 3);
+    assert_int_equal(s.injections, 0);
+    assert_int_equal(s.pending, 0);
+    /* Unmasking does not resurrect them; the grid goes on. */
+    lapict_lvtt_write(&t, LAPICT_LVTT_PERIODIC | VEC);
+    assert_int_equal(h.ninj, 0);
+    fake_advance_to(&h, a + 4000000);
+    assert_int_equal(h.ninj, 1);
+    assert_int_equal(h.inj[0].ns, a + 4000000);
+    s = tu_stats(&t);
+    assert_int_equal(s.expiries, 4);
+    assert_int_equal(s.injections, 1);
+    tu_check_host(&h);
 }
 
 static void pending_expiry_masked_before_delivery_is_dropped(void **state)
@@ -862,122 +827,113 @@ static void illegal_vector_without_report_op(void **state)
 
 static void refused_expiry_is_pending_and_delivered_once(void **state)
 {
-    (void)state;
-    size_t b;
-    for (b = 0; b < TU_NBASES; b++) {
-        struct fake_host h;
-        struct lapict_timer t;
-        struct lapict_config c = tu_cfg();
-        struct lapict_stats s;
-        uint64_t a;
-        tu_setup(&h, &t, &c, tu_bases[b], b == 1);
-        a = h.now_ns;
-        countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000);
-        fake_window(&h, false);
-        fake_advance(&h, 1000);
-        s = tu_stats(&t);
-        assert_int_equal(h.ninj, 0);
-        assert_true(h.refusals >= 1);
-        assert_int_equal(s.refused, h.refusals);
-        assert_int_equal(s.pending, 1);
-        fake_spurious_expire(&h);
-        fake_advance(&h, 5000);
-        assert_int_equal(h.ninj, 0);
-        assert_int_equal(fake_window(&h, true), LAPICT_OK);
-        assert_int_equal(h.ninj, 1);
-        assert_int_equal(h.inj[0].ns, a + 6000);
-        s = tu_stats(&t);
-        assert_int_equal(s.injections, 1);
-        assert_int_equal(s.pending, 0);
-        fake_window(&h, true);
-        fake_spurious_expire(&h);
-        fake_advance(&h, 1000000);
-        assert_int_equal(h.ninj, 1);
-        tu_check_host(&h);
-    }
+    size_t b = tu_base_index(state);
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    struct lapict_stats s;
+    uint64_t a;
+    tu_setup(&h, &t, &c, tu_bases[b], b == 1);
+    a = h.now_ns;
+    countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000);
+    fake_window(&h, false);
+    fake_advance(&h, 1000);
+    s = tu_stats(&t);
+    assert_int_equal(h.ninj, 0);
+    assert_true(h.refusals >= 1);
+    assert_int_equal(s.refused, h.refusals);
+    assert_int_equal(s.pending, 1);
+    fake_spurious_expire(&h);
+    fake_advance(&h, 5000);
+    assert_int_equal(h.ninj, 0);
+    assert_int_equal(fake_window(&h, true), LAPICT_OK);
+    assert_int_equal(h.ninj, 1);
+    assert_int_equal(h.inj[0].ns, a + 6000);
+    s = tu_stats(&t);
+    assert_int_equal(s.injections, 1);
+    assert_int_equal(s.pending, 0);
+    fake_window(&h, true);
+    fake_spurious_expire(&h);
+    fake_advance(&h, 1000000);
+    assert_int_equal(h.ninj, 1);
+    tu_check_host(&h);
 }
 
 /* Behaviour choice: a register access after an instant whose host timer
  * has not fired yet processes the expiry right there. */
 static void register_access_after_instant_processes_expiry(void **state)
 {
-    (void)state;
-    size_t b;
-    for (b = 0; b < TU_NBASES; b++) {
-        struct fake_host h;
-        struct lapict_timer t;
-        struct lapict_config c = tu_cfg();
-        uint64_t a;
-        tu_setup(&h, &t, &c, tu_bases[b], b == 0);
-        a = h.now_ns;
-        countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000000);
-        fake_stall(&h, 1500000);
-        assert_int_equal(lapict_tmcct_read(&t), 0);
-        assert_int_equal(h.ninj, 1);
-        assert_int_equal(h.inj[0].ns, a + 1500000);
-        fake_run_due(&h); /* the late host timer: nothing more */
-        fake_advance(&h, 1000000);
-        assert_int_equal(h.ninj, 1);
+    size_t b = tu_base_index(state);
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    uint64_t a;
+    tu_setup(&h, &t, &c, tu_bases[b], b == 0);
+    a = h.now_ns;
+    countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000000);
+    fake_stall(&h, 1500000);
+    assert_int_equal(lapict_tmcct_read(&t), 0);
+    assert_int_equal(h.ninj, 1);
+    assert_int_equal(h.inj[0].ns, a + 1500000);
+    fake_run_due(&h); /* the late host timer: nothing more */
+    fake_advance(&h, 1000000);
+    assert_int_equal(h.ninj, 1);
 
-        /* Periodic: TMCCT already shows the reload; one interrupt. */
-        a = h.now_ns;
-        countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1000000);
-        fake_stall(&h, 2500000);
-        assert_int_equal(lapict_lvtt_read(&t), LAPICT_LVTT_PERIODIC | VEC);
-        assert_int_equal(h.ninj, 2);
-        assert_int_equal(h.inj[1].ns, a + 2500000);
-        assert_int_equal(lapict_tmcct_read(&t), 500000);
-        assert_int_equal(tu_stats(&t).coalesced, 1);
-        fake_run_due(&h);
-        assert_int_equal(h.ninj, 2);
-        fake_advance_to(&h, a + 3000000);
-        assert_int_equal(h.ninj, 3);
-        assert_int_equal(h.inj[2].ns, a + 3000000);
-        tu_check_host(&h);
-    }
+    /* Periodic: TMCCT already shows the reload; one interrupt. */
+    a = h.now_ns;
+    countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1000000);
+    fake_stall(&h, 2500000);
+    assert_int_equal(lapict_lvtt_read(&t), LAPICT_LVTT_PERIODIC | VEC);
+    assert_int_equal(h.ninj, 2);
+    assert_int_equal(h.inj[1].ns, a + 2500000);
+    assert_int_equal(lapict_tmcct_read(&t), 500000);
+    assert_int_equal(tu_stats(&t).coalesced, 1);
+    fake_run_due(&h);
+    assert_int_equal(h.ninj, 2);
+    fake_advance_to(&h, a + 3000000);
+    assert_int_equal(h.ninj, 3);
+    assert_int_equal(h.inj[2].ns, a + 3000000);
+    tu_check_host(&h);
 }
 
 static void early_late_duplicate_stale_callbacks_are_harmless(void **state)
 {
-    (void)state;
-    size_t b;
-    for (b = 0; b < TU_NBASES; b++) {
-        struct fake_host h;
-        struct lapict_timer t;
-        struct lapict_config c = tu_cfg();
-        uint64_t a;
-        tu_setup(&h, &t, &c, tu_bases[b], false);
-        a = h.now_ns;
-        countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000000);
-        /* Early callback: re-armed for the instant, nothing injected. */
-        fake_stall(&h, 400000);
-        fake_fire_sw(&h);
-        assert_int_equal(h.ninj, 0);
-        assert_true(h.sw_armed);
-        assert_int_equal(h.sw_at, a + 1000000);
-        /* Spurious/duplicate callback while armed. */
-        fake_spurious_expire(&h);
-        assert_int_equal(h.ninj, 0);
-        assert_true(h.sw_armed);
-        assert_int_equal(h.sw_at, a + 1000000);
-        fake_advance_to(&h, a + 999999);
-        assert_int_equal(h.ninj, 0);
-        fake_advance_to(&h, a + 1000000);
-        assert_int_equal(h.ninj, 1);
-        /* Duplicate after the expiry. */
-        fake_fire_sw(&h);
-        fake_spurious_expire(&h);
-        assert_int_equal(h.ninj, 1);
-        /* Stale: the timer was stopped, its old callback arrives. */
-        a = h.now_ns;
-        countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000);
-        lapict_tmict_write(&t, 0);
-        fake_stall(&h, 1000);
-        fake_fire_sw(&h);
-        fake_advance(&h, 100000);
-        assert_int_equal(h.ninj, 1);
-        tu_check_host(&h);
-    }
+    size_t b = tu_base_index(state);
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    uint64_t a;
+    tu_setup(&h, &t, &c, tu_bases[b], false);
+    a = h.now_ns;
+    countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000000);
+    /* Early callback: re-armed for the instant, nothing injected. */
+    fake_stall(&h, 400000);
+    fake_fire_sw(&h);
+    assert_int_equal(h.ninj, 0);
+    assert_true(h.sw_armed);
+    assert_int_equal(h.sw_at, a + 1000000);
+    /* Spurious/duplicate callback while armed. */
+    fake_spurious_expire(&h);
+    assert_int_equal(h.ninj, 0);
+    assert_true(h.sw_armed);
+    assert_int_equal(h.sw_at, a + 1000000);
+    fake_advance_to(&h, a + 999999);
+    assert_int_equal(h.ninj, 0);
+    fake_advance_to(&h, a + 1000000);
+    assert_int_equal(h.ninj, 1);
+    /* Duplicate after the expiry. */
+    fake_fire_sw(&h);
+    fake_spurious_expire(&h);
+    assert_int_equal(h.ninj, 1);
+    /* Stale: the timer was stopped, its old callback arrives. */
+    a = h.now_ns;
+    countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000);
+    lapict_tmict_write(&t, 0);
+    fake_stall(&h, 1000);
+    fake_fire_sw(&h);
+    fake_advance(&h, 100000);
+    assert_int_equal(h.ninj, 1);
+    tu_check_host(&h);
 }
 
 static void
@@ -1003,84 +959,78 @@ before_guest_entry_without_advanced_injection_does_not_spin(void **state)
 
 static void coalesce_keeps_at_most_one_pending(void **state)
 {
-    (void)state;
-    size_t b;
-    for (b = 0; b < TU_NBASES; b++) {
-        struct fake_host h;
-        struct lapict_timer t;
-        struct lapict_config c = tu_cfg();
-        struct lapict_stats s;
-        uint64_t a;
-        tu_setup(&h, &t, &c, tu_bases[b], b == 1);
-        a = h.now_ns;
-        countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1000000);
-        fake_window(&h, false);
-        fake_advance_to(&h, a + 5000000);
-        s = tu_stats(&t);
-        assert_int_equal(h.ninj, 0);
-        assert_int_equal(s.pending, 1);
-        assert_int_equal(s.coalesced, 4);
-        assert_int_equal(s.expiries, 5);
-        assert_true(s.refused >= 1);
-        fake_advance(&h, 100);
-        fake_window(&h, true);
-        assert_int_equal(h.ninj, 1);
-        s = tu_stats(&t);
-        assert_int_equal(s.pending, 0);
-        assert_int_equal(s.injections, 1);
-        fake_advance_to(&h, a + 6000000);
-        assert_int_equal(h.ninj, 2);
-        assert_int_equal(h.inj[1].ns, a + 6000000);
-        tu_check_host(&h);
-    }
+    size_t b = tu_base_index(state);
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    struct lapict_stats s;
+    uint64_t a;
+    tu_setup(&h, &t, &c, tu_bases[b], b == 1);
+    a = h.now_ns;
+    countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1000000);
+    fake_window(&h, false);
+    fake_advance_to(&h, a + 5000000);
+    s = tu_stats(&t);
+    assert_int_equal(h.ninj, 0);
+    assert_int_equal(s.pending, 1);
+    assert_int_equal(s.coalesced, 4);
+    assert_int_equal(s.expiries, 5);
+    assert_true(s.refused >= 1);
+    fake_advance(&h, 100);
+    fake_window(&h, true);
+    assert_int_equal(h.ninj, 1);
+    s = tu_stats(&t);
+    assert_int_equal(s.pending, 0);
+    assert_int_equal(s.injections, 1);
+    fake_advance_to(&h, a + 6000000);
+    assert_int_equal(h.ninj, 2);
+    assert_int_equal(h.inj[1].ns, a + 6000000);
+    tu_check_host(&h);
 }
 
 static void catch_up_delivers_each_missed_tick_one_per_acceptance(void **state)
 {
-    (void)state;
-    size_t b;
-    for (b = 0; b < TU_NBASES; b++) {
-        struct fake_host h;
-        struct lapict_timer t;
-        struct lapict_config c = tu_cfg();
-        struct lapict_stats s;
-        uint64_t a;
-        unsigned calls;
-        c.missed_policy = LAPICT_MISSED_CATCH_UP;
-        tu_setup(&h, &t, &c, tu_bases[b], b == 0);
-        a = h.now_ns;
-        countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1000000);
-        fake_window(&h, false);
-        fake_advance_to(&h, a + 5000000);
-        s = tu_stats(&t);
-        assert_int_equal(h.ninj, 0);
-        assert_int_equal(s.pending, 5);
-        assert_int_equal(s.coalesced, 0);
-        assert_int_equal(s.dropped, 0);
-        assert_int_equal(lapict_lvtt_read(&t) & LAPICT_LVTT_PENDING,
-                         LAPICT_LVTT_PENDING);
-        calls = h.inject_calls;
-        fake_window(&h, true);
-        assert_int_equal(h.ninj, 5);
-        assert_int_equal(h.inject_calls - calls, 5);
-        s = tu_stats(&t);
-        assert_int_equal(s.pending, 0);
-        assert_int_equal(s.injections, 5);
-        /* The host accepts one, then refuses: one delivered per accept. */
-        fake_window(&h, false);
-        fake_advance_to(&h, a + 8000000);
-        assert_int_equal(tu_stats(&t).pending, 3);
-        h.accept_limited = true;
-        h.accept_budget = 1;
-        fake_window(&h, true);
-        assert_int_equal(h.ninj, 6);
-        assert_int_equal(tu_stats(&t).pending, 2);
-        h.accept_budget = 2;
-        fake_window(&h, true);
-        assert_int_equal(h.ninj, 8);
-        assert_int_equal(tu_stats(&t).pending, 0);
-        tu_check_host(&h);
-    }
+    size_t b = tu_base_index(state);
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    struct lapict_stats s;
+    uint64_t a;
+    unsigned calls;
+    c.missed_policy = LAPICT_MISSED_CATCH_UP;
+    tu_setup(&h, &t, &c, tu_bases[b], b == 0);
+    a = h.now_ns;
+    countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1000000);
+    fake_window(&h, false);
+    fake_advance_to(&h, a + 5000000);
+    s = tu_stats(&t);
+    assert_int_equal(h.ninj, 0);
+    assert_int_equal(s.pending, 5);
+    assert_int_equal(s.coalesced, 0);
+    assert_int_equal(s.dropped, 0);
+    assert_int_equal(lapict_lvtt_read(&t) & LAPICT_LVTT_PENDING,
+                     LAPICT_LVTT_PENDING);
+    calls = h.inject_calls;
+    fake_window(&h, true);
+    assert_int_equal(h.ninj, 5);
+    assert_int_equal(h.inject_calls - calls, 5);
+    s = tu_stats(&t);
+    assert_int_equal(s.pending, 0);
+    assert_int_equal(s.injections, 5);
+    /* The host accepts one, then refuses: one delivered per accept. */
+    fake_window(&h, false);
+    fake_advance_to(&h, a + 8000000);
+    assert_int_equal(tu_stats(&t).pending, 3);
+    h.accept_limited = true;
+    h.accept_budget = 1;
+    fake_window(&h, true);
+    assert_int_equal(h.ninj, 6);
+    assert_int_equal(tu_stats(&t).pending, 2);
+    h.accept_budget = 2;
+    fake_window(&h, true);
+    assert_int_equal(h.ninj, 8);
+    assert_int_equal(tu_stats(&t).pending, 0);
+    tu_check_host(&h);
 }
 
 static void catch_up_bound_drops_excess(void **state)
@@ -1173,35 +1123,32 @@ static void drop_policy_delivers_merely_late_single_expiry(void **state)
  * serviced by one computation: one interrupt, O(1) host-timer work. */
 static void hour_long_stall_gives_one_interrupt_with_o1_host_work(void **state)
 {
-    (void)state;
-    size_t b;
-    for (b = 0; b < TU_NBASES; b++) {
-        struct fake_host h;
-        struct lapict_timer t;
-        struct lapict_config c = tu_cfg();
-        struct lapict_stats s;
-        uint64_t a;
-        const uint64_t hour = 3600000000000ull;
-        tu_setup(&h, &t, &c, tu_bases[b], b == 1);
-        a = h.now_ns;
-        countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1000000);
-        fake_stall(&h, hour);
-        fake_clear_records(&h);
-        fake_run_due(&h);
-        s = tu_stats(&t);
-        assert_int_equal(h.expire_calls, 1);
-        assert_int_equal(h.ninj, 1);
-        assert_int_equal(h.inj[0].ns, a + hour);
-        assert_int_equal(s.coalesced, hour / 1000000 - 1);
-        assert_true(h.sw_arms + h.hv_arms <= 2);
-        assert_true(h.op_calls <= 16);
-        assert_true(fake_armed(&h));
-        assert_int_equal(fake_armed_at(&h), a + hour + 1000000);
-        assert_int_equal(lapict_tmcct_read(&t), 1000000);
-        fake_advance(&h, 1000000);
-        assert_int_equal(h.ninj, 2);
-        tu_check_host(&h);
-    }
+    size_t b = tu_base_index(state);
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    struct lapict_stats s;
+    uint64_t a;
+    const uint64_t hour = 3600000000000ull;
+    tu_setup(&h, &t, &c, tu_bases[b], b == 1);
+    a = h.now_ns;
+    countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1000000);
+    fake_stall(&h, hour);
+    fake_clear_records(&h);
+    fake_run_due(&h);
+    s = tu_stats(&t);
+    assert_int_equal(h.expire_calls, 1);
+    assert_int_equal(h.ninj, 1);
+    assert_int_equal(h.inj[0].ns, a + hour);
+    assert_int_equal(s.coalesced, hour / 1000000 - 1);
+    assert_true(h.sw_arms + h.hv_arms <= 2);
+    assert_true(h.op_calls <= 16);
+    assert_true(fake_armed(&h));
+    assert_int_equal(fake_armed_at(&h), a + hour + 1000000);
+    assert_int_equal(lapict_tmcct_read(&t), 1000000);
+    fake_advance(&h, 1000000);
+    assert_int_equal(h.ninj, 2);
+    tu_check_host(&h);
 }
 
 /* 2^62 ns (146 years) of stall: a loop over periods would never end. */
@@ -1231,43 +1178,40 @@ static void century_stall_is_serviced_in_constant_time(void **state)
 
 static void fixed_advance_injects_early_and_spins_to_instant(void **state)
 {
-    (void)state;
-    size_t b;
-    for (b = 0; b < TU_NBASES; b++) {
-        struct fake_host h;
-        struct lapict_timer t;
-        struct lapict_config c = tu_cfg();
-        struct lapict_stats s;
-        uint64_t a, k;
-        c.advance_mode = LAPICT_ADVANCE_FIXED;
-        c.advance_ns = 5000;
-        tu_setup(&h, &t, &c, tu_bases[b], b == 1);
-        a = h.now_ns;
-        assert_int_equal(tu_stats(&t).advance_ns, 5000);
-        countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1000000);
-        for (k = 1; k <= 3; k++) {
-            uint64_t g = a + k * 1000000;
-            assert_int_equal(fake_armed_at(&h), g - 5000);
-            fake_advance_to(&h, g - 5001);
-            assert_int_equal(h.ninj, k - 1);
-            fake_advance_to(&h, g - 5000);
-            assert_int_equal(h.ninj, k);
-            assert_int_equal(h.inj[k - 1].ns, g - 5000);
-            fake_advance(&h, 700); /* exit + injection cost */
-            assert_int_equal(fake_enter(&h), LAPICT_OK);
-            assert_int_equal(h.ndlv, k);
-            assert_int_equal(h.dlv[k - 1].ns, g);
-            assert_int_equal(h.spins, k);
-            assert_int_equal(h.spin_to[k - 1], g);
-            /* A second entry does not wait again. */
-            fake_enter(&h);
-            assert_int_equal(h.spins, k);
-        }
-        s = tu_stats(&t);
-        assert_int_equal(s.spins, 3);
-        assert_int_equal(s.advance_ns, 5000);
-        tu_check_host(&h);
+    size_t b = tu_base_index(state);
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    struct lapict_stats s;
+    uint64_t a, k;
+    c.advance_mode = LAPICT_ADVANCE_FIXED;
+    c.advance_ns = 5000;
+    tu_setup(&h, &t, &c, tu_bases[b], b == 1);
+    a = h.now_ns;
+    assert_int_equal(tu_stats(&t).advance_ns, 5000);
+    countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1000000);
+    for (k = 1; k <= 3; k++) {
+        uint64_t g = a + k * 1000000;
+        assert_int_equal(fake_armed_at(&h), g - 5000);
+        fake_advance_to(&h, g - 5001);
+        assert_int_equal(h.ninj, k - 1);
+        fake_advance_to(&h, g - 5000);
+        assert_int_equal(h.ninj, k);
+        assert_int_equal(h.inj[k - 1].ns, g - 5000);
+        fake_advance(&h, 700); /* exit + injection cost */
+        assert_int_equal(fake_enter(&h), LAPICT_OK);
+        assert_int_equal(h.ndlv, k);
+        assert_int_equal(h.dlv[k - 1].ns, g);
+        assert_int_equal(h.spins, k);
+        assert_int_equal(h.spin_to[k - 1], g);
+        /* A second entry does not wait again. */
+        fake_enter(&h);
+        assert_int_equal(h.spins, k);
     }
+    s = tu_stats(&t);
+    assert_int_equal(s.spins, 3);
+    assert_int_equal(s.advance_ns, 5000);
+    tu_check_host(&h);
 }
 
 /* Behaviour choice: only lapict_expire() applies the advance. */
@@ -1320,33 +1264,30 @@ static void no_spin_op_means_no_advance(void **state)
  * the guest still sees it no earlier than its instant. */
 static void deadline_closer_than_advance_fires_at_once(void **state)
 {
-    (void)state;
-    size_t b;
-    for (b = 0; b < TU_NBASES; b++) {
-        struct fake_host h;
-        struct lapict_timer t;
-        struct lapict_config c = tu_cfg();
-        uint64_t a, D;
-        c.advance_mode = LAPICT_ADVANCE_FIXED;
-        c.advance_ns = 5000;
-        tu_setup(&h, &t, &c, tu_bases[b], b == 1);
-        h.tsc_offset = b ? UINT64_MAX - 3000 : 0;
-        lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
-        a = h.now_ns;
-        D = fake_tsc(&h) + 1000;
-        lapict_tsc_deadline_write(&t, D);
-        fake_run_due(&h); /* no clock movement */
-        assert_int_equal(h.now_ns, a);
-        assert_int_equal(h.ninj, 1);
-        assert_int_equal(h.inj[0].ns, a);
-        assert_int_equal(h.ndlv, 0);
-        fake_enter(&h);
-        assert_int_equal(h.ndlv, 1);
-        assert_int_equal(h.dlv[0].ns, a + 1000);
-        assert_true(h.dlv[0].tsc >= D);
-        assert_int_equal(tu_stats(&t).spins, 1);
-        tu_check_host(&h);
-    }
+    size_t b = tu_base_index(state);
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    uint64_t a, D;
+    c.advance_mode = LAPICT_ADVANCE_FIXED;
+    c.advance_ns = 5000;
+    tu_setup(&h, &t, &c, tu_bases[b], b == 1);
+    h.tsc_offset = b ? UINT64_MAX - 3000 : 0;
+    lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
+    a = h.now_ns;
+    D = fake_tsc(&h) + 1000;
+    lapict_tsc_deadline_write(&t, D);
+    fake_run_due(&h); /* no clock movement */
+    assert_int_equal(h.now_ns, a);
+    assert_int_equal(h.ninj, 1);
+    assert_int_equal(h.inj[0].ns, a);
+    assert_int_equal(h.ndlv, 0);
+    fake_enter(&h);
+    assert_int_equal(h.ndlv, 1);
+    assert_int_equal(h.dlv[0].ns, a + 1000);
+    assert_true(h.dlv[0].tsc >= D);
+    assert_int_equal(tu_stats(&t).spins, 1);
+    tu_check_host(&h);
 }
 
 static uint64_t random_tsc(struct fake_host *h)
@@ -1439,76 +1380,72 @@ static void run_until_delivered(struct fake_host *h)
  * the interrupt is never delivered before the TSC reaches the deadline. */
 static void guest_tsc_2x_rate_never_delivers_early(void **state)
 {
-    (void)state;
     static const uint64_t deltas[] = {1, 2, 3, 999, 1000001};
-    size_t b, d, adv;
-    for (b = 0; b < TU_NBASES; b++)
-        for (adv = 0; adv < 2; adv++)
-            for (d = 0; d < 5; d++) {
-                struct fake_host h;
-                struct lapict_timer t;
-                struct lapict_config c = tu_cfg();
-                uint64_t a, D;
-                c.tsc_khz = 2000000;
-                if (adv) {
-                    c.advance_mode = LAPICT_ADVANCE_FIXED;
-                    c.advance_ns = 5000;
-                }
-                fake_host_init(&h, tu_bases[b], 2000000,
-                               b ? UINT64_MAX - 3000000 : 0, b == 1);
-                assert_int_equal(fake_attach(&h, &t, &c), LAPICT_OK);
-                a = h.now_ns;
-                lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
-                D = fake_tsc(&h) + deltas[d];
-                lapict_tsc_deadline_write(&t, D);
-                if (!adv)
-                    assert_int_equal(h.ninj, 0);
-                run_until_delivered(&h);
-                assert_int_equal(h.ndlv, 1);
-                assert_true(h.dlv[0].tsc >= D);
-                assert_int_equal(h.dlv[0].ns, a + (deltas[d] + 1) / 2);
-                if (!adv) {
-                    assert_int_equal(h.inj[0].ns, a + (deltas[d] + 1) / 2);
-                    assert_true(h.inj[0].tsc >= D);
-                }
-                tu_check_host(&h);
-            }
-}
-
-static void slow_guest_tsc_never_delivers_early(void **state)
-{
-    (void)state;
-    size_t b, adv;
-    for (b = 0; b < TU_NBASES; b++)
-        for (adv = 0; adv < 2; adv++) {
+    size_t b = tu_base_index(state), d, adv;
+    for (adv = 0; adv < 2; adv++)
+        for (d = 0; d < 5; d++) {
             struct fake_host h;
             struct lapict_timer t;
             struct lapict_config c = tu_cfg();
             uint64_t a, D;
+            c.tsc_khz = 2000000;
             if (adv) {
                 c.advance_mode = LAPICT_ADVANCE_FIXED;
                 c.advance_ns = 5000;
             }
-            /* tsc_khz says 1 GHz; the guest TSC really runs at 500 MHz. */
-            fake_host_init(&h, tu_bases[b], 500000, 7, b == 1);
+            fake_host_init(&h, tu_bases[b], 2000000,
+                           b ? UINT64_MAX - 3000000 : 0, b == 1);
             assert_int_equal(fake_attach(&h, &t, &c), LAPICT_OK);
             a = h.now_ns;
             lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
-            D = fake_tsc(&h) + 1000000;
+            D = fake_tsc(&h) + deltas[d];
             lapict_tsc_deadline_write(&t, D);
-            run_until_delivered(&h);
-            /* No callback storm while the TSC lags behind the estimate. */
-            assert_false(h.runaway);
             if (!adv)
-                assert_true(h.ninj == 0 || h.inj[0].tsc >= D);
-            fake_advance(&h, 4000000);
-            fake_enter(&h);
+                assert_int_equal(h.ninj, 0);
+            run_until_delivered(&h);
             assert_int_equal(h.ndlv, 1);
             assert_true(h.dlv[0].tsc >= D);
-            if (!adv)
-                assert_int_equal(h.inj[0].ns, a + 2000000);
+            assert_int_equal(h.dlv[0].ns, a + (deltas[d] + 1) / 2);
+            if (!adv) {
+                assert_int_equal(h.inj[0].ns, a + (deltas[d] + 1) / 2);
+                assert_true(h.inj[0].tsc >= D);
+            }
             tu_check_host(&h);
         }
+}
+
+static void slow_guest_tsc_never_delivers_early(void **state)
+{
+    size_t b = tu_base_index(state), adv;
+    for (adv = 0; adv < 2; adv++) {
+        struct fake_host h;
+        struct lapict_timer t;
+        struct lapict_config c = tu_cfg();
+        uint64_t a, D;
+        if (adv) {
+            c.advance_mode = LAPICT_ADVANCE_FIXED;
+            c.advance_ns = 5000;
+        }
+        /* tsc_khz says 1 GHz; the guest TSC really runs at 500 MHz. */
+        fake_host_init(&h, tu_bases[b], 500000, 7, b == 1);
+        assert_int_equal(fake_attach(&h, &t, &c), LAPICT_OK);
+        a = h.now_ns;
+        lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
+        D = fake_tsc(&h) + 1000000;
+        lapict_tsc_deadline_write(&t, D);
+        run_until_delivered(&h);
+        /* No callback storm while the TSC lags behind the estimate. */
+        assert_false(h.runaway);
+        if (!adv)
+            assert_true(h.ninj == 0 || h.inj[0].tsc >= D);
+        fake_advance(&h, 4000000);
+        fake_enter(&h);
+        assert_int_equal(h.ndlv, 1);
+        assert_true(h.dlv[0].tsc >= D);
+        if (!adv)
+            assert_int_equal(h.inj[0].ns, a + 2000000);
+        tu_check_host(&h);
+    }
 }
 
 /* ---- reset ------------------------------------------------------- */
@@ -1549,25 +1486,22 @@ static void reset_restores_reset_values_and_cancels_everything(void **state)
 
 static void reset_with_hw_timer_armed_cancels_it(void **state)
 {
-    (void)state;
-    size_t b;
-    for (b = 0; b < TU_NBASES; b++) {
-        struct fake_host h;
-        struct lapict_timer t;
-        struct lapict_config c = tu_cfg();
-        tu_setup(&h, &t, &c, tu_bases[b], true);
-        countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000000);
-        assert_true(h.hv_armed);
-        assert_int_equal(lapict_reset(&t), LAPICT_OK);
-        assert_true(h.hv_cancels >= 1);
-        assert_false(h.hv_armed);
-        assert_false(h.sw_armed);
-        fake_advance(&h, 1000000);
-        fake_fire_hv(&h); /* stale callback */
-        fake_advance(&h, 1000000);
-        assert_int_equal(h.ninj, 0);
-        assert_int_equal(tu_stats(&t).expiries, 0);
-    }
+    size_t b = tu_base_index(state);
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    tu_setup(&h, &t, &c, tu_bases[b], true);
+    countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000000);
+    assert_true(h.hv_armed);
+    assert_int_equal(lapict_reset(&t), LAPICT_OK);
+    assert_true(h.hv_cancels >= 1);
+    assert_false(h.hv_armed);
+    assert_false(h.sw_armed);
+    fake_advance(&h, 1000000);
+    fake_fire_hv(&h); /* stale callback */
+    fake_advance(&h, 1000000);
+    assert_int_equal(h.ninj, 0);
+    assert_int_equal(tu_stats(&t).expiries, 0);
 }
 
 static void
@@ -1675,47 +1609,45 @@ static void spin_1ns(void *ctx, uint64_t host_ns)
 
 static void entry_wait_never_gives_up_before_the_instant(void **state)
 {
-    size_t b;
+    size_t b = tu_base_index(state);
     int deadline;
-    (void)state;
-    for (b = 0; b < TU_NBASES; b++)
-        for (deadline = 0; deadline < 2; deadline++) {
-            struct fake_host h;
-            struct lapict_timer t;
-            struct lapict_config c = tu_cfg();
-            uint64_t a, D = 0;
-            c.advance_mode = LAPICT_ADVANCE_FIXED;
-            c.advance_ns = 5000;
-            fake_host_init(&h, tu_bases[b], c.tsc_khz, 0, false);
-            h.ops.spin_until = spin_1ns;
-            assert_int_equal(fake_attach(&h, &t, &c), LAPICT_OK);
-            a = h.now_ns;
-            if (deadline) {
-                lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
-                D = fake_tsc(&h) + 1000;
-                lapict_tsc_deadline_write(&t, D);
-            } else {
-                countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000);
-            }
-            fake_run_due(&h); /* injected ahead at once (1000 < advance) */
-            assert_int_equal(h.ninj, 1);
-            fake_enter(&h);
-            assert_int_equal(h.ndlv, 1);
-            assert_true(fake_diff(a + 1000, h.dlv[0].ns) >= 0);
-            if (deadline)
-                assert_true(h.dlv[0].tsc >= D);
-            /* The expiry was processed on arrival: nothing more comes. */
-            fake_advance(&h, 100000);
-            fake_enter(&h);
-            assert_int_equal(h.ninj, 1);
-            tu_check_host(&h);
+    for (deadline = 0; deadline < 2; deadline++) {
+        struct fake_host h;
+        struct lapict_timer t;
+        struct lapict_config c = tu_cfg();
+        uint64_t a, D = 0;
+        c.advance_mode = LAPICT_ADVANCE_FIXED;
+        c.advance_ns = 5000;
+        fake_host_init(&h, tu_bases[b], c.tsc_khz, 0, false);
+        h.ops.spin_until = spin_1ns;
+        assert_int_equal(fake_attach(&h, &t, &c), LAPICT_OK);
+        a = h.now_ns;
+        if (deadline) {
+            lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
+            D = fake_tsc(&h) + 1000;
+            lapict_tsc_deadline_write(&t, D);
+        } else {
+            countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000);
         }
+        fake_run_due(&h); /* injected ahead at once (1000 < advance) */
+        assert_int_equal(h.ninj, 1);
+        fake_enter(&h);
+        assert_int_equal(h.ndlv, 1);
+        assert_true(fake_diff(a + 1000, h.dlv[0].ns) >= 0);
+        if (deadline)
+            assert_true(h.dlv[0].tsc >= D);
+        /* The expiry was processed on arrival: nothing more comes. */
+        fake_advance(&h, 100000);
+        fake_enter(&h);
+        assert_int_equal(h.ninj, 1);
+        tu_check_host(&h);
+    }
 }
 
 /* Section 4: a deadline reached just before the guest TSC wraps fires even
  * when its host timer runs after the wrap (the TSC then reads below D). */
-static void deadline_reached_before_tsc_wrap_fires_when_serviced_late(
-    void **state)
+static void
+deadline_reached_before_tsc_wrap_fires_when_serviced_late(void **state)
 {
     size_t b;
     int adv;
@@ -1775,25 +1707,23 @@ static void clock_jump_of_2p63_before_entry_is_no_ub(void **state)
     static const uint64_t jumps[] = {(1ull << 63) - 100, (1ull << 63) - 1,
                                      1ull << 63, (1ull << 63) + 4000,
                                      UINT64_MAX};
-    size_t b, j;
-    (void)state;
-    for (b = 0; b < TU_NBASES; b++)
-        for (j = 0; j < sizeof(jumps) / sizeof(jumps[0]); j++) {
-            struct fake_host h;
-            struct lapict_timer t;
-            struct lapict_config c = tu_cfg();
-            c.advance_mode = LAPICT_ADVANCE_ADAPTIVE;
-            c.advance_ns = 5000;
-            c.advance_max_ns = 5000;
-            tu_setup(&h, &t, &c, tu_bases[b], false);
-            countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000000);
-            fake_advance_to(&h, fake_armed_at(&h)); /* injected ahead */
-            assert_int_equal(h.ninj, 1);
-            fake_stall(&h, jumps[j]);
-            fake_enter(&h);
-            assert_true(tu_stats(&t).advance_ns <= 5000);
-            tu_check_host(&h);
-        }
+    size_t b = tu_base_index(state), j;
+    for (j = 0; j < sizeof(jumps) / sizeof(jumps[0]); j++) {
+        struct fake_host h;
+        struct lapict_timer t;
+        struct lapict_config c = tu_cfg();
+        c.advance_mode = LAPICT_ADVANCE_ADAPTIVE;
+        c.advance_ns = 5000;
+        c.advance_max_ns = 5000;
+        tu_setup(&h, &t, &c, tu_bases[b], false);
+        countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000000);
+        fake_advance_to(&h, fake_armed_at(&h)); /* injected ahead */
+        assert_int_equal(h.ninj, 1);
+        fake_stall(&h, jumps[j]);
+        fake_enter(&h);
+        assert_true(tu_stats(&t).advance_ns <= 5000);
+        tu_check_host(&h);
+    }
 }
 
 /* Section 6: the advance does not change how many interrupts one servicing
@@ -1819,23 +1749,19 @@ static unsigned injections_at_1ns(uint64_t base, uint32_t policy, bool adv)
 
 static void advance_gives_one_interrupt_per_coalesced_servicing(void **state)
 {
-    size_t b;
-    (void)state;
-    for (b = 0; b < TU_NBASES; b++) {
-        assert_int_equal(injections_at_1ns(tu_bases[b],
-                                           LAPICT_MISSED_COALESCE, false),
-                         1);
-        assert_int_equal(
-            injections_at_1ns(tu_bases[b], LAPICT_MISSED_COALESCE, true), 1);
-        /* Ten grid points passed by t = 1 ns: drop delivers none. */
-        assert_int_equal(
-            injections_at_1ns(tu_bases[b], LAPICT_MISSED_DROP, false), 0);
-        assert_int_equal(
-            injections_at_1ns(tu_bases[b], LAPICT_MISSED_DROP, true), 0);
-        assert_int_equal(
-            injections_at_1ns(tu_bases[b], LAPICT_MISSED_CATCH_UP, true),
-            injections_at_1ns(tu_bases[b], LAPICT_MISSED_CATCH_UP, false));
-    }
+    size_t b = tu_base_index(state);
+    assert_int_equal(
+        injections_at_1ns(tu_bases[b], LAPICT_MISSED_COALESCE, false), 1);
+    assert_int_equal(
+        injections_at_1ns(tu_bases[b], LAPICT_MISSED_COALESCE, true), 1);
+    /* Ten grid points passed by t = 1 ns: drop delivers none. */
+    assert_int_equal(injections_at_1ns(tu_bases[b], LAPICT_MISSED_DROP, false),
+                     0);
+    assert_int_equal(injections_at_1ns(tu_bases[b], LAPICT_MISSED_DROP, true),
+                     0);
+    assert_int_equal(
+        injections_at_1ns(tu_bases[b], LAPICT_MISSED_CATCH_UP, true),
+        injections_at_1ns(tu_bases[b], LAPICT_MISSED_CATCH_UP, false));
 }
 
 /* Section 6 / ops.h horizon rule: a stall of 2^63 ns or more is serviced
@@ -1843,36 +1769,32 @@ static void advance_gives_one_interrupt_per_coalesced_servicing(void **state)
 static void stall_beyond_2p63_gives_no_callback_storm(void **state)
 {
     static const uint64_t stalls[] = {1ull << 63, (1ull << 63) + 12345,
-                                      (1ull << 63) + 999999,
-                                      UINT64_MAX - 5000};
-    size_t b, i;
+                                      (1ull << 63) + 999999, UINT64_MAX - 5000};
+    size_t b = tu_base_index(state), i;
     int periodic;
-    (void)state;
-    for (b = 0; b < TU_NBASES; b++)
-        for (i = 0; i < sizeof(stalls) / sizeof(stalls[0]); i++)
-            for (periodic = 0; periodic < 2; periodic++) {
-                struct fake_host h;
-                struct lapict_timer t;
-                struct lapict_config c = tu_cfg();
-                tu_setup(&h, &t, &c, tu_bases[b], b == 1);
-                countdown(&t, 0xB,
-                          periodic ? LAPICT_LVTT_PERIODIC
-                                   : LAPICT_LVTT_ONESHOT,
-                          VEC, 1000000);
-                fake_clear_records(&h);
-                fake_stall(&h, stalls[i]);
-                fake_run_due(&h);
-                /* Less than a period: only a storm could call back here. */
-                fake_advance(&h, 100000);
-                print_message("stall %llu: %u callbacks, %u arms\n",
-                              (unsigned long long)stalls[i], h.expire_calls,
-                              h.sw_arms + h.hv_arms);
-                assert_false(h.runaway);
-                assert_true(h.expire_calls <= 3);
-                assert_true(h.sw_arms + h.hv_arms <= 4);
-                assert_true(h.ninj <= 1);
-                tu_check_host(&h);
-            }
+    for (i = 0; i < sizeof(stalls) / sizeof(stalls[0]); i++)
+        for (periodic = 0; periodic < 2; periodic++) {
+            struct fake_host h;
+            struct lapict_timer t;
+            struct lapict_config c = tu_cfg();
+            tu_setup(&h, &t, &c, tu_bases[b], b == 1);
+            countdown(&t, 0xB,
+                      periodic ? LAPICT_LVTT_PERIODIC : LAPICT_LVTT_ONESHOT,
+                      VEC, 1000000);
+            fake_clear_records(&h);
+            fake_stall(&h, stalls[i]);
+            fake_run_due(&h);
+            /* Less than a period: only a storm could call back here. */
+            fake_advance(&h, 100000);
+            print_message("stall %llu: %u callbacks, %u arms\n",
+                          (unsigned long long)stalls[i], h.expire_calls,
+                          h.sw_arms + h.hv_arms);
+            assert_false(h.runaway);
+            assert_true(h.expire_calls <= 3);
+            assert_true(h.sw_arms + h.hv_arms <= 4);
+            assert_true(h.ninj <= 1);
+            tu_check_host(&h);
+        }
 }
 
 /* timer.h: a guest TSC that goes back (or a clock that does) between an
@@ -1880,33 +1802,30 @@ static void stall_beyond_2p63_gives_no_callback_storm(void **state)
  * interrupt is still delivered once: the expiry does not inject again. */
 static void tsc_going_back_before_entry_ends_wait_without_double(void **state)
 {
-    size_t b;
-    (void)state;
-    for (b = 0; b < TU_NBASES; b++) {
-        struct fake_host h;
-        struct lapict_timer t;
-        struct lapict_config c = tu_cfg();
-        uint64_t D;
-        c.advance_mode = LAPICT_ADVANCE_FIXED;
-        c.advance_ns = 5000;
-        tu_setup(&h, &t, &c, tu_bases[b], b == 1);
-        lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
-        D = fake_tsc(&h) + 1000;
-        lapict_tsc_deadline_write(&t, D);
-        fake_run_due(&h); /* injected ahead */
-        assert_int_equal(h.ninj, 1);
-        h.tsc_offset -= 1000000000u; /* the guest TSC goes back 1 s */
-        fake_enter(&h);
-        assert_int_equal(h.ndlv, 1);
-        assert_int_equal(tu_stats(&t).spins, 0);
-        /* Preinject declines a deadline reached meanwhile, and the expiry
-         * when the TSC gets to D gives nothing more. */
-        fake_advance(&h, 1000000000u + 1000);
-        fake_enter(&h);
-        assert_int_equal(h.ninj, 1);
-        assert_int_equal(lapict_tsc_deadline_read(&t), 0);
-        tu_check_host(&h);
-    }
+    size_t b = tu_base_index(state);
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    uint64_t D;
+    c.advance_mode = LAPICT_ADVANCE_FIXED;
+    c.advance_ns = 5000;
+    tu_setup(&h, &t, &c, tu_bases[b], b == 1);
+    lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
+    D = fake_tsc(&h) + 1000;
+    lapict_tsc_deadline_write(&t, D);
+    fake_run_due(&h); /* injected ahead */
+    assert_int_equal(h.ninj, 1);
+    h.tsc_offset -= 1000000000u; /* the guest TSC goes back 1 s */
+    fake_enter(&h);
+    assert_int_equal(h.ndlv, 1);
+    assert_int_equal(tu_stats(&t).spins, 0);
+    /* Preinject declines a deadline reached meanwhile, and the expiry
+     * when the TSC gets to D gives nothing more. */
+    fake_advance(&h, 1000000000u + 1000);
+    fake_enter(&h);
+    assert_int_equal(h.ninj, 1);
+    assert_int_equal(lapict_tsc_deadline_read(&t), 0);
+    tu_check_host(&h);
 }
 
 /* timer.h, lapict_fini(): finishing an instance cancels the host timer it
@@ -1915,45 +1834,41 @@ static void tsc_going_back_before_entry_ends_wait_without_double(void **state)
  * late host callback is harmless; lapict_init() binds it again. */
 static void fini_cancels_host_timer_and_uninitialises(void **state)
 {
-    size_t b;
-    (void)state;
-    for (b = 0; b < TU_NBASES; b++) {
-        struct fake_host h;
-        struct lapict_timer t;
-        struct lapict_config c = tu_cfg();
-        struct lapict_stats s;
-        uint8_t blob[LAPICT_STATE_SIZE];
-        uint32_t v = 1;
-        bool hv = b == 1;
-        tu_setup(&h, &t, &c, tu_bases[b], hv);
-        countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1000);
-        assert_true(fake_armed(&h));
-        assert_int_equal(lapict_fini(&t), LAPICT_OK);
-        assert_false(fake_armed(&h));
-        assert_int_equal(hv ? h.hv_cancels : h.sw_cancels, 1);
-        /* A callback already under way finds no instance: no op called. */
-        h.op_calls = 0;
-        assert_int_equal(lapict_expire(&t), LAPICT_E_INVAL);
-        assert_int_equal(h.op_calls, 0);
-        assert_int_equal(lapict_tmict_write(&t, 5), LAPICT_E_INVAL);
-        assert_int_equal(lapict_xapic_read(&t, LAPICT_XAPIC_TMICT, &v),
-                         LAPICT_E_INVAL);
-        assert_int_equal(lapict_tmcct_read(&t), 0);
-        assert_int_equal(lapict_stats_get(&t, &s, sizeof(s)), LAPICT_E_INVAL);
-        assert_int_equal(lapict_state_save(&t, blob, sizeof(blob)),
-                         LAPICT_E_INVAL);
-        assert_int_equal(lapict_fini(&t), LAPICT_E_INVAL);
-        assert_false(fake_armed(&h));
-        fake_advance(&h, 5000);
-        assert_int_equal(h.ninj, 0);
-        /* Bound again: a fresh instance in its reset state. */
-        assert_int_equal(fake_attach(&h, &t, &c), LAPICT_OK);
-        assert_int_equal(lapict_lvtt_read(&t), LAPICT_LVTT_RESET);
-        countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 100);
-        fake_advance(&h, 100);
-        assert_int_equal(h.ninj, 1);
-        tu_check_host(&h);
-    }
+    size_t b = tu_base_index(state);
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    struct lapict_stats s;
+    uint8_t blob[LAPICT_STATE_SIZE];
+    uint32_t v = 1;
+    bool hv = b == 1;
+    tu_setup(&h, &t, &c, tu_bases[b], hv);
+    countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1000);
+    assert_true(fake_armed(&h));
+    assert_int_equal(lapict_fini(&t), LAPICT_OK);
+    assert_false(fake_armed(&h));
+    assert_int_equal(hv ? h.hv_cancels : h.sw_cancels, 1);
+    /* A callback already under way finds no instance: no op called. */
+    h.op_calls = 0;
+    assert_int_equal(lapict_expire(&t), LAPICT_E_INVAL);
+    assert_int_equal(h.op_calls, 0);
+    assert_int_equal(lapict_tmict_write(&t, 5), LAPICT_E_INVAL);
+    assert_int_equal(lapict_xapic_read(&t, LAPICT_XAPIC_TMICT, &v),
+                     LAPICT_E_INVAL);
+    assert_int_equal(lapict_tmcct_read(&t), 0);
+    assert_int_equal(lapict_stats_get(&t, &s, sizeof(s)), LAPICT_E_INVAL);
+    assert_int_equal(lapict_state_save(&t, blob, sizeof(blob)), LAPICT_E_INVAL);
+    assert_int_equal(lapict_fini(&t), LAPICT_E_INVAL);
+    assert_false(fake_armed(&h));
+    fake_advance(&h, 5000);
+    assert_int_equal(h.ninj, 0);
+    /* Bound again: a fresh instance in its reset state. */
+    assert_int_equal(fake_attach(&h, &t, &c), LAPICT_OK);
+    assert_int_equal(lapict_lvtt_read(&t), LAPICT_LVTT_RESET);
+    countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 100);
+    fake_advance(&h, 100);
+    assert_int_equal(h.ninj, 1);
+    tu_check_host(&h);
     assert_int_equal(lapict_fini(NULL), LAPICT_E_INVAL);
 }
 
@@ -1980,46 +1895,43 @@ static void fini_of_an_idle_instance_calls_no_op(void **state)
  * lateness when nothing was injected ahead. */
 static void stats_tell_guest_entry_from_host_arrival(void **state)
 {
-    size_t b;
-    (void)state;
-    for (b = 0; b < TU_NBASES; b++) {
-        struct fake_host h;
-        struct lapict_timer t;
-        struct lapict_config c = tu_cfg();
-        struct lapict_stats s;
-        c.advance_mode = LAPICT_ADVANCE_FIXED;
-        c.advance_ns = 5000;
-        tu_setup(&h, &t, &c, tu_bases[b], b == 1);
-        /* Count-down injected ahead: ready 5 us early, entered on time. */
-        countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 100000);
-        fake_advance(&h, 95000);
-        assert_int_equal(h.ninj, 1);
-        fake_enter(&h);
-        s = tu_stats(&t);
-        assert_int_equal(s.last_arrival_ns, -5000);
-        assert_int_equal(s.last_guest_ns, 0);
-        /* A TSC deadline injected ahead, the host 2 us late on that. */
-        lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
-        lapict_tsc_deadline_write(&t, fake_tsc(&h) + 100000);
-        fake_advance(&h, 95000);
-        assert_int_equal(h.ninj, 2);
-        fake_stall(&h, 2000);
-        fake_enter(&h);
-        s = tu_stats(&t);
-        assert_int_equal(s.last_arrival_ns, -3000);
-        assert_int_equal(s.last_guest_ns, 0);
-        /* Nothing ahead (the host was 7 us late): both the lateness. */
-        lapict_lvtt_write(&t, LAPICT_LVTT_ONESHOT | VEC);
-        lapict_tmict_write(&t, 2000);
-        fake_stall(&h, 9000);
-        assert_int_equal(lapict_expire(&t), LAPICT_OK);
-        fake_enter(&h);
-        s = tu_stats(&t);
-        assert_int_equal(s.last_arrival_ns, 7000);
-        assert_int_equal(s.last_guest_ns, 7000);
-        assert_int_equal(h.ndlv, 3);
-        tu_check_host(&h);
-    }
+    size_t b = tu_base_index(state);
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    struct lapict_stats s;
+    c.advance_mode = LAPICT_ADVANCE_FIXED;
+    c.advance_ns = 5000;
+    tu_setup(&h, &t, &c, tu_bases[b], b == 1);
+    /* Count-down injected ahead: ready 5 us early, entered on time. */
+    countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 100000);
+    fake_advance(&h, 95000);
+    assert_int_equal(h.ninj, 1);
+    fake_enter(&h);
+    s = tu_stats(&t);
+    assert_int_equal(s.last_arrival_ns, -5000);
+    assert_int_equal(s.last_guest_ns, 0);
+    /* A TSC deadline injected ahead, the host 2 us late on that. */
+    lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
+    lapict_tsc_deadline_write(&t, fake_tsc(&h) + 100000);
+    fake_advance(&h, 95000);
+    assert_int_equal(h.ninj, 2);
+    fake_stall(&h, 2000);
+    fake_enter(&h);
+    s = tu_stats(&t);
+    assert_int_equal(s.last_arrival_ns, -3000);
+    assert_int_equal(s.last_guest_ns, 0);
+    /* Nothing ahead (the host was 7 us late): both the lateness. */
+    lapict_lvtt_write(&t, LAPICT_LVTT_ONESHOT | VEC);
+    lapict_tmict_write(&t, 2000);
+    fake_stall(&h, 9000);
+    assert_int_equal(lapict_expire(&t), LAPICT_OK);
+    fake_enter(&h);
+    s = tu_stats(&t);
+    assert_int_equal(s.last_arrival_ns, 7000);
+    assert_int_equal(s.last_guest_ns, 7000);
+    assert_int_equal(h.ndlv, 3);
+    tu_check_host(&h);
 }
 
 /* timer.h: a guest TSC that goes back between an injection ahead and the
@@ -2080,9 +1992,9 @@ static void stats_get_writes_no_more_than_the_callers_size(void **state)
     assert_int_equal(big.s.size, sizeof(s));
     assert_int_equal(big.s.injections, 1);
     assert_int_equal(big.newer[0], 0xEEEEEEEEEEEEEEEEull);
-    assert_int_equal(lapict_stats_get(&t, &big.s,
-                                      sizeof(big) - sizeof(big.canary)),
-                     LAPICT_OK);
+    assert_int_equal(
+        lapict_stats_get(&t, &big.s, sizeof(big) - sizeof(big.canary)),
+        LAPICT_OK);
     assert_int_equal(big.s.size, sizeof(s));
     assert_int_equal(big.s.injections, 1);
     assert_int_equal(big.newer[0], 0);
@@ -2097,8 +2009,8 @@ static void stats_get_writes_no_more_than_the_callers_size(void **state)
 #define WK_REAL_KHZ 2500000u
 #define WK_DL_NS 15000000u
 
-static void wk_setup(struct fake_host *h, struct lapict_timer *t,
-                     uint32_t khz, uint64_t base, bool hv)
+static void wk_setup(struct fake_host *h, struct lapict_timer *t, uint32_t khz,
+                     uint64_t base, bool hv)
 {
     struct lapict_config c = tu_cfg();
     c.tsc_khz = khz;
@@ -2114,34 +2026,31 @@ static void wk_setup(struct fake_host *h, struct lapict_timer *t,
  * once per instance, and the statistics keep the measured rate. */
 static void tsc_khz_too_low_is_reported_with_the_measured_rate(void **state)
 {
-    size_t b;
-    (void)state;
-    for (b = 0; b < TU_NBASES; b++) {
-        struct fake_host h;
-        struct lapict_timer t;
-        uint64_t t0, D;
-        wk_setup(&h, &t, 1000000u, tu_bases[b], b == 1);
-        t0 = h.now_ns;
-        D = fake_tsc(&h) + (uint64_t)WK_DL_NS * WK_REAL_KHZ / 1000000u;
-        lapict_tsc_deadline_write(&t, D);
-        assert_int_equal(tu_stats(&t).tsc_khz_measured, 0);
-        fake_advance(&h, 40000000u);
-        assert_int_equal(h.ninj, 1);
-        /* Where tsc_khz put it: 37.5 ms, the TSC reached D at 15 ms. */
-        assert_int_equal(h.inj[0].ns - t0, 37500000u);
-        assert_int_equal(h.nrep, 1);
-        assert_int_equal(h.rep[0].status, LAPICT_E_TSC_RATE);
-        assert_int_equal(h.rep[0].detail, WK_REAL_KHZ);
-        assert_int_equal(tu_stats(&t).tsc_khz_measured, WK_REAL_KHZ);
-        assert_int_equal(tu_stats(&t).last_error, LAPICT_OK);
-        /* The next deadline is measured again, but reported no more. */
-        lapict_tsc_deadline_write(&t, fake_tsc(&h) + 1000000u);
-        fake_advance(&h, 2000000u);
-        assert_int_equal(h.ninj, 2);
-        assert_int_equal(h.nrep, 1);
-        assert_int_equal(tu_stats(&t).tsc_khz_measured, WK_REAL_KHZ);
-        tu_check_host(&h);
-    }
+    size_t b = tu_base_index(state);
+    struct fake_host h;
+    struct lapict_timer t;
+    uint64_t t0, D;
+    wk_setup(&h, &t, 1000000u, tu_bases[b], b == 1);
+    t0 = h.now_ns;
+    D = fake_tsc(&h) + (uint64_t)WK_DL_NS * WK_REAL_KHZ / 1000000u;
+    lapict_tsc_deadline_write(&t, D);
+    assert_int_equal(tu_stats(&t).tsc_khz_measured, 0);
+    fake_advance(&h, 40000000u);
+    assert_int_equal(h.ninj, 1);
+    /* Where tsc_khz put it: 37.5 ms, the TSC reached D at 15 ms. */
+    assert_int_equal(h.inj[0].ns - t0, 37500000u);
+    assert_int_equal(h.nrep, 1);
+    assert_int_equal(h.rep[0].status, LAPICT_E_TSC_RATE);
+    assert_int_equal(h.rep[0].detail, WK_REAL_KHZ);
+    assert_int_equal(tu_stats(&t).tsc_khz_measured, WK_REAL_KHZ);
+    assert_int_equal(tu_stats(&t).last_error, LAPICT_OK);
+    /* The next deadline is measured again, but reported no more. */
+    lapict_tsc_deadline_write(&t, fake_tsc(&h) + 1000000u);
+    fake_advance(&h, 2000000u);
+    assert_int_equal(h.ninj, 2);
+    assert_int_equal(h.nrep, 1);
+    assert_int_equal(tu_stats(&t).tsc_khz_measured, WK_REAL_KHZ);
+    tu_check_host(&h);
 }
 
 /* tsc_khz too high (25 and 100 GHz for a 2.5 GHz TSC): the host timer
@@ -2394,40 +2303,37 @@ static void stall_beyond_2p64_ticks_keeps_the_policy_count(void **state)
  */
 static void late_due_expiry_is_not_held_back_by_the_next_one(void **state)
 {
-    (void)state;
-    size_t b;
-    for (b = 0; b < TU_NBASES; b++) {
-        struct fake_host h;
-        struct lapict_timer t;
-        struct lapict_config c = tu_cfg();
-        uint64_t a;
-        c.advance_mode = LAPICT_ADVANCE_FIXED;
-        c.advance_ns = 10000;
-        tu_setup(&h, &t, &c, tu_bases[b], b == 1);
-        a = h.now_ns;
-        countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 100000);
-        fake_advance_to(&h, a + 90000);
-        assert_int_equal(h.ninj, 1);
-        fake_enter(&h);
-        assert_int_equal(h.dlv[0].ns, a + 100000);
-        /* The host sleeps through the second's advance and instant. */
-        fake_stall(&h, a + 292000 - h.now_ns);
-        fake_run_due(&h);
-        assert_int_equal(h.ninj, 2);
-        fake_enter(&h);
-        assert_int_equal(h.ndlv, 2);
-        assert_int_equal(h.dlv[1].ns, a + 292000);
-        /* The third: never early, given once. */
-        fake_advance_to(&h, a + 300000);
-        fake_enter(&h);
-        assert_int_equal(h.ninj, 3);
-        assert_int_equal(h.ndlv, 3);
-        assert_true(fake_diff(a + 300000, h.dlv[2].ns) >= 0);
-        fake_advance_to(&h, a + 385000);
-        fake_enter(&h);
-        assert_int_equal(h.ninj, 3);
-        tu_check_host(&h);
-    }
+    size_t b = tu_base_index(state);
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    uint64_t a;
+    c.advance_mode = LAPICT_ADVANCE_FIXED;
+    c.advance_ns = 10000;
+    tu_setup(&h, &t, &c, tu_bases[b], b == 1);
+    a = h.now_ns;
+    countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 100000);
+    fake_advance_to(&h, a + 90000);
+    assert_int_equal(h.ninj, 1);
+    fake_enter(&h);
+    assert_int_equal(h.dlv[0].ns, a + 100000);
+    /* The host sleeps through the second's advance and instant. */
+    fake_stall(&h, a + 292000 - h.now_ns);
+    fake_run_due(&h);
+    assert_int_equal(h.ninj, 2);
+    fake_enter(&h);
+    assert_int_equal(h.ndlv, 2);
+    assert_int_equal(h.dlv[1].ns, a + 292000);
+    /* The third: never early, given once. */
+    fake_advance_to(&h, a + 300000);
+    fake_enter(&h);
+    assert_int_equal(h.ninj, 3);
+    assert_int_equal(h.ndlv, 3);
+    assert_true(fake_diff(a + 300000, h.dlv[2].ns) >= 0);
+    fake_advance_to(&h, a + 385000);
+    fake_enter(&h);
+    assert_int_equal(h.ninj, 3);
+    tu_check_host(&h);
 }
 
 /*
@@ -2474,69 +2380,69 @@ int main(int argc, char **argv)
     if (argc > 1)
         cmocka_set_test_filter(argv[1]);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(oneshot_expires_at_anchor_plus_ns_for_n),
-        cmocka_unit_test(tmcct_reads_n_at_reload_never_zero_while_periodic),
-        cmocka_unit_test(periodic_reload_is_drift_free),
+        TU_AT_BASES(oneshot_expires_at_anchor_plus_ns_for_n),
+        TU_AT_BASES(tmcct_reads_n_at_reload_never_zero_while_periodic),
+        TU_AT_BASES(periodic_reload_is_drift_free),
         cmocka_unit_test(tmict_zero_stops_timer_and_drops_pending),
-        cmocka_unit_test(tmict_write_reanchors_and_drops_pending),
-        cmocka_unit_test(tdcr_write_preserves_count_and_reanchors),
+        TU_AT_BASES(tmict_write_reanchors_and_drops_pending),
+        TU_AT_BASES(tdcr_write_preserves_count_and_reanchors),
         cmocka_unit_test(tdcr_write_while_stopped_just_stores),
-        cmocka_unit_test(mode_switch_every_pair),
-        cmocka_unit_test(min_period_clamp_slows_periodic_to_min_period),
+        TU_AT_BASES(mode_switch_every_pair),
+        TU_AT_BASES(min_period_clamp_slows_periodic_to_min_period),
         cmocka_unit_test(min_period_not_applied_at_or_above_min),
         cmocka_unit_test(min_period_never_clamps_oneshot_or_deadline),
-        cmocka_unit_test(min_period_clamp_start_stop_preserves_count),
-        cmocka_unit_test(deadline_fires_when_guest_tsc_reaches_d),
+        TU_AT_BASES(min_period_clamp_start_stop_preserves_count),
+        TU_AT_BASES(deadline_fires_when_guest_tsc_reaches_d),
         cmocka_unit_test(
             deadline_msr_reads_zero_after_expiry_delivered_or_masked),
-        cmocka_unit_test(negative_delta_never_wraps_deadline),
-        cmocka_unit_test(deadline_max_at_slow_tsc_saturates),
+        TU_AT_BASES(negative_delta_never_wraps_deadline),
+        TU_AT_BASES(deadline_max_at_slow_tsc_saturates),
         cmocka_unit_test(deadline_zero_disarms),
         cmocka_unit_test(deadline_write_drops_pending),
-        cmocka_unit_test(deadline_rewrite_replaces_previous),
-        cmocka_unit_test(masked_timer_keeps_counting_and_drops_expiries),
+        TU_AT_BASES(deadline_rewrite_replaces_previous),
+        TU_AT_BASES(masked_timer_keeps_counting_and_drops_expiries),
         cmocka_unit_test(pending_expiry_masked_before_delivery_is_dropped),
         cmocka_unit_test(pending_expiry_delivered_with_new_vector),
         cmocka_unit_test(illegal_vector_not_injected_and_reported),
         cmocka_unit_test(illegal_vector_without_report_op),
-        cmocka_unit_test(refused_expiry_is_pending_and_delivered_once),
-        cmocka_unit_test(register_access_after_instant_processes_expiry),
-        cmocka_unit_test(early_late_duplicate_stale_callbacks_are_harmless),
+        TU_AT_BASES(refused_expiry_is_pending_and_delivered_once),
+        TU_AT_BASES(register_access_after_instant_processes_expiry),
+        TU_AT_BASES(early_late_duplicate_stale_callbacks_are_harmless),
         cmocka_unit_test(
             before_guest_entry_without_advanced_injection_does_not_spin),
-        cmocka_unit_test(coalesce_keeps_at_most_one_pending),
-        cmocka_unit_test(catch_up_delivers_each_missed_tick_one_per_acceptance),
+        TU_AT_BASES(coalesce_keeps_at_most_one_pending),
+        TU_AT_BASES(catch_up_delivers_each_missed_tick_one_per_acceptance),
         cmocka_unit_test(catch_up_bound_drops_excess),
         cmocka_unit_test(catch_up_after_stall_delivers_all_missed_in_loop),
         cmocka_unit_test(
             drop_policy_delivers_none_when_several_grid_points_passed),
         cmocka_unit_test(drop_policy_delivers_merely_late_single_expiry),
-        cmocka_unit_test(hour_long_stall_gives_one_interrupt_with_o1_host_work),
+        TU_AT_BASES(hour_long_stall_gives_one_interrupt_with_o1_host_work),
         cmocka_unit_test(century_stall_is_serviced_in_constant_time),
-        cmocka_unit_test(fixed_advance_injects_early_and_spins_to_instant),
+        TU_AT_BASES(fixed_advance_injects_early_and_spins_to_instant),
         cmocka_unit_test(only_expire_applies_advance),
         cmocka_unit_test(no_spin_op_means_no_advance),
-        cmocka_unit_test(deadline_closer_than_advance_fires_at_once),
+        TU_AT_BASES(deadline_closer_than_advance_fires_at_once),
         cmocka_unit_test(adaptive_advance_stays_bounded_and_per_instance),
-        cmocka_unit_test(guest_tsc_2x_rate_never_delivers_early),
-        cmocka_unit_test(slow_guest_tsc_never_delivers_early),
+        TU_AT_BASES(guest_tsc_2x_rate_never_delivers_early),
+        TU_AT_BASES(slow_guest_tsc_never_delivers_early),
         cmocka_unit_test(reset_restores_reset_values_and_cancels_everything),
-        cmocka_unit_test(reset_with_hw_timer_armed_cancels_it),
+        TU_AT_BASES(reset_with_hw_timer_armed_cancels_it),
         cmocka_unit_test(
             tsc_deadline_to_periodic_switch_with_hw_timer_armed_never_fires_old_deadline),
         cmocka_unit_test(far_deadline_with_advance_never_injects_early),
-        cmocka_unit_test(entry_wait_never_gives_up_before_the_instant),
+        TU_AT_BASES(entry_wait_never_gives_up_before_the_instant),
         cmocka_unit_test(
             deadline_reached_before_tsc_wrap_fires_when_serviced_late),
-        cmocka_unit_test(clock_jump_of_2p63_before_entry_is_no_ub),
-        cmocka_unit_test(advance_gives_one_interrupt_per_coalesced_servicing),
-        cmocka_unit_test(stall_beyond_2p63_gives_no_callback_storm),
-        cmocka_unit_test(tsc_going_back_before_entry_ends_wait_without_double),
-        cmocka_unit_test(fini_cancels_host_timer_and_uninitialises),
+        TU_AT_BASES(clock_jump_of_2p63_before_entry_is_no_ub),
+        TU_AT_BASES(advance_gives_one_interrupt_per_coalesced_servicing),
+        TU_AT_BASES(stall_beyond_2p63_gives_no_callback_storm),
+        TU_AT_BASES(tsc_going_back_before_entry_ends_wait_without_double),
+        TU_AT_BASES(fini_cancels_host_timer_and_uninitialises),
         cmocka_unit_test(fini_of_an_idle_instance_calls_no_op),
-        cmocka_unit_test(stats_tell_guest_entry_from_host_arrival),
+        TU_AT_BASES(stats_tell_guest_entry_from_host_arrival),
         cmocka_unit_test(stats_guest_ns_is_negative_only_when_really_early),
-        cmocka_unit_test(tsc_khz_too_low_is_reported_with_the_measured_rate),
+        TU_AT_BASES(tsc_khz_too_low_is_reported_with_the_measured_rate),
         cmocka_unit_test(tsc_khz_too_high_rearms_once_never_early_and_reports),
         cmocka_unit_test(tsc_rate_right_reports_nothing_host_exact_is_on_time),
         cmocka_unit_test(tsc_that_stops_rearms_a_bounded_number_of_times),
@@ -2545,7 +2451,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(timer_calls_null_instance_are_inval),
         cmocka_unit_test(stats_start_at_zero),
         cmocka_unit_test(stall_beyond_2p64_ticks_keeps_the_policy_count),
-        cmocka_unit_test(late_due_expiry_is_not_held_back_by_the_next_one),
+        TU_AT_BASES(late_due_expiry_is_not_held_back_by_the_next_one),
         cmocka_unit_test(illegal_vector_dropped_at_expiry_with_window_shut),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

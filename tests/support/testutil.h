@@ -25,6 +25,26 @@ static const uint64_t tu_bases[] = {0, TU_NEAR_WRAP};
 #define TU_NBASES (sizeof(tu_bases) / sizeof(tu_bases[0]))
 
 /*
+ * A rule that depends on the clock runs once per base: TU_AT_BASES(fn) in
+ * a test table gives fn two entries, "fn at 0" and "fn near 2^64", whose
+ * state carries the base; fn reads it with tu_base_index(state) (an index
+ * into tu_bases, which tests also use to pick other per-base settings).
+ * The index is stored plus one: cmocka hands a NULL initial state on as
+ * "no state".
+ */
+#define TU_BASE_ENTRY(fn, name, i)                                             \
+    {                                                                          \
+#fn name, fn, NULL, NULL, (void *)(uintptr_t)((i) + 1)                 \
+    }
+#define TU_AT_BASES(fn)                                                        \
+    TU_BASE_ENTRY(fn, " at 0", 0), TU_BASE_ENTRY(fn, " near 2^64", 1)
+
+static inline size_t tu_base_index(void **state)
+{
+    return (size_t)((uintptr_t)*state - 1);
+}
+
+/*
  * Defaults, a 1 GHz guest TSC (the defaults state no rate), and no minimum
  * period: most tests want the raw count-down.
  */
