@@ -6,7 +6,8 @@
  *   init.c   an instance's life: init and destroy put the parts together
  *   vcpu.c   the hooks around KVM_RUN, exits, delivery, the model's ops
  *   host.c   lapict's host ops on Linux, serving the host timer, halting
- *   kick.c   the kick strategies (enum lapict_kvm_kick) and the signal
+ *   kick.c   the kick strategies (enum lapict_kvm_kick)
+ *   signal.c the kick signal, and the calls other threads make
  *   sys.c    the system calls, and the record of the last one that failed
  */
 #ifndef LAPICT_KVM_INTERNAL_H
@@ -64,14 +65,29 @@ struct lapict_kvm_kicker {
     void (*unhalt)(struct lapict_kvm *k);
 };
 
-/* Take the kick signal, then start cfg->kick's strategy; LAPICT_E_*. */
+/* Start cfg->kick's strategy (after signal.c's part); LAPICT_E_*. */
 int lapict_kvm__kick_start(struct lapict_kvm *k,
                            const struct lapict_kvm_config *cfg);
 /* Undo lapict_kvm__kick_start() (also after it failed half way). */
 void lapict_kvm__kick_end(struct lapict_kvm *k);
+
+/* --- signal.c ------------------------------------------------------------ */
+
+/* The wake eventfd, and the kick signal if cfg.kick_signal: LAPICT_E_*. */
+int lapict_kvm__signal_start(struct lapict_kvm *k);
+/* Undo it, once no call from another thread uses the instance any more. */
+void lapict_kvm__signal_end(struct lapict_kvm *k);
+/* What every kick signal carries (sigev_value, sigqueue): its address. */
+extern const char lapict_kvm__kick_tag;
 /* The vCPU this thread runs from pre_run to handle_exit (NULL: none): the
  * one the kick timer's signal makes exit. */
 void lapict_kvm__running(struct lapict_kvm *k);
+/* Make the next or current entry exit, unless halted (async-signal-safe). */
+void lapict_kvm__exit_entry(struct lapict_kvm *k);
+/* Send the kick signal to the vCPU thread (after lapict_kvm__exit_entry). */
+void lapict_kvm__kick_vcpu(struct lapict_kvm *k);
+/* Wake lapict_kvm_halt_wait(). */
+void lapict_kvm__wake(struct lapict_kvm *k);
 
 /* --- host.c -------------------------------------------------------------- */
 
