@@ -184,29 +184,26 @@ static void tmict_zero_stops_timer_and_drops_pending(void **state)
 
 static void tmict_write_reanchors_and_drops_pending(void **state)
 {
-    size_t b = tu_base_index(state);
-    struct fake_host h;
-    struct lapict_timer t;
-    struct lapict_config c = tu_cfg();
+    struct tu_fix *f = *state;
+    struct fake_host *h = &f->h;
+    struct lapict_timer *t = &f->t;
     uint64_t a2;
-    tu_setup(&h, &t, &c, tu_bases[b], b == 1);
-    countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 300000);
-    fake_window(&h, false);
-    fake_advance(&h, 450000);
-    assert_int_equal(tu_stats(&t).pending, 1);
-    a2 = h.now_ns;
-    assert_int_equal(lapict_tmict_write(&t, 100000), LAPICT_OK);
-    assert_int_equal(tu_stats(&t).pending, 0);
-    assert_int_equal(lapict_tmcct_read(&t), 100000);
-    fake_window(&h, true);
-    assert_int_equal(h.ninj, 0);
-    fake_advance_to(&h, a2 + 99999);
-    assert_int_equal(h.ninj, 0);
-    fake_advance_to(&h, a2 + 200000);
-    assert_int_equal(h.ninj, 2);
-    assert_int_equal(h.inj[0].ns, a2 + 100000);
-    assert_int_equal(h.inj[1].ns, a2 + 200000);
-    tu_check_host(&h);
+    countdown(t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 300000);
+    fake_window(h, false);
+    fake_advance(h, 450000);
+    assert_int_equal(tu_stats(t).pending, 1);
+    a2 = h->now_ns;
+    assert_int_equal(lapict_tmict_write(t, 100000), LAPICT_OK);
+    assert_int_equal(tu_stats(t).pending, 0);
+    assert_int_equal(lapict_tmcct_read(t), 100000);
+    fake_window(h, true);
+    assert_int_equal(h->ninj, 0);
+    fake_advance_to(h, a2 + 99999);
+    assert_int_equal(h->ninj, 0);
+    fake_advance_to(h, a2 + 200000);
+    assert_int_equal(h->ninj, 2);
+    assert_int_equal(h->inj[0].ns, a2 + 100000);
+    assert_int_equal(h->inj[1].ns, a2 + 200000);
 }
 
 /* TDCR write while running: C = TMCCT(now), a = now, E = C, new rate. */
@@ -678,60 +675,54 @@ static void deadline_write_drops_pending(void **state)
 
 static void deadline_rewrite_replaces_previous(void **state)
 {
-    size_t b = tu_base_index(state);
-    struct fake_host h;
-    struct lapict_timer t;
-    struct lapict_config c = tu_cfg();
+    struct tu_fix *f = *state;
+    struct fake_host *h = &f->h;
+    struct lapict_timer *t = &f->t;
     uint64_t a, tsc0;
-    tu_setup(&h, &t, &c, tu_bases[b], b == 0);
-    a = h.now_ns;
-    tsc0 = fake_tsc(&h);
-    lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
-    lapict_tsc_deadline_write(&t, tsc0 + 100000);
-    lapict_tsc_deadline_write(&t, tsc0 + 300000); /* later */
-    fake_advance_to(&h, a + 299999);
-    assert_int_equal(h.ninj, 0);
-    fake_advance_to(&h, a + 300000);
-    assert_int_equal(h.ninj, 1);
-    lapict_tsc_deadline_write(&t, tsc0 + 900000);
-    lapict_tsc_deadline_write(&t, tsc0 + 400000); /* earlier */
-    fake_advance_to(&h, a + 2000000);
-    assert_int_equal(h.ninj, 2);
-    assert_int_equal(h.inj[1].ns, a + 400000);
-    tu_check_host(&h);
+    a = h->now_ns;
+    tsc0 = fake_tsc(h);
+    lapict_lvtt_write(t, LAPICT_LVTT_TSC_DEADLINE | VEC);
+    lapict_tsc_deadline_write(t, tsc0 + 100000);
+    lapict_tsc_deadline_write(t, tsc0 + 300000); /* later */
+    fake_advance_to(h, a + 299999);
+    assert_int_equal(h->ninj, 0);
+    fake_advance_to(h, a + 300000);
+    assert_int_equal(h->ninj, 1);
+    lapict_tsc_deadline_write(t, tsc0 + 900000);
+    lapict_tsc_deadline_write(t, tsc0 + 400000); /* earlier */
+    fake_advance_to(h, a + 2000000);
+    assert_int_equal(h->ninj, 2);
+    assert_int_equal(h->inj[1].ns, a + 400000);
 }
 
 /* ---- Section 5: mask and vector -------------------------------------- */
 
 static void masked_timer_keeps_counting_and_drops_expiries(void **state)
 {
-    size_t b = tu_base_index(state);
-    struct fake_host h;
-    struct lapict_timer t;
-    struct lapict_config c = tu_cfg();
+    struct tu_fix *f = *state;
+    struct fake_host *h = &f->h;
+    struct lapict_timer *t = &f->t;
     struct lapict_stats s;
     uint64_t a;
-    tu_setup(&h, &t, &c, tu_bases[b], b == 1);
-    a = h.now_ns;
-    countdown(&t, 0xB, LAPICT_LVTT_PERIODIC | LAPICT_LVTT_MASK, VEC, 1000000);
-    fake_advance_to(&h, a + 3500000);
-    assert_int_equal(h.ninj, 0);
-    assert_int_equal(lapict_tmcct_read(&t), 500000);
-    s = tu_stats(&t);
+    a = h->now_ns;
+    countdown(t, 0xB, LAPICT_LVTT_PERIODIC | LAPICT_LVTT_MASK, VEC, 1000000);
+    fake_advance_to(h, a + 3500000);
+    assert_int_equal(h->ninj, 0);
+    assert_int_equal(lapict_tmcct_read(t), 500000);
+    s = tu_stats(t);
     assert_int_equal(s.masked, 3);
     assert_int_equal(s.expiries, 3);
     assert_int_equal(s.injections, 0);
     assert_int_equal(s.pending, 0);
     /* Unmasking does not resurrect them; the grid goes on. */
-    lapict_lvtt_write(&t, LAPICT_LVTT_PERIODIC | VEC);
-    assert_int_equal(h.ninj, 0);
-    fake_advance_to(&h, a + 4000000);
-    assert_int_equal(h.ninj, 1);
-    assert_int_equal(h.inj[0].ns, a + 4000000);
-    s = tu_stats(&t);
+    lapict_lvtt_write(t, LAPICT_LVTT_PERIODIC | VEC);
+    assert_int_equal(h->ninj, 0);
+    fake_advance_to(h, a + 4000000);
+    assert_int_equal(h->ninj, 1);
+    assert_int_equal(h->inj[0].ns, a + 4000000);
+    s = tu_stats(t);
     assert_int_equal(s.expiries, 4);
     assert_int_equal(s.injections, 1);
-    tu_check_host(&h);
 }
 
 static void pending_expiry_masked_before_delivery_is_dropped(void **state)
@@ -827,113 +818,104 @@ static void illegal_vector_without_report_op(void **state)
 
 static void refused_expiry_is_pending_and_delivered_once(void **state)
 {
-    size_t b = tu_base_index(state);
-    struct fake_host h;
-    struct lapict_timer t;
-    struct lapict_config c = tu_cfg();
+    struct tu_fix *f = *state;
+    struct fake_host *h = &f->h;
+    struct lapict_timer *t = &f->t;
     struct lapict_stats s;
     uint64_t a;
-    tu_setup(&h, &t, &c, tu_bases[b], b == 1);
-    a = h.now_ns;
-    countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000);
-    fake_window(&h, false);
-    fake_advance(&h, 1000);
-    s = tu_stats(&t);
-    assert_int_equal(h.ninj, 0);
-    assert_true(h.refusals >= 1);
-    assert_int_equal(s.refused, h.refusals);
+    a = h->now_ns;
+    countdown(t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000);
+    fake_window(h, false);
+    fake_advance(h, 1000);
+    s = tu_stats(t);
+    assert_int_equal(h->ninj, 0);
+    assert_true(h->refusals >= 1);
+    assert_int_equal(s.refused, h->refusals);
     assert_int_equal(s.pending, 1);
-    fake_spurious_expire(&h);
-    fake_advance(&h, 5000);
-    assert_int_equal(h.ninj, 0);
-    assert_int_equal(fake_window(&h, true), LAPICT_OK);
-    assert_int_equal(h.ninj, 1);
-    assert_int_equal(h.inj[0].ns, a + 6000);
-    s = tu_stats(&t);
+    fake_spurious_expire(h);
+    fake_advance(h, 5000);
+    assert_int_equal(h->ninj, 0);
+    assert_int_equal(fake_window(h, true), LAPICT_OK);
+    assert_int_equal(h->ninj, 1);
+    assert_int_equal(h->inj[0].ns, a + 6000);
+    s = tu_stats(t);
     assert_int_equal(s.injections, 1);
     assert_int_equal(s.pending, 0);
-    fake_window(&h, true);
-    fake_spurious_expire(&h);
-    fake_advance(&h, 1000000);
-    assert_int_equal(h.ninj, 1);
-    tu_check_host(&h);
+    fake_window(h, true);
+    fake_spurious_expire(h);
+    fake_advance(h, 1000000);
+    assert_int_equal(h->ninj, 1);
 }
 
 /* Behaviour choice: a register access after an instant whose host timer
  * has not fired yet processes the expiry right there. */
 static void register_access_after_instant_processes_expiry(void **state)
 {
-    size_t b = tu_base_index(state);
-    struct fake_host h;
-    struct lapict_timer t;
-    struct lapict_config c = tu_cfg();
+    struct tu_fix *f = *state;
+    struct fake_host *h = &f->h;
+    struct lapict_timer *t = &f->t;
     uint64_t a;
-    tu_setup(&h, &t, &c, tu_bases[b], b == 0);
-    a = h.now_ns;
-    countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000000);
-    fake_stall(&h, 1500000);
-    assert_int_equal(lapict_tmcct_read(&t), 0);
-    assert_int_equal(h.ninj, 1);
-    assert_int_equal(h.inj[0].ns, a + 1500000);
-    fake_run_due(&h); /* the late host timer: nothing more */
-    fake_advance(&h, 1000000);
-    assert_int_equal(h.ninj, 1);
+    a = h->now_ns;
+    countdown(t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000000);
+    fake_stall(h, 1500000);
+    assert_int_equal(lapict_tmcct_read(t), 0);
+    assert_int_equal(h->ninj, 1);
+    assert_int_equal(h->inj[0].ns, a + 1500000);
+    fake_run_due(h); /* the late host timer: nothing more */
+    fake_advance(h, 1000000);
+    assert_int_equal(h->ninj, 1);
 
     /* Periodic: TMCCT already shows the reload; one interrupt. */
-    a = h.now_ns;
-    countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1000000);
-    fake_stall(&h, 2500000);
-    assert_int_equal(lapict_lvtt_read(&t), LAPICT_LVTT_PERIODIC | VEC);
-    assert_int_equal(h.ninj, 2);
-    assert_int_equal(h.inj[1].ns, a + 2500000);
-    assert_int_equal(lapict_tmcct_read(&t), 500000);
-    assert_int_equal(tu_stats(&t).coalesced, 1);
-    fake_run_due(&h);
-    assert_int_equal(h.ninj, 2);
-    fake_advance_to(&h, a + 3000000);
-    assert_int_equal(h.ninj, 3);
-    assert_int_equal(h.inj[2].ns, a + 3000000);
-    tu_check_host(&h);
+    a = h->now_ns;
+    countdown(t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1000000);
+    fake_stall(h, 2500000);
+    assert_int_equal(lapict_lvtt_read(t), LAPICT_LVTT_PERIODIC | VEC);
+    assert_int_equal(h->ninj, 2);
+    assert_int_equal(h->inj[1].ns, a + 2500000);
+    assert_int_equal(lapict_tmcct_read(t), 500000);
+    assert_int_equal(tu_stats(t).coalesced, 1);
+    fake_run_due(h);
+    assert_int_equal(h->ninj, 2);
+    fake_advance_to(h, a + 3000000);
+    assert_int_equal(h->ninj, 3);
+    assert_int_equal(h->inj[2].ns, a + 3000000);
 }
 
 static void early_late_duplicate_stale_callbacks_are_harmless(void **state)
 {
-    size_t b = tu_base_index(state);
-    struct fake_host h;
-    struct lapict_timer t;
-    struct lapict_config c = tu_cfg();
+    struct tu_fix *f = *state;
+    struct fake_host *h = &f->h;
+    struct lapict_timer *t = &f->t;
     uint64_t a;
-    tu_setup(&h, &t, &c, tu_bases[b], false);
-    a = h.now_ns;
-    countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000000);
+    a = h->now_ns;
+    countdown(t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000000);
     /* Early callback: re-armed for the instant, nothing injected. */
-    fake_stall(&h, 400000);
-    fake_fire_sw(&h);
-    assert_int_equal(h.ninj, 0);
-    assert_true(h.sw_armed);
-    assert_int_equal(h.sw_at, a + 1000000);
+    fake_stall(h, 400000);
+    fake_fire_sw(h);
+    assert_int_equal(h->ninj, 0);
+    assert_true(h->sw_armed);
+    assert_int_equal(h->sw_at, a + 1000000);
     /* Spurious/duplicate callback while armed. */
-    fake_spurious_expire(&h);
-    assert_int_equal(h.ninj, 0);
-    assert_true(h.sw_armed);
-    assert_int_equal(h.sw_at, a + 1000000);
-    fake_advance_to(&h, a + 999999);
-    assert_int_equal(h.ninj, 0);
-    fake_advance_to(&h, a + 1000000);
-    assert_int_equal(h.ninj, 1);
+    fake_spurious_expire(h);
+    assert_int_equal(h->ninj, 0);
+    assert_true(h->sw_armed);
+    assert_int_equal(h->sw_at, a + 1000000);
+    fake_advance_to(h, a + 999999);
+    assert_int_equal(h->ninj, 0);
+    fake_advance_to(h, a + 1000000);
+    assert_int_equal(h->ninj, 1);
     /* Duplicate after the expiry. */
-    fake_fire_sw(&h);
-    fake_spurious_expire(&h);
-    assert_int_equal(h.ninj, 1);
+    fake_fire_sw(h);
+    fake_spurious_expire(h);
+    assert_int_equal(h->ninj, 1);
     /* Stale: the timer was stopped, its old callback arrives. */
-    a = h.now_ns;
-    countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000);
-    lapict_tmict_write(&t, 0);
-    fake_stall(&h, 1000);
-    fake_fire_sw(&h);
-    fake_advance(&h, 100000);
-    assert_int_equal(h.ninj, 1);
-    tu_check_host(&h);
+    a = h->now_ns;
+    countdown(t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000);
+    lapict_tmict_write(t, 0);
+    fake_stall(h, 1000);
+    fake_fire_sw(h);
+    fake_advance(h, 100000);
+    assert_int_equal(h->ninj, 1);
 }
 
 static void
@@ -959,33 +941,30 @@ before_guest_entry_without_advanced_injection_does_not_spin(void **state)
 
 static void coalesce_keeps_at_most_one_pending(void **state)
 {
-    size_t b = tu_base_index(state);
-    struct fake_host h;
-    struct lapict_timer t;
-    struct lapict_config c = tu_cfg();
+    struct tu_fix *f = *state;
+    struct fake_host *h = &f->h;
+    struct lapict_timer *t = &f->t;
     struct lapict_stats s;
     uint64_t a;
-    tu_setup(&h, &t, &c, tu_bases[b], b == 1);
-    a = h.now_ns;
-    countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1000000);
-    fake_window(&h, false);
-    fake_advance_to(&h, a + 5000000);
-    s = tu_stats(&t);
-    assert_int_equal(h.ninj, 0);
+    a = h->now_ns;
+    countdown(t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1000000);
+    fake_window(h, false);
+    fake_advance_to(h, a + 5000000);
+    s = tu_stats(t);
+    assert_int_equal(h->ninj, 0);
     assert_int_equal(s.pending, 1);
     assert_int_equal(s.coalesced, 4);
     assert_int_equal(s.expiries, 5);
     assert_true(s.refused >= 1);
-    fake_advance(&h, 100);
-    fake_window(&h, true);
-    assert_int_equal(h.ninj, 1);
-    s = tu_stats(&t);
+    fake_advance(h, 100);
+    fake_window(h, true);
+    assert_int_equal(h->ninj, 1);
+    s = tu_stats(t);
     assert_int_equal(s.pending, 0);
     assert_int_equal(s.injections, 1);
-    fake_advance_to(&h, a + 6000000);
-    assert_int_equal(h.ninj, 2);
-    assert_int_equal(h.inj[1].ns, a + 6000000);
-    tu_check_host(&h);
+    fake_advance_to(h, a + 6000000);
+    assert_int_equal(h->ninj, 2);
+    assert_int_equal(h->inj[1].ns, a + 6000000);
 }
 
 static void catch_up_delivers_each_missed_tick_one_per_acceptance(void **state)
@@ -1123,32 +1102,29 @@ static void drop_policy_delivers_merely_late_single_expiry(void **state)
  * serviced by one computation: one interrupt, O(1) host-timer work. */
 static void hour_long_stall_gives_one_interrupt_with_o1_host_work(void **state)
 {
-    size_t b = tu_base_index(state);
-    struct fake_host h;
-    struct lapict_timer t;
-    struct lapict_config c = tu_cfg();
+    struct tu_fix *f = *state;
+    struct fake_host *h = &f->h;
+    struct lapict_timer *t = &f->t;
     struct lapict_stats s;
     uint64_t a;
     const uint64_t hour = 3600000000000ull;
-    tu_setup(&h, &t, &c, tu_bases[b], b == 1);
-    a = h.now_ns;
-    countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1000000);
-    fake_stall(&h, hour);
-    fake_clear_records(&h);
-    fake_run_due(&h);
-    s = tu_stats(&t);
-    assert_int_equal(h.expire_calls, 1);
-    assert_int_equal(h.ninj, 1);
-    assert_int_equal(h.inj[0].ns, a + hour);
+    a = h->now_ns;
+    countdown(t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1000000);
+    fake_stall(h, hour);
+    fake_clear_records(h);
+    fake_run_due(h);
+    s = tu_stats(t);
+    assert_int_equal(h->expire_calls, 1);
+    assert_int_equal(h->ninj, 1);
+    assert_int_equal(h->inj[0].ns, a + hour);
     assert_int_equal(s.coalesced, hour / 1000000 - 1);
-    assert_true(h.sw_arms + h.hv_arms <= 2);
-    assert_true(h.op_calls <= 16);
-    assert_true(fake_armed(&h));
-    assert_int_equal(fake_armed_at(&h), a + hour + 1000000);
-    assert_int_equal(lapict_tmcct_read(&t), 1000000);
-    fake_advance(&h, 1000000);
-    assert_int_equal(h.ninj, 2);
-    tu_check_host(&h);
+    assert_true(h->sw_arms + h->hv_arms <= 2);
+    assert_true(h->op_calls <= 16);
+    assert_true(fake_armed(h));
+    assert_int_equal(fake_armed_at(h), a + hour + 1000000);
+    assert_int_equal(lapict_tmcct_read(t), 1000000);
+    fake_advance(h, 1000000);
+    assert_int_equal(h->ninj, 2);
 }
 
 /* 2^62 ns (146 years) of stall: a loop over periods would never end. */
@@ -1486,22 +1462,20 @@ static void reset_restores_reset_values_and_cancels_everything(void **state)
 
 static void reset_with_hw_timer_armed_cancels_it(void **state)
 {
-    size_t b = tu_base_index(state);
-    struct fake_host h;
-    struct lapict_timer t;
-    struct lapict_config c = tu_cfg();
-    tu_setup(&h, &t, &c, tu_bases[b], true);
-    countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000000);
-    assert_true(h.hv_armed);
-    assert_int_equal(lapict_reset(&t), LAPICT_OK);
-    assert_true(h.hv_cancels >= 1);
-    assert_false(h.hv_armed);
-    assert_false(h.sw_armed);
-    fake_advance(&h, 1000000);
-    fake_fire_hv(&h); /* stale callback */
-    fake_advance(&h, 1000000);
-    assert_int_equal(h.ninj, 0);
-    assert_int_equal(tu_stats(&t).expiries, 0);
+    struct tu_fix *f = *state;
+    struct fake_host *h = &f->h;
+    struct lapict_timer *t = &f->t;
+    countdown(t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000000);
+    assert_true(h->hv_armed);
+    assert_int_equal(lapict_reset(t), LAPICT_OK);
+    assert_true(h->hv_cancels >= 1);
+    assert_false(h->hv_armed);
+    assert_false(h->sw_armed);
+    fake_advance(h, 1000000);
+    fake_fire_hv(h); /* stale callback */
+    fake_advance(h, 1000000);
+    assert_int_equal(h->ninj, 0);
+    assert_int_equal(tu_stats(t).expiries, 0);
 }
 
 static void
@@ -2384,7 +2358,8 @@ int main(int argc, char **argv)
         TU_AT_BASES(tmcct_reads_n_at_reload_never_zero_while_periodic),
         TU_AT_BASES(periodic_reload_is_drift_free),
         cmocka_unit_test(tmict_zero_stops_timer_and_drops_pending),
-        TU_AT_BASES(tmict_write_reanchors_and_drops_pending),
+        TU_FIXED_AT_BASES(tmict_write_reanchors_and_drops_pending,
+                          TU_HV_NEAR_2_64),
         TU_AT_BASES(tdcr_write_preserves_count_and_reanchors),
         cmocka_unit_test(tdcr_write_while_stopped_just_stores),
         TU_AT_BASES(mode_switch_every_pair),
@@ -2399,25 +2374,30 @@ int main(int argc, char **argv)
         TU_AT_BASES(deadline_max_at_slow_tsc_saturates),
         cmocka_unit_test(deadline_zero_disarms),
         cmocka_unit_test(deadline_write_drops_pending),
-        TU_AT_BASES(deadline_rewrite_replaces_previous),
-        TU_AT_BASES(masked_timer_keeps_counting_and_drops_expiries),
+        TU_FIXED_AT_BASES(deadline_rewrite_replaces_previous, TU_HV_AT_0),
+        TU_FIXED_AT_BASES(masked_timer_keeps_counting_and_drops_expiries,
+                          TU_HV_NEAR_2_64),
         cmocka_unit_test(pending_expiry_masked_before_delivery_is_dropped),
         cmocka_unit_test(pending_expiry_delivered_with_new_vector),
         cmocka_unit_test(illegal_vector_not_injected_and_reported),
         cmocka_unit_test(illegal_vector_without_report_op),
-        TU_AT_BASES(refused_expiry_is_pending_and_delivered_once),
-        TU_AT_BASES(register_access_after_instant_processes_expiry),
-        TU_AT_BASES(early_late_duplicate_stale_callbacks_are_harmless),
+        TU_FIXED_AT_BASES(refused_expiry_is_pending_and_delivered_once,
+                          TU_HV_NEAR_2_64),
+        TU_FIXED_AT_BASES(register_access_after_instant_processes_expiry,
+                          TU_HV_AT_0),
+        TU_FIXED_AT_BASES(early_late_duplicate_stale_callbacks_are_harmless,
+                          TU_HV_NEVER),
         cmocka_unit_test(
             before_guest_entry_without_advanced_injection_does_not_spin),
-        TU_AT_BASES(coalesce_keeps_at_most_one_pending),
+        TU_FIXED_AT_BASES(coalesce_keeps_at_most_one_pending, TU_HV_NEAR_2_64),
         TU_AT_BASES(catch_up_delivers_each_missed_tick_one_per_acceptance),
         cmocka_unit_test(catch_up_bound_drops_excess),
         cmocka_unit_test(catch_up_after_stall_delivers_all_missed_in_loop),
         cmocka_unit_test(
             drop_policy_delivers_none_when_several_grid_points_passed),
         cmocka_unit_test(drop_policy_delivers_merely_late_single_expiry),
-        TU_AT_BASES(hour_long_stall_gives_one_interrupt_with_o1_host_work),
+        TU_FIXED_AT_BASES(hour_long_stall_gives_one_interrupt_with_o1_host_work,
+                          TU_HV_NEAR_2_64),
         cmocka_unit_test(century_stall_is_serviced_in_constant_time),
         TU_AT_BASES(fixed_advance_injects_early_and_spins_to_instant),
         cmocka_unit_test(only_expire_applies_advance),
@@ -2427,7 +2407,7 @@ int main(int argc, char **argv)
         TU_AT_BASES(guest_tsc_2x_rate_never_delivers_early),
         TU_AT_BASES(slow_guest_tsc_never_delivers_early),
         cmocka_unit_test(reset_restores_reset_values_and_cancels_everything),
-        TU_AT_BASES(reset_with_hw_timer_armed_cancels_it),
+        TU_FIXED_AT_BASES(reset_with_hw_timer_armed_cancels_it, TU_HV_ALWAYS),
         cmocka_unit_test(
             tsc_deadline_to_periodic_switch_with_hw_timer_armed_never_fires_old_deadline),
         cmocka_unit_test(far_deadline_with_advance_never_injects_early),

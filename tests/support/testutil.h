@@ -81,6 +81,53 @@ static inline void tu_check_host(const struct fake_host *h)
     assert_false(h->runaway);
 }
 
+/*
+ * The fixture of a rule on one instance: a host at a base of tu_bases with
+ * the tu_cfg() instance bound to it, and the host invariants checked
+ * after the test. TU_FIXED_AT_BASES(fn, hv) gives fn one entry per base,
+ * hv saying at which bases the host offers the hardware timer (a rule
+ * that holds either way is checked with each at one base).
+ */
+struct tu_fix {
+    struct fake_host h;
+    struct lapict_timer t;
+    size_t b; /* index into tu_bases */
+};
+
+enum tu_hv { TU_HV_NEVER, TU_HV_ALWAYS, TU_HV_AT_0, TU_HV_NEAR_2_64 };
+
+static inline int tu_fix_setup(void **state)
+{
+    uintptr_t v = (uintptr_t)*state - 1;
+    size_t b = v % TU_NBASES;
+    enum tu_hv hv = (enum tu_hv)(v / TU_NBASES);
+    struct lapict_config c = tu_cfg();
+    struct tu_fix *f = test_malloc(sizeof(*f));
+
+    f->b = b;
+    tu_setup(&f->h, &f->t, &c, tu_bases[b],
+             hv == TU_HV_ALWAYS || (hv == TU_HV_AT_0 && b == 0) ||
+                 (hv == TU_HV_NEAR_2_64 && b == 1));
+    *state = f;
+    return 0;
+}
+
+static inline int tu_fix_teardown(void **state)
+{
+    struct tu_fix *f = *state;
+    tu_check_host(&f->h);
+    test_free(f);
+    return 0;
+}
+
+#define TU_FIX_ENTRY(fn, name, i, hv)                                          \
+    {                                                                          \
+#fn name, fn, tu_fix_setup, tu_fix_teardown,                           \
+            (void *)(uintptr_t)(1 + (i) + TU_NBASES * (hv))                    \
+    }
+#define TU_FIXED_AT_BASES(fn, hv)                                              \
+    TU_FIX_ENTRY(fn, " at 0", 0, hv), TU_FIX_ENTRY(fn, " near 2^64", 1, hv)
+
 /* Everything a guest can read of the timer, for before/after comparisons. */
 struct tu_regs {
     uint32_t lvtt, tdcr, tmict, tmcct;
