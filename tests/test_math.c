@@ -12,6 +12,7 @@
 
 #include "clock.h"
 #include "divide.h"
+#include "lapict_sim.h"
 
 typedef unsigned __int128 u128;
 
@@ -138,30 +139,15 @@ static void divide_table(void **state)
         assert_int_equal(1u << lapict__div_log2(v), div[v]);
 }
 
-static uint64_t nop_u64(void *c)
+/* The conversions read only the config: the simulated host at rest. */
+static struct lapict_sim sim;
+
+static int sim_setup(void **state)
 {
-    (void)c;
+    (void)state;
+    lapict_sim_init(&sim, NULL, NULL, NULL);
     return 0;
 }
-static void nop_arm(void *c, uint64_t x)
-{
-    (void)c;
-    (void)x;
-}
-static void nop(void *c)
-{
-    (void)c;
-}
-static bool nop_inject(void *c, uint8_t v)
-{
-    (void)c;
-    (void)v;
-    return true;
-}
-static const struct lapict_ops ops = {
-    .version = LAPICT_OPS_VERSION, .now_ns = nop_u64, .guest_tsc = nop_u64,
-    .sw_timer_arm = nop_arm, .sw_timer_cancel = nop, .inject = nop_inject,
-};
 
 /*
  * ticks_in and ns_for against the exact formulas of docs/spec/timer.md 1 for
@@ -180,7 +166,7 @@ static void conversions_match_formulas(void **state)
         lapict_config_default(&cfg);
         cfg.tsc_khz = 1000000u;
         cfg.bus_hz = buses[b];
-        assert_int_equal(lapict_init(&t, &cfg, &ops, NULL), LAPICT_OK);
+        assert_int_equal(lapict_init(&t, &cfg, &lapict_sim_ops, &sim), LAPICT_OK);
         for (uint32_t tdcr = 0; tdcr < 16; tdcr++) {
             lapict__set_tdcr(&t, tdcr & 0xB);
             u128 div = (u128)1 << lapict__div_log2(tdcr);
@@ -212,7 +198,7 @@ static void largest_count_slowest_bus_no_wrap(void **state)
     lapict_config_default(&cfg);
     cfg.tsc_khz = 1000000u;
     cfg.bus_hz = 1000;
-    assert_int_equal(lapict_init(&t, &cfg, &ops, NULL), LAPICT_OK);
+    assert_int_equal(lapict_init(&t, &cfg, &lapict_sim_ops, &sim), LAPICT_OK);
     lapict__set_tdcr(&t, 0xA);
     u128 want = (u128)0xFFFFFFFFu * 128u * 1000000000u / 1000u;
     assert_int_equal(lapict__ns_for(&t, 0xFFFFFFFFu), (uint64_t)want);
@@ -230,7 +216,7 @@ static void tsc_to_ns_rounds_up(void **state)
         struct lapict_timer t;
         lapict_config_default(&cfg);
         cfg.tsc_khz = khz[i];
-        assert_int_equal(lapict_init(&t, &cfg, &ops, NULL), LAPICT_OK);
+        assert_int_equal(lapict_init(&t, &cfg, &lapict_sim_ops, &sim), LAPICT_OK);
         for (int k = 0; k < 1000; k++) {
             uint64_t d = rnd() >> (rnd() % 63 + 1);
             u128 want = ((u128)d * 1000000u + khz[i] - 1) / khz[i];
@@ -253,5 +239,5 @@ int main(void)
         cmocka_unit_test(largest_count_slowest_bus_no_wrap),
         cmocka_unit_test(tsc_to_ns_rounds_up),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, sim_setup, NULL);
 }
