@@ -25,6 +25,15 @@ static void countdown(struct lapict_timer *t, uint32_t tdcr, uint32_t mode,
     assert_int_equal(lapict_tmict_write(t, n), LAPICT_OK);
 }
 
+/* The fixture of the rules of a fixed 5 us advance. */
+static int advance_5000_setup(void **state)
+{
+    struct lapict_config c = tu_cfg();
+    c.advance_mode = LAPICT_ADVANCE_FIXED;
+    c.advance_ns = 5000;
+    return tu_fix_setup_cfg(state, &c);
+}
+
 static uint32_t lcg(uint32_t *s)
 {
     *s = *s * 1664525u + 1013904223u;
@@ -1154,40 +1163,35 @@ static void century_stall_is_serviced_in_constant_time(void **state)
 
 static void fixed_advance_injects_early_and_spins_to_instant(void **state)
 {
-    size_t b = tu_base_index(state);
-    struct fake_host h;
-    struct lapict_timer t;
-    struct lapict_config c = tu_cfg();
+    struct tu_fix *f = *state;
+    struct fake_host *h = &f->h;
+    struct lapict_timer *t = &f->t;
     struct lapict_stats s;
     uint64_t a, k;
-    c.advance_mode = LAPICT_ADVANCE_FIXED;
-    c.advance_ns = 5000;
-    tu_setup(&h, &t, &c, tu_bases[b], b == 1);
-    a = h.now_ns;
-    assert_int_equal(tu_stats(&t).advance_ns, 5000);
-    countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1000000);
+    a = h->now_ns;
+    assert_int_equal(tu_stats(t).advance_ns, 5000);
+    countdown(t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1000000);
     for (k = 1; k <= 3; k++) {
         uint64_t g = a + k * 1000000;
-        assert_int_equal(fake_armed_at(&h), g - 5000);
-        fake_advance_to(&h, g - 5001);
-        assert_int_equal(h.ninj, k - 1);
-        fake_advance_to(&h, g - 5000);
-        assert_int_equal(h.ninj, k);
-        assert_int_equal(h.inj[k - 1].ns, g - 5000);
-        fake_advance(&h, 700); /* exit + injection cost */
-        assert_int_equal(fake_enter(&h), LAPICT_OK);
-        assert_int_equal(h.ndlv, k);
-        assert_int_equal(h.dlv[k - 1].ns, g);
-        assert_int_equal(h.spins, k);
-        assert_int_equal(h.spin_to[k - 1], g);
+        assert_int_equal(fake_armed_at(h), g - 5000);
+        fake_advance_to(h, g - 5001);
+        assert_int_equal(h->ninj, k - 1);
+        fake_advance_to(h, g - 5000);
+        assert_int_equal(h->ninj, k);
+        assert_int_equal(h->inj[k - 1].ns, g - 5000);
+        fake_advance(h, 700); /* exit + injection cost */
+        assert_int_equal(fake_enter(h), LAPICT_OK);
+        assert_int_equal(h->ndlv, k);
+        assert_int_equal(h->dlv[k - 1].ns, g);
+        assert_int_equal(h->spins, k);
+        assert_int_equal(h->spin_to[k - 1], g);
         /* A second entry does not wait again. */
-        fake_enter(&h);
-        assert_int_equal(h.spins, k);
+        fake_enter(h);
+        assert_int_equal(h->spins, k);
     }
-    s = tu_stats(&t);
+    s = tu_stats(t);
     assert_int_equal(s.spins, 3);
     assert_int_equal(s.advance_ns, 5000);
-    tu_check_host(&h);
 }
 
 /* Behaviour choice: only lapict_expire() applies the advance. */
@@ -1240,30 +1244,26 @@ static void no_spin_op_means_no_advance(void **state)
  * the guest still sees it no earlier than its instant. */
 static void deadline_closer_than_advance_fires_at_once(void **state)
 {
-    size_t b = tu_base_index(state);
-    struct fake_host h;
-    struct lapict_timer t;
-    struct lapict_config c = tu_cfg();
+    struct tu_fix *f = *state;
+    struct fake_host *h = &f->h;
+    struct lapict_timer *t = &f->t;
+    size_t b = f->b;
     uint64_t a, D;
-    c.advance_mode = LAPICT_ADVANCE_FIXED;
-    c.advance_ns = 5000;
-    tu_setup(&h, &t, &c, tu_bases[b], b == 1);
-    h.tsc_offset = b ? UINT64_MAX - 3000 : 0;
-    lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
-    a = h.now_ns;
-    D = fake_tsc(&h) + 1000;
-    lapict_tsc_deadline_write(&t, D);
-    fake_run_due(&h); /* no clock movement */
-    assert_int_equal(h.now_ns, a);
-    assert_int_equal(h.ninj, 1);
-    assert_int_equal(h.inj[0].ns, a);
-    assert_int_equal(h.ndlv, 0);
-    fake_enter(&h);
-    assert_int_equal(h.ndlv, 1);
-    assert_int_equal(h.dlv[0].ns, a + 1000);
-    assert_true(h.dlv[0].tsc >= D);
-    assert_int_equal(tu_stats(&t).spins, 1);
-    tu_check_host(&h);
+    h->tsc_offset = b ? UINT64_MAX - 3000 : 0;
+    lapict_lvtt_write(t, LAPICT_LVTT_TSC_DEADLINE | VEC);
+    a = h->now_ns;
+    D = fake_tsc(h) + 1000;
+    lapict_tsc_deadline_write(t, D);
+    fake_run_due(h); /* no clock movement */
+    assert_int_equal(h->now_ns, a);
+    assert_int_equal(h->ninj, 1);
+    assert_int_equal(h->inj[0].ns, a);
+    assert_int_equal(h->ndlv, 0);
+    fake_enter(h);
+    assert_int_equal(h->ndlv, 1);
+    assert_int_equal(h->dlv[0].ns, a + 1000);
+    assert_true(h->dlv[0].tsc >= D);
+    assert_int_equal(tu_stats(t).spins, 1);
 }
 
 static uint64_t random_tsc(struct fake_host *h)
@@ -1776,30 +1776,25 @@ static void stall_beyond_2p63_gives_no_callback_storm(void **state)
  * interrupt is still delivered once: the expiry does not inject again. */
 static void tsc_going_back_before_entry_ends_wait_without_double(void **state)
 {
-    size_t b = tu_base_index(state);
-    struct fake_host h;
-    struct lapict_timer t;
-    struct lapict_config c = tu_cfg();
+    struct tu_fix *f = *state;
+    struct fake_host *h = &f->h;
+    struct lapict_timer *t = &f->t;
     uint64_t D;
-    c.advance_mode = LAPICT_ADVANCE_FIXED;
-    c.advance_ns = 5000;
-    tu_setup(&h, &t, &c, tu_bases[b], b == 1);
-    lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
-    D = fake_tsc(&h) + 1000;
-    lapict_tsc_deadline_write(&t, D);
-    fake_run_due(&h); /* injected ahead */
-    assert_int_equal(h.ninj, 1);
-    h.tsc_offset -= 1000000000u; /* the guest TSC goes back 1 s */
-    fake_enter(&h);
-    assert_int_equal(h.ndlv, 1);
-    assert_int_equal(tu_stats(&t).spins, 0);
+    lapict_lvtt_write(t, LAPICT_LVTT_TSC_DEADLINE | VEC);
+    D = fake_tsc(h) + 1000;
+    lapict_tsc_deadline_write(t, D);
+    fake_run_due(h); /* injected ahead */
+    assert_int_equal(h->ninj, 1);
+    h->tsc_offset -= 1000000000u; /* the guest TSC goes back 1 s */
+    fake_enter(h);
+    assert_int_equal(h->ndlv, 1);
+    assert_int_equal(tu_stats(t).spins, 0);
     /* Preinject declines a deadline reached meanwhile, and the expiry
      * when the TSC gets to D gives nothing more. */
-    fake_advance(&h, 1000000000u + 1000);
-    fake_enter(&h);
-    assert_int_equal(h.ninj, 1);
-    assert_int_equal(lapict_tsc_deadline_read(&t), 0);
-    tu_check_host(&h);
+    fake_advance(h, 1000000000u + 1000);
+    fake_enter(h);
+    assert_int_equal(h->ninj, 1);
+    assert_int_equal(lapict_tsc_deadline_read(t), 0);
 }
 
 /* timer.h, lapict_fini(): finishing an instance cancels the host timer it
@@ -1869,43 +1864,38 @@ static void fini_of_an_idle_instance_calls_no_op(void **state)
  * lateness when nothing was injected ahead. */
 static void stats_tell_guest_entry_from_host_arrival(void **state)
 {
-    size_t b = tu_base_index(state);
-    struct fake_host h;
-    struct lapict_timer t;
-    struct lapict_config c = tu_cfg();
+    struct tu_fix *f = *state;
+    struct fake_host *h = &f->h;
+    struct lapict_timer *t = &f->t;
     struct lapict_stats s;
-    c.advance_mode = LAPICT_ADVANCE_FIXED;
-    c.advance_ns = 5000;
-    tu_setup(&h, &t, &c, tu_bases[b], b == 1);
     /* Count-down injected ahead: ready 5 us early, entered on time. */
-    countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 100000);
-    fake_advance(&h, 95000);
-    assert_int_equal(h.ninj, 1);
-    fake_enter(&h);
-    s = tu_stats(&t);
+    countdown(t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 100000);
+    fake_advance(h, 95000);
+    assert_int_equal(h->ninj, 1);
+    fake_enter(h);
+    s = tu_stats(t);
     assert_int_equal(s.last_arrival_ns, -5000);
     assert_int_equal(s.last_guest_ns, 0);
     /* A TSC deadline injected ahead, the host 2 us late on that. */
-    lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
-    lapict_tsc_deadline_write(&t, fake_tsc(&h) + 100000);
-    fake_advance(&h, 95000);
-    assert_int_equal(h.ninj, 2);
-    fake_stall(&h, 2000);
-    fake_enter(&h);
-    s = tu_stats(&t);
+    lapict_lvtt_write(t, LAPICT_LVTT_TSC_DEADLINE | VEC);
+    lapict_tsc_deadline_write(t, fake_tsc(h) + 100000);
+    fake_advance(h, 95000);
+    assert_int_equal(h->ninj, 2);
+    fake_stall(h, 2000);
+    fake_enter(h);
+    s = tu_stats(t);
     assert_int_equal(s.last_arrival_ns, -3000);
     assert_int_equal(s.last_guest_ns, 0);
     /* Nothing ahead (the host was 7 us late): both the lateness. */
-    lapict_lvtt_write(&t, LAPICT_LVTT_ONESHOT | VEC);
-    lapict_tmict_write(&t, 2000);
-    fake_stall(&h, 9000);
-    assert_int_equal(lapict_expire(&t), LAPICT_OK);
-    fake_enter(&h);
-    s = tu_stats(&t);
+    lapict_lvtt_write(t, LAPICT_LVTT_ONESHOT | VEC);
+    lapict_tmict_write(t, 2000);
+    fake_stall(h, 9000);
+    assert_int_equal(lapict_expire(t), LAPICT_OK);
+    fake_enter(h);
+    s = tu_stats(t);
     assert_int_equal(s.last_arrival_ns, 7000);
     assert_int_equal(s.last_guest_ns, 7000);
-    assert_int_equal(h.ndlv, 3);
-    tu_check_host(&h);
+    assert_int_equal(h->ndlv, 3);
 }
 
 /* timer.h: a guest TSC that goes back between an injection ahead and the
@@ -2399,10 +2389,12 @@ int main(int argc, char **argv)
         TU_FIXED_AT_BASES(hour_long_stall_gives_one_interrupt_with_o1_host_work,
                           TU_HV_NEAR_2_64),
         cmocka_unit_test(century_stall_is_serviced_in_constant_time),
-        TU_AT_BASES(fixed_advance_injects_early_and_spins_to_instant),
+        TU_FIXED_AT_BASES_WITH(fixed_advance_injects_early_and_spins_to_instant,
+                               TU_HV_NEAR_2_64, advance_5000_setup),
         cmocka_unit_test(only_expire_applies_advance),
         cmocka_unit_test(no_spin_op_means_no_advance),
-        TU_AT_BASES(deadline_closer_than_advance_fires_at_once),
+        TU_FIXED_AT_BASES_WITH(deadline_closer_than_advance_fires_at_once,
+                               TU_HV_NEAR_2_64, advance_5000_setup),
         cmocka_unit_test(adaptive_advance_stays_bounded_and_per_instance),
         TU_AT_BASES(guest_tsc_2x_rate_never_delivers_early),
         TU_AT_BASES(slow_guest_tsc_never_delivers_early),
@@ -2417,10 +2409,13 @@ int main(int argc, char **argv)
         TU_AT_BASES(clock_jump_of_2p63_before_entry_is_no_ub),
         TU_AT_BASES(advance_gives_one_interrupt_per_coalesced_servicing),
         TU_AT_BASES(stall_beyond_2p63_gives_no_callback_storm),
-        TU_AT_BASES(tsc_going_back_before_entry_ends_wait_without_double),
+        TU_FIXED_AT_BASES_WITH(
+            tsc_going_back_before_entry_ends_wait_without_double,
+            TU_HV_NEAR_2_64, advance_5000_setup),
         TU_AT_BASES(fini_cancels_host_timer_and_uninitialises),
         cmocka_unit_test(fini_of_an_idle_instance_calls_no_op),
-        TU_AT_BASES(stats_tell_guest_entry_from_host_arrival),
+        TU_FIXED_AT_BASES_WITH(stats_tell_guest_entry_from_host_arrival,
+                               TU_HV_NEAR_2_64, advance_5000_setup),
         cmocka_unit_test(stats_guest_ns_is_negative_only_when_really_early),
         TU_AT_BASES(tsc_khz_too_low_is_reported_with_the_measured_rate),
         cmocka_unit_test(tsc_khz_too_high_rearms_once_never_early_and_reports),

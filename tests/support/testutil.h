@@ -32,10 +32,10 @@ static const uint64_t tu_bases[] = {0, TU_NEAR_WRAP};
  * The index is stored plus one: cmocka hands a NULL initial state on as
  * "no state".
  */
+/* clang-format off */
 #define TU_BASE_ENTRY(fn, name, i)                                             \
-    {                                                                          \
-#fn name, fn, NULL, NULL, (void *)(uintptr_t)((i) + 1)                 \
-    }
+    { #fn name, fn, NULL, NULL, (void *)(uintptr_t)((i) + 1) }
+/* clang-format on */
 #define TU_AT_BASES(fn)                                                        \
     TU_BASE_ENTRY(fn, " at 0", 0), TU_BASE_ENTRY(fn, " near 2^64", 1)
 
@@ -96,20 +96,26 @@ struct tu_fix {
 
 enum tu_hv { TU_HV_NEVER, TU_HV_ALWAYS, TU_HV_AT_0, TU_HV_NEAR_2_64 };
 
-static inline int tu_fix_setup(void **state)
+/* The fixture's setup with a config other than tu_cfg(). */
+static inline int tu_fix_setup_cfg(void **state, const struct lapict_config *c)
 {
     uintptr_t v = (uintptr_t)*state - 1;
     size_t b = v % TU_NBASES;
     enum tu_hv hv = (enum tu_hv)(v / TU_NBASES);
-    struct lapict_config c = tu_cfg();
     struct tu_fix *f = test_malloc(sizeof(*f));
 
     f->b = b;
-    tu_setup(&f->h, &f->t, &c, tu_bases[b],
+    tu_setup(&f->h, &f->t, c, tu_bases[b],
              hv == TU_HV_ALWAYS || (hv == TU_HV_AT_0 && b == 0) ||
                  (hv == TU_HV_NEAR_2_64 && b == 1));
     *state = f;
     return 0;
+}
+
+static inline int tu_fix_setup(void **state)
+{
+    struct lapict_config c = tu_cfg();
+    return tu_fix_setup_cfg(state, &c);
 }
 
 static inline int tu_fix_teardown(void **state)
@@ -120,13 +126,16 @@ static inline int tu_fix_teardown(void **state)
     return 0;
 }
 
-#define TU_FIX_ENTRY(fn, name, i, hv)                                          \
-    {                                                                          \
-#fn name, fn, tu_fix_setup, tu_fix_teardown,                           \
-            (void *)(uintptr_t)(1 + (i) + TU_NBASES * (hv))                    \
-    }
-#define TU_FIXED_AT_BASES(fn, hv)                                              \
-    TU_FIX_ENTRY(fn, " at 0", 0, hv), TU_FIX_ENTRY(fn, " near 2^64", 1, hv)
+/* clang-format off */
+#define TU_FIX_ENTRY(fn, name, i, hv, setup)                                   \
+    { #fn name, fn, setup, tu_fix_teardown,                                    \
+      (void *)(uintptr_t)(1 + (i) + TU_NBASES * (hv)) }
+/* clang-format on */
+/* As TU_FIXED_AT_BASES, with a setup that calls tu_fix_setup_cfg(). */
+#define TU_FIXED_AT_BASES_WITH(fn, hv, setup)                                  \
+    TU_FIX_ENTRY(fn, " at 0", 0, hv, setup),                                   \
+        TU_FIX_ENTRY(fn, " near 2^64", 1, hv, setup)
+#define TU_FIXED_AT_BASES(fn, hv) TU_FIXED_AT_BASES_WITH(fn, hv, tu_fix_setup)
 
 /* Everything a guest can read of the timer, for before/after comparisons. */
 struct tu_regs {
