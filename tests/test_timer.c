@@ -171,24 +171,21 @@ static void periodic_reload_is_drift_free(void **state)
 
 static void tmict_zero_stops_timer_and_drops_pending(void **state)
 {
-    (void)state;
-    struct fake_host h;
-    struct lapict_timer t;
-    struct lapict_config c = tu_cfg();
-    tu_setup(&h, &t, &c, TU_NEAR_WRAP, false);
-    countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 300000);
-    fake_window(&h, false);
-    fake_advance(&h, 300000);
-    assert_int_equal(tu_stats(&t).pending, 1);
-    assert_int_equal(lapict_tmict_write(&t, 0), LAPICT_OK);
-    assert_int_equal(tu_stats(&t).pending, 0);
-    assert_int_equal(lapict_lvtt_read(&t), LAPICT_LVTT_PERIODIC | VEC);
-    assert_int_equal(lapict_tmcct_read(&t), 0);
-    fake_window(&h, true);
-    fake_advance(&h, 10000000);
-    assert_int_equal(h.ninj, 0);
-    assert_int_equal(lapict_tmcct_read(&t), 0);
-    tu_check_host(&h);
+    struct tu_fix *f = *state;
+    struct fake_host *h = &f->h;
+    struct lapict_timer *t = &f->t;
+    countdown(t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 300000);
+    fake_window(h, false);
+    fake_advance(h, 300000);
+    assert_int_equal(tu_stats(t).pending, 1);
+    assert_int_equal(lapict_tmict_write(t, 0), LAPICT_OK);
+    assert_int_equal(tu_stats(t).pending, 0);
+    assert_int_equal(lapict_lvtt_read(t), LAPICT_LVTT_PERIODIC | VEC);
+    assert_int_equal(lapict_tmcct_read(t), 0);
+    fake_window(h, true);
+    fake_advance(h, 10000000);
+    assert_int_equal(h->ninj, 0);
+    assert_int_equal(lapict_tmcct_read(t), 0);
 }
 
 static void tmict_write_reanchors_and_drops_pending(void **state)
@@ -258,22 +255,21 @@ static void tdcr_write_preserves_count_and_reanchors(void **state)
 
 static void tdcr_write_while_stopped_just_stores(void **state)
 {
-    (void)state;
-    struct fake_host h;
-    struct lapict_timer t;
-    struct lapict_config c = tu_cfg();
-    tu_setup(&h, &t, &c, 0, false);
-    assert_int_equal(lapict_tdcr_write(&t, 0xA), LAPICT_OK);
-    assert_int_equal(lapict_tmcct_read(&t), 0);
-    assert_false(fake_armed(&h));
-    fake_advance(&h, 1000);
-    lapict_lvtt_write(&t, VEC);
-    lapict_tmict_write(&t, 10);
-    fake_advance(&h, 1279);
-    assert_int_equal(h.ninj, 0);
-    fake_advance(&h, 1);
-    assert_int_equal(h.ninj, 1);
-    assert_int_equal(h.inj[0].ns, 1000 + 1280);
+    struct tu_fix *f = *state;
+    struct fake_host *h = &f->h;
+    struct lapict_timer *t = &f->t;
+    uint64_t a = h->now_ns;
+    assert_int_equal(lapict_tdcr_write(t, 0xA), LAPICT_OK);
+    assert_int_equal(lapict_tmcct_read(t), 0);
+    assert_false(fake_armed(h));
+    fake_advance(h, 1000);
+    lapict_lvtt_write(t, VEC);
+    lapict_tmict_write(t, 10);
+    fake_advance(h, 1279);
+    assert_int_equal(h->ninj, 0);
+    fake_advance(h, 1);
+    assert_int_equal(h->ninj, 1);
+    assert_int_equal(h->inj[0].ns, a + 1000 + 1280);
 }
 
 enum md { MD_OS, MD_PER, MD_DL };
@@ -642,44 +638,39 @@ static void deadline_max_at_slow_tsc_saturates(void **state)
 
 static void deadline_zero_disarms(void **state)
 {
-    (void)state;
-    struct fake_host h;
-    struct lapict_timer t;
-    struct lapict_config c = tu_cfg();
-    tu_setup(&h, &t, &c, TU_NEAR_WRAP, true);
-    lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
-    lapict_tsc_deadline_write(&t, fake_tsc(&h) + 100000);
-    assert_true(fake_armed(&h));
-    fake_advance(&h, 50000);
-    assert_int_equal(lapict_tsc_deadline_write(&t, 0), LAPICT_OK);
-    assert_int_equal(lapict_tsc_deadline_read(&t), 0);
-    fake_advance(&h, 10000000);
-    assert_int_equal(h.ninj, 0);
-    tu_check_host(&h);
+    struct tu_fix *f = *state;
+    struct fake_host *h = &f->h;
+    struct lapict_timer *t = &f->t;
+    lapict_lvtt_write(t, LAPICT_LVTT_TSC_DEADLINE | VEC);
+    lapict_tsc_deadline_write(t, fake_tsc(h) + 100000);
+    assert_true(fake_armed(h));
+    fake_advance(h, 50000);
+    assert_int_equal(lapict_tsc_deadline_write(t, 0), LAPICT_OK);
+    assert_int_equal(lapict_tsc_deadline_read(t), 0);
+    fake_advance(h, 10000000);
+    assert_int_equal(h->ninj, 0);
 }
 
 static void deadline_write_drops_pending(void **state)
 {
-    (void)state;
-    struct fake_host h;
-    struct lapict_timer t;
-    struct lapict_config c = tu_cfg();
+    struct tu_fix *f = *state;
+    struct fake_host *h = &f->h;
+    struct lapict_timer *t = &f->t;
     uint64_t a;
-    tu_setup(&h, &t, &c, 0, false);
-    lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
-    fake_window(&h, false);
-    lapict_tsc_deadline_write(&t, fake_tsc(&h) + 1000);
-    fake_advance(&h, 1000);
-    assert_int_equal(tu_stats(&t).pending, 1);
-    a = h.now_ns;
-    lapict_tsc_deadline_write(&t, fake_tsc(&h) + 5000);
-    assert_int_equal(tu_stats(&t).pending, 0);
-    assert_int_equal(lapict_lvtt_read(&t) & LAPICT_LVTT_PENDING, 0);
-    fake_window(&h, true);
-    assert_int_equal(h.ninj, 0);
-    fake_advance(&h, 5000);
-    assert_int_equal(h.ninj, 1);
-    assert_int_equal(h.inj[0].ns, a + 5000);
+    lapict_lvtt_write(t, LAPICT_LVTT_TSC_DEADLINE | VEC);
+    fake_window(h, false);
+    lapict_tsc_deadline_write(t, fake_tsc(h) + 1000);
+    fake_advance(h, 1000);
+    assert_int_equal(tu_stats(t).pending, 1);
+    a = h->now_ns;
+    lapict_tsc_deadline_write(t, fake_tsc(h) + 5000);
+    assert_int_equal(tu_stats(t).pending, 0);
+    assert_int_equal(lapict_lvtt_read(t) & LAPICT_LVTT_PENDING, 0);
+    fake_window(h, true);
+    assert_int_equal(h->ninj, 0);
+    fake_advance(h, 5000);
+    assert_int_equal(h->ninj, 1);
+    assert_int_equal(h->inj[0].ns, a + 5000);
 }
 
 static void deadline_rewrite_replaces_previous(void **state)
@@ -736,41 +727,37 @@ static void masked_timer_keeps_counting_and_drops_expiries(void **state)
 
 static void pending_expiry_masked_before_delivery_is_dropped(void **state)
 {
-    (void)state;
-    struct fake_host h;
-    struct lapict_timer t;
-    struct lapict_config c = tu_cfg();
-    tu_setup(&h, &t, &c, 0, false);
-    countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000);
-    fake_window(&h, false);
-    fake_advance(&h, 1000);
-    assert_int_equal(tu_stats(&t).pending, 1);
-    lapict_lvtt_write(&t, LAPICT_LVTT_ONESHOT | LAPICT_LVTT_MASK | VEC);
-    fake_window(&h, true);
-    assert_int_equal(h.ninj, 0);
-    assert_int_equal(tu_stats(&t).pending, 0);
-    assert_int_equal(lapict_lvtt_read(&t), LAPICT_LVTT_MASK | VEC);
+    struct tu_fix *f = *state;
+    struct fake_host *h = &f->h;
+    struct lapict_timer *t = &f->t;
+    countdown(t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000);
+    fake_window(h, false);
+    fake_advance(h, 1000);
+    assert_int_equal(tu_stats(t).pending, 1);
+    lapict_lvtt_write(t, LAPICT_LVTT_ONESHOT | LAPICT_LVTT_MASK | VEC);
+    fake_window(h, true);
+    assert_int_equal(h->ninj, 0);
+    assert_int_equal(tu_stats(t).pending, 0);
+    assert_int_equal(lapict_lvtt_read(t), LAPICT_LVTT_MASK | VEC);
     /* Unmasked later: it stays dropped. */
-    lapict_lvtt_write(&t, LAPICT_LVTT_ONESHOT | VEC);
-    fake_window(&h, true);
-    fake_advance(&h, 100000);
-    assert_int_equal(h.ninj, 0);
+    lapict_lvtt_write(t, LAPICT_LVTT_ONESHOT | VEC);
+    fake_window(h, true);
+    fake_advance(h, 100000);
+    assert_int_equal(h->ninj, 0);
 }
 
 static void pending_expiry_delivered_with_new_vector(void **state)
 {
-    (void)state;
-    struct fake_host h;
-    struct lapict_timer t;
-    struct lapict_config c = tu_cfg();
-    tu_setup(&h, &t, &c, TU_NEAR_WRAP, false);
-    countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000);
-    fake_window(&h, false);
-    fake_advance(&h, 1000);
-    lapict_lvtt_write(&t, LAPICT_LVTT_ONESHOT | VEC2);
-    fake_window(&h, true);
-    assert_int_equal(h.ninj, 1);
-    assert_int_equal(h.inj[0].vector, VEC2);
+    struct tu_fix *f = *state;
+    struct fake_host *h = &f->h;
+    struct lapict_timer *t = &f->t;
+    countdown(t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000);
+    fake_window(h, false);
+    fake_advance(h, 1000);
+    lapict_lvtt_write(t, LAPICT_LVTT_ONESHOT | VEC2);
+    fake_window(h, true);
+    assert_int_equal(h->ninj, 1);
+    assert_int_equal(h->inj[0].vector, VEC2);
 }
 
 static void illegal_vector_not_injected_and_reported(void **state)
@@ -1420,36 +1407,33 @@ static void slow_guest_tsc_never_delivers_early(void **state)
 
 static void reset_restores_reset_values_and_cancels_everything(void **state)
 {
-    (void)state;
-    struct fake_host h;
-    struct lapict_timer t;
-    struct lapict_config c = tu_cfg();
+    struct tu_fix *f = *state;
+    struct fake_host *h = &f->h;
+    struct lapict_timer *t = &f->t;
     struct lapict_stats s;
-    tu_setup(&h, &t, &c, TU_NEAR_WRAP, false);
-    countdown(&t, 0x3, LAPICT_LVTT_PERIODIC, VEC, 100000);
-    fake_window(&h, false);
-    fake_advance(&h, 1600000);
-    assert_int_equal(tu_stats(&t).pending, 1);
-    lapict_svr_write(&t, false);
-    assert_int_equal(lapict_reset(&t), LAPICT_OK);
-    assert_int_equal(lapict_lvtt_read(&t), 0x00010000u);
-    assert_int_equal(lapict_tdcr_read(&t), 0);
-    assert_int_equal(lapict_tmict_read(&t), 0);
-    assert_int_equal(lapict_tmcct_read(&t), 0);
-    assert_int_equal(lapict_tsc_deadline_read(&t), 0);
-    assert_false(fake_armed(&h));
-    s = tu_stats(&t);
+    countdown(t, 0x3, LAPICT_LVTT_PERIODIC, VEC, 100000);
+    fake_window(h, false);
+    fake_advance(h, 1600000);
+    assert_int_equal(tu_stats(t).pending, 1);
+    lapict_svr_write(t, false);
+    assert_int_equal(lapict_reset(t), LAPICT_OK);
+    assert_int_equal(lapict_lvtt_read(t), 0x00010000u);
+    assert_int_equal(lapict_tdcr_read(t), 0);
+    assert_int_equal(lapict_tmict_read(t), 0);
+    assert_int_equal(lapict_tmcct_read(t), 0);
+    assert_int_equal(lapict_tsc_deadline_read(t), 0);
+    assert_false(fake_armed(h));
+    s = tu_stats(t);
     assert_int_equal(s.pending, 0);
     assert_true(s.refused >= 1); /* statistics kept */
     assert_int_equal(s.expiries, 1);
-    fake_window(&h, true);
-    fake_advance(&h, 10000000);
-    assert_int_equal(h.ninj, 0);
+    fake_window(h, true);
+    fake_advance(h, 10000000);
+    assert_int_equal(h->ninj, 0);
     /* The SVR disable survives the reset: writes still forced masked. */
-    lapict_lvtt_write(&t, LAPICT_LVTT_PERIODIC | VEC);
-    assert_int_equal(lapict_lvtt_read(&t),
+    lapict_lvtt_write(t, LAPICT_LVTT_PERIODIC | VEC);
+    assert_int_equal(lapict_lvtt_read(t),
                      LAPICT_LVTT_PERIODIC | LAPICT_LVTT_MASK | VEC);
-    tu_check_host(&h);
 }
 
 static void reset_with_hw_timer_armed_cancels_it(void **state)
@@ -2194,13 +2178,8 @@ static void timer_calls_null_instance_are_inval(void **state)
 
 static void stats_start_at_zero(void **state)
 {
-    (void)state;
-    struct fake_host h;
-    struct lapict_timer t;
-    struct lapict_config c = tu_cfg();
-    struct lapict_stats s;
-    tu_setup(&h, &t, &c, 0, true);
-    s = tu_stats(&t);
+    struct tu_fix *f = *state;
+    struct lapict_stats s = tu_stats(&f->t);
     assert_int_equal(s.expiries + s.injections + s.refused + s.masked +
                          s.coalesced + s.dropped + s.illegal_vector +
                          s.mode_errors + s.clamps + s.hv_to_sw + s.sw_to_hv +
@@ -2339,11 +2318,12 @@ int main(int argc, char **argv)
         TU_AT_BASES(oneshot_expires_at_anchor_plus_ns_for_n),
         TU_AT_BASES(tmcct_reads_n_at_reload_never_zero_while_periodic),
         TU_AT_BASES(periodic_reload_is_drift_free),
-        cmocka_unit_test(tmict_zero_stops_timer_and_drops_pending),
+        TU_FIXED_AT_BASES(tmict_zero_stops_timer_and_drops_pending,
+                          TU_HV_NEVER),
         TU_FIXED_AT_BASES(tmict_write_reanchors_and_drops_pending,
                           TU_HV_NEAR_2_64),
         TU_AT_BASES(tdcr_write_preserves_count_and_reanchors),
-        cmocka_unit_test(tdcr_write_while_stopped_just_stores),
+        TU_FIXED_AT_BASES(tdcr_write_while_stopped_just_stores, TU_HV_NEVER),
         TU_AT_BASES(mode_switch_every_pair),
         TU_AT_BASES(min_period_clamp_slows_periodic_to_min_period),
         cmocka_unit_test(min_period_not_applied_at_or_above_min),
@@ -2354,13 +2334,15 @@ int main(int argc, char **argv)
             deadline_msr_reads_zero_after_expiry_delivered_or_masked),
         TU_AT_BASES(negative_delta_never_wraps_deadline),
         TU_AT_BASES(deadline_max_at_slow_tsc_saturates),
-        cmocka_unit_test(deadline_zero_disarms),
-        cmocka_unit_test(deadline_write_drops_pending),
+        TU_FIXED_AT_BASES(deadline_zero_disarms, TU_HV_ALWAYS),
+        TU_FIXED_AT_BASES(deadline_write_drops_pending, TU_HV_NEVER),
         TU_FIXED_AT_BASES(deadline_rewrite_replaces_previous, TU_HV_AT_0),
         TU_FIXED_AT_BASES(masked_timer_keeps_counting_and_drops_expiries,
                           TU_HV_NEAR_2_64),
-        cmocka_unit_test(pending_expiry_masked_before_delivery_is_dropped),
-        cmocka_unit_test(pending_expiry_delivered_with_new_vector),
+        TU_FIXED_AT_BASES(pending_expiry_masked_before_delivery_is_dropped,
+                          TU_HV_NEVER),
+        TU_FIXED_AT_BASES(pending_expiry_delivered_with_new_vector,
+                          TU_HV_NEVER),
         cmocka_unit_test(illegal_vector_not_injected_and_reported),
         cmocka_unit_test(illegal_vector_without_report_op),
         TU_FIXED_AT_BASES(refused_expiry_is_pending_and_delivered_once,
@@ -2389,7 +2371,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(adaptive_advance_stays_bounded_and_per_instance),
         TU_AT_BASES(guest_tsc_2x_rate_never_delivers_early),
         TU_AT_BASES(slow_guest_tsc_never_delivers_early),
-        cmocka_unit_test(reset_restores_reset_values_and_cancels_everything),
+        TU_FIXED_AT_BASES(reset_restores_reset_values_and_cancels_everything,
+                          TU_HV_NEVER),
         TU_FIXED_AT_BASES(reset_with_hw_timer_armed_cancels_it, TU_HV_ALWAYS),
         cmocka_unit_test(
             tsc_deadline_to_periodic_switch_with_hw_timer_armed_never_fires_old_deadline),
@@ -2415,7 +2398,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(tsc_off_rate_stops_deadlines_injected_ahead),
         cmocka_unit_test(stats_get_writes_no_more_than_the_callers_size),
         cmocka_unit_test(timer_calls_null_instance_are_inval),
-        cmocka_unit_test(stats_start_at_zero),
+        TU_FIXED_AT_BASES(stats_start_at_zero, TU_HV_ALWAYS),
         cmocka_unit_test(stall_beyond_2p64_ticks_keeps_the_policy_count),
         TU_AT_BASES(late_due_expiry_is_not_held_back_by_the_next_one),
         cmocka_unit_test(illegal_vector_dropped_at_expiry_with_window_shut),
