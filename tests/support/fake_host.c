@@ -140,7 +140,8 @@ int fake_attach(struct fake_host *h, struct lapict_timer *t,
                 const struct lapict_config *cfg)
 {
     h->timer = t;
-    return lapict_init(t, cfg, &h->ops, h);
+    lapict_sim_wrap_init(&h->rec, &h->ops, h, 0);
+    return lapict_init(t, cfg, &h->rec.ops, &h->rec);
 }
 
 static void check_one_armed(struct fake_host *h)

@@ -59,6 +59,12 @@ struct fake_host {
      * tests can NULL or replace single ops without touching other hosts).
      */
     struct lapict_ops ops;
+    /*
+     * What fake_attach() binds the instance to: the simulated host's
+     * recorder wrapped around @ops, so a test can trace or fault any call
+     * (rec.trace, rec.refuse) and read per-op counts (rec.calls).
+     */
+    struct lapict_sim_wrap rec;
     /* The instance whose callbacks this host runs. */
     struct lapict_timer *timer;
 
@@ -130,7 +136,10 @@ void fake_host_init(struct fake_host *h, uint64_t start_ns, uint32_t tsc_khz,
                     uint64_t tsc_offset, bool offer_hv);
 
 /**
- * fake_attach() - lapict_init(@t, @cfg, &@h->ops, @h) and remember @t.
+ * fake_attach() - wrap @h->ops as it is now in @h->rec, bind @t to the
+ * wrapper (lapict_init(@t, @cfg, &@h->rec.ops, &@h->rec)) and remember @t.
+ * Entries of @h->ops replaced afterwards are still called; ops left out
+ * of @h->ops must be left out before.
  * Return: lapict_init()'s status.
  */
 int fake_attach(struct fake_host *h, struct lapict_timer *t,
