@@ -174,7 +174,7 @@ init_every_limit_and_failed_init_leaves_instance_untouched(void **state)
         if (limit_cases[i].expect != LAPICT_OK)
             assert_memory_equal(&t, &copy, sizeof(t));
         /* "No op is called" by init, successful or not. */
-        assert_int_equal(h.op_calls, 0);
+        assert_int_equal(h.rec.total_calls, 0);
     }
 }
 
@@ -283,7 +283,7 @@ static void init_missing_mandatory_ops_is_e_ops(void **state)
         assert_int_equal(fake_attach(&h, &t, &c), oc->expect);
         if (oc->expect != LAPICT_OK)
             assert_memory_equal(&t, &copy, sizeof(t));
-        assert_int_equal(h.op_calls, 0);
+        assert_int_equal(h.rec.total_calls, 0);
     }
 }
 

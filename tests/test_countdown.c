@@ -81,14 +81,14 @@ static void get_gives_the_instant_of_the_next_expiry(void **state)
 {
     struct fx *f = *state;
     struct lapict_countdown cd;
-    unsigned calls;
+    uint64_t calls;
 
     /* One-shot, divide by 2, 1000 ticks: due at ns_for(1000). */
     arm(&f->t, 0x0, LAPICT_LVTT_ONESHOT, 1000);
     fake_advance(&f->h, 12345);
-    calls = f->h.op_calls;
+    calls = f->h.rec.total_calls;
     assert_int_equal(lapict_countdown_get(&f->t, f->h.now_ns, &cd), LAPICT_OK);
-    assert_int_equal(f->h.op_calls, calls); /* no op */
+    assert_int_equal(f->h.rec.total_calls, calls); /* no op */
     assert_int_equal(cd.lvtt, LAPICT_LVTT_ONESHOT | VEC);
     assert_int_equal(cd.tdcr, 0x0);
     assert_int_equal(cd.tmict, 1000);
@@ -476,20 +476,20 @@ static void restore_rejects_what_no_guest_produces_state_intact(void **state)
     };
     struct lapict_timer before;
     struct lapict_countdown cd;
-    unsigned calls;
+    uint64_t calls;
     size_t i;
 
     arm(&f->t, 0x3, LAPICT_LVTT_PERIODIC, 777);
     fake_advance(&f->h, 1234);
     before = f->t;
-    calls = f->h.op_calls;
+    calls = f->h.rec.total_calls;
     for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         cd = cd_of(bad[i].lvtt, bad[i].tdcr, bad[i].tmict,
                    bad[i].next ? f->h.now_ns + 1000 : LAPICT_COUNTDOWN_NONE);
         assert_int_equal(lapict_countdown_restore(&f->t, &cd, f->h.now_ns),
                          bad[i].rc);
         assert_memory_equal(&f->t, &before, sizeof(before));
-        assert_int_equal(f->h.op_calls, calls);
+        assert_int_equal(f->h.rec.total_calls, calls);
     }
     assert_int_equal(lapict_countdown_restore(NULL, &cd, 0), LAPICT_E_INVAL);
     assert_int_equal(lapict_countdown_restore(&f->t, NULL, 0), LAPICT_E_INVAL);

@@ -1129,7 +1129,7 @@ static void long_stall_gives_one_interrupt_with_o1_host_work(void **state)
         assert_int_equal(h->inj[0].ns, a + stalls[i]);
         assert_int_equal(s.coalesced - s0.coalesced, k - 1);
         assert_true(h->sw_arms + h->hv_arms <= 2);
-        assert_true(h->op_calls <= 16);
+        assert_true(h->rec.total_calls <= 16);
         assert_true(fake_armed(h));
         assert_int_equal(fake_armed_at(h), a + (k + 1) * P);
         assert_int_equal(lapict_tmcct_read(t), P - stalls[i] % P);
@@ -1794,9 +1794,9 @@ static void fini_cancels_host_timer_and_uninitialises(void **state)
     assert_false(fake_armed(&h));
     assert_int_equal(hv ? h.hv_cancels : h.sw_cancels, 1);
     /* A callback already under way finds no instance: no op called. */
-    h.op_calls = 0;
+    h.rec.total_calls = 0;
     assert_int_equal(lapict_expire(&t), LAPICT_E_INVAL);
-    assert_int_equal(h.op_calls, 0);
+    assert_int_equal(h.rec.total_calls, 0);
     assert_int_equal(lapict_tmict_write(&t, 5), LAPICT_E_INVAL);
     assert_int_equal(lapict_xapic_read(&t, LAPICT_XAPIC_TMICT, &v),
                      LAPICT_E_INVAL);
@@ -1825,9 +1825,9 @@ static void fini_of_an_idle_instance_calls_no_op(void **state)
     struct lapict_config c = tu_cfg();
     (void)state;
     tu_setup(&h, &t, &c, 0, true);
-    h.op_calls = 0;
+    h.rec.total_calls = 0;
     assert_int_equal(lapict_fini(&t), LAPICT_OK);
-    assert_int_equal(h.op_calls, 0);
+    assert_int_equal(h.rec.total_calls, 0);
     assert_int_equal(lapict_expire(&t), LAPICT_E_INVAL);
 }
 

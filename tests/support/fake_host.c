@@ -11,9 +11,7 @@ __extension__ typedef unsigned __int128 fake_u128;
 
 static struct fake_host *host_of(void *ctx)
 {
-    struct fake_host *h = ctx;
-    h->op_calls++;
-    return h;
+    return ctx;
 }
 
 uint64_t fake_tsc(struct fake_host *h)
@@ -292,7 +290,9 @@ uint64_t fake_armed_at(const struct fake_host *h)
 void fake_clear_records(struct fake_host *h)
 {
     h->ninj = h->ndlv = h->inject_calls = h->refusals = 0;
-    h->spins = h->nrep = h->op_calls = h->expire_calls = 0;
+    h->spins = h->nrep = h->expire_calls = 0;
+    memset(h->rec.calls, 0, sizeof(h->rec.calls));
+    h->rec.total_calls = 0;
     h->sw_arms = h->sw_cancels = h->sw_fires = 0;
     h->hv_arms = h->hv_cancels = h->hv_refusals = h->hv_fires = 0;
 }

@@ -110,9 +110,9 @@ struct fake_host {
     struct fake_report rep[FAKE_MAX_REPORTS];
     unsigned nrep;
 
-    /* Every op call, lapict_expire() calls made by the fake, and the
-     * number of times both host timers were armed after a library call. */
-    unsigned op_calls;
+    /* lapict_expire() calls made by the fake, and the number of times
+     * both host timers were armed after a library call (op calls are
+     * counted by rec). */
     unsigned expire_calls;
     unsigned both_armed;
     /* fake_advance() gave up after 10^6 callbacks in one call (the library
