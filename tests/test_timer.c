@@ -375,43 +375,43 @@ static void min_period_clamp_slows_periodic_to_min_period(void **state)
     }
 }
 
+/* The fixture of the rules of a 200 us minimum period. */
+static int min_period_200us_setup(void **state)
+{
+    struct lapict_config c = tu_cfg();
+    c.min_period_ns = 200000;
+    return tu_fix_setup_cfg(state, &c);
+}
+
 static void min_period_not_applied_at_or_above_min(void **state)
 {
-    (void)state;
-    struct fake_host h;
-    struct lapict_timer t;
-    struct lapict_config c = tu_cfg();
+    struct tu_fix *f = *state;
     struct lapict_stats s;
-    c.min_period_ns = 200000;
-    tu_setup(&h, &t, &c, 0, false);
     /* ns_for(100000) at /2 is exactly 200000: not below, not clamped. */
-    countdown(&t, 0x0, LAPICT_LVTT_PERIODIC, VEC, 100000);
-    fake_advance(&h, 400000);
-    assert_int_equal(h.ninj, 2);
-    s = tu_stats(&t);
+    countdown(&f->t, 0x0, LAPICT_LVTT_PERIODIC, VEC, 100000);
+    fake_advance(&f->h, 400000);
+    assert_int_equal(f->h.ninj, 2);
+    s = tu_stats(&f->t);
     assert_int_equal(s.clamps, 0);
     assert_false(s.clamp_reported);
 }
 
 static void min_period_never_clamps_oneshot_or_deadline(void **state)
 {
-    (void)state;
-    struct fake_host h;
-    struct lapict_timer t;
-    struct lapict_config c = tu_cfg();
+    struct tu_fix *f = *state;
+    struct fake_host *h = &f->h;
+    struct lapict_timer *t = &f->t;
     struct lapict_stats s;
-    c.min_period_ns = 200000;
-    tu_setup(&h, &t, &c, TU_NEAR_WRAP, false);
-    countdown(&t, 0x0, LAPICT_LVTT_ONESHOT, VEC, 7);
-    fake_advance(&h, 13);
-    assert_int_equal(h.ninj, 0);
-    fake_advance(&h, 1);
-    assert_int_equal(h.ninj, 1);
-    lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
-    lapict_tsc_deadline_write(&t, fake_tsc(&h) + 10);
-    fake_advance(&h, 10);
-    assert_int_equal(h.ninj, 2);
-    s = tu_stats(&t);
+    countdown(t, 0x0, LAPICT_LVTT_ONESHOT, VEC, 7);
+    fake_advance(h, 13);
+    assert_int_equal(h->ninj, 0);
+    fake_advance(h, 1);
+    assert_int_equal(h->ninj, 1);
+    lapict_lvtt_write(t, LAPICT_LVTT_TSC_DEADLINE | VEC);
+    lapict_tsc_deadline_write(t, fake_tsc(h) + 10);
+    fake_advance(h, 10);
+    assert_int_equal(h->ninj, 2);
+    s = tu_stats(t);
     assert_int_equal(s.clamps, 0);
     assert_false(s.clamp_reported);
 }
@@ -2326,8 +2326,10 @@ int main(int argc, char **argv)
         TU_FIXED_AT_BASES(tdcr_write_while_stopped_just_stores, TU_HV_NEVER),
         TU_AT_BASES(mode_switch_every_pair),
         TU_AT_BASES(min_period_clamp_slows_periodic_to_min_period),
-        cmocka_unit_test(min_period_not_applied_at_or_above_min),
-        cmocka_unit_test(min_period_never_clamps_oneshot_or_deadline),
+        TU_FIXED_AT_BASES_WITH(min_period_not_applied_at_or_above_min,
+                               TU_HV_NEVER, min_period_200us_setup),
+        TU_FIXED_AT_BASES_WITH(min_period_never_clamps_oneshot_or_deadline,
+                               TU_HV_NEVER, min_period_200us_setup),
         TU_AT_BASES(min_period_clamp_start_stop_preserves_count),
         TU_AT_BASES(deadline_fires_when_guest_tsc_reaches_d),
         cmocka_unit_test(
