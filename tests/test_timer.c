@@ -1176,24 +1176,19 @@ static void fixed_advance_injects_early_and_spins_to_instant(void **state)
 /* Behaviour choice: only lapict_expire() applies the advance. */
 static void only_expire_applies_advance(void **state)
 {
-    (void)state;
-    struct fake_host h;
-    struct lapict_timer t;
-    struct lapict_config c = tu_cfg();
-    uint64_t a;
-    c.advance_mode = LAPICT_ADVANCE_FIXED;
-    c.advance_ns = 5000;
-    tu_setup(&h, &t, &c, TU_NEAR_WRAP, false);
-    a = h.now_ns;
-    countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000000);
-    fake_stall(&h, 1000000 - 100);
-    assert_int_equal(lapict_tmcct_read(&t), 100);
-    assert_int_equal(h.ninj, 0);
-    fake_run_due(&h); /* the late host timer */
-    assert_int_equal(h.ninj, 1);
-    assert_int_equal(h.inj[0].ns, a + 1000000 - 100);
-    fake_enter(&h);
-    assert_int_equal(h.dlv[0].ns, a + 1000000);
+    struct tu_fix *f = *state;
+    struct fake_host *h = &f->h;
+    struct lapict_timer *t = &f->t;
+    uint64_t a = h->now_ns;
+    countdown(t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000000);
+    fake_stall(h, 1000000 - 100);
+    assert_int_equal(lapict_tmcct_read(t), 100);
+    assert_int_equal(h->ninj, 0);
+    fake_run_due(h); /* the late host timer */
+    assert_int_equal(h->ninj, 1);
+    assert_int_equal(h->inj[0].ns, a + 1000000 - 100);
+    fake_enter(h);
+    assert_int_equal(h->dlv[0].ns, a + 1000000);
 }
 
 static void no_spin_op_means_no_advance(void **state)
@@ -1820,15 +1815,11 @@ static void fini_cancels_host_timer_and_uninitialises(void **state)
 /* lapict_fini() with nothing armed cancels nothing: no op is called. */
 static void fini_of_an_idle_instance_calls_no_op(void **state)
 {
-    struct fake_host h;
-    struct lapict_timer t;
-    struct lapict_config c = tu_cfg();
-    (void)state;
-    tu_setup(&h, &t, &c, 0, true);
-    h.rec.total_calls = 0;
-    assert_int_equal(lapict_fini(&t), LAPICT_OK);
-    assert_int_equal(h.rec.total_calls, 0);
-    assert_int_equal(lapict_expire(&t), LAPICT_E_INVAL);
+    struct tu_fix *f = *state;
+    f->h.rec.total_calls = 0;
+    assert_int_equal(lapict_fini(&f->t), LAPICT_OK);
+    assert_int_equal(f->h.rec.total_calls, 0);
+    assert_int_equal(lapict_expire(&f->t), LAPICT_E_INVAL);
 }
 
 /* timer.h, struct lapict_stats: two measurements per interrupt
@@ -2366,7 +2357,8 @@ int main(int argc, char **argv)
                           TU_HV_NEAR_2_64),
         TU_FIXED_AT_BASES_WITH(fixed_advance_injects_early_and_spins_to_instant,
                                TU_HV_NEAR_2_64, advance_5000_setup),
-        cmocka_unit_test(only_expire_applies_advance),
+        TU_FIXED_AT_BASES_WITH(only_expire_applies_advance, TU_HV_NEVER,
+                               advance_5000_setup),
         cmocka_unit_test(no_spin_op_means_no_advance),
         TU_FIXED_AT_BASES_WITH(deadline_closer_than_advance_fires_at_once,
                                TU_HV_NEAR_2_64, advance_5000_setup),
@@ -2389,7 +2381,7 @@ int main(int argc, char **argv)
             tsc_going_back_before_entry_ends_wait_without_double,
             TU_HV_NEAR_2_64, advance_5000_setup),
         TU_AT_BASES(fini_cancels_host_timer_and_uninitialises),
-        cmocka_unit_test(fini_of_an_idle_instance_calls_no_op),
+        TU_FIXED_AT_BASES(fini_of_an_idle_instance_calls_no_op, TU_HV_ALWAYS),
         TU_FIXED_AT_BASES_WITH(stats_tell_guest_entry_from_host_arrival,
                                TU_HV_NEAR_2_64, advance_5000_setup),
         cmocka_unit_test(stats_guest_ns_is_negative_only_when_really_early),
