@@ -34,212 +34,188 @@ static uint32_t lcg(uint32_t *s)
 
 static void hv_timer_used_when_offered_and_running(void **state)
 {
-    (void)state;
-    size_t b;
-    for (b = 0; b < TU_NBASES; b++) {
-        struct fake_host h;
-        struct lapict_timer t;
-        struct lapict_config c = tu_cfg();
-        uint64_t a;
-        tu_setup(&h, &t, &c, tu_bases[b], true);
-        a = h.now_ns;
-        countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000000);
-        assert_true(h.hv_armed);
-        assert_int_equal(h.hv_at, a + 1000000);
-        assert_false(h.sw_armed);
-        assert_int_equal(h.sw_arms, 0);
-        fake_advance(&h, 1000000);
-        assert_int_equal(h.ninj, 1);
-        assert_int_equal(h.hv_fires, 1);
-        assert_int_equal(h.sw_fires, 0);
-        tu_check_host(&h);
-    }
+    struct tu_fix *f = *state;
+    struct fake_host *h = &f->h;
+    struct lapict_timer *t = &f->t;
+    uint64_t a;
+    a = h->now_ns;
+    countdown(t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000000);
+    assert_true(h->hv_armed);
+    assert_int_equal(h->hv_at, a + 1000000);
+    assert_false(h->sw_armed);
+    assert_int_equal(h->sw_arms, 0);
+    fake_advance(h, 1000000);
+    assert_int_equal(h->ninj, 1);
+    assert_int_equal(h->hv_fires, 1);
+    assert_int_equal(h->sw_fires, 0);
 }
 
 static void sw_timer_used_without_hv(void **state)
 {
-    (void)state;
-    struct fake_host h;
-    struct lapict_timer t;
-    struct lapict_config c = tu_cfg();
-    tu_setup(&h, &t, &c, 0, false);
-    countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000000);
-    assert_true(h.sw_armed);
-    assert_int_equal(h.sw_at, 1000000);
-    assert_int_equal(h.sw_arms, 1);
+    struct tu_fix *f = *state;
+    struct fake_host *h = &f->h;
+    struct lapict_timer *t = &f->t;
+    uint64_t a = h->now_ns;
+    countdown(t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000000);
+    assert_true(h->sw_armed);
+    assert_int_equal(h->sw_at, a + 1000000);
+    assert_int_equal(h->sw_arms, 1);
     /* Blocking/unblocking with no hv timer changes nothing. */
-    fake_block(&h);
-    fake_unblock(&h);
-    assert_true(h.sw_armed);
-    assert_int_equal(h.sw_at, 1000000);
-    assert_int_equal(tu_stats(&t).hv_to_sw, 0);
-    assert_int_equal(tu_stats(&t).sw_to_hv, 0);
+    fake_block(h);
+    fake_unblock(h);
+    assert_true(h->sw_armed);
+    assert_int_equal(h->sw_at, a + 1000000);
+    assert_int_equal(tu_stats(t).hv_to_sw, 0);
+    assert_int_equal(tu_stats(t).sw_to_hv, 0);
 }
 
 static void vcpu_blocking_moves_hv_to_sw_and_back(void **state)
 {
-    (void)state;
-    size_t b;
-    for (b = 0; b < TU_NBASES; b++) {
-        struct fake_host h;
-        struct lapict_timer t;
-        struct lapict_config c = tu_cfg();
-        struct lapict_stats s;
-        uint64_t a;
-        tu_setup(&h, &t, &c, tu_bases[b], true);
-        a = h.now_ns;
-        countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000000);
-        fake_advance(&h, 100000);
-        assert_int_equal(fake_block(&h), LAPICT_OK);
-        assert_true(h.sw_armed);
-        assert_int_equal(h.sw_at, a + 1000000);
-        assert_false(h.hv_armed);
-        assert_true(h.hv_cancels >= 1);
-        s = tu_stats(&t);
-        assert_int_equal(s.hv_to_sw, 1);
-        assert_int_equal(fake_unblock(&h), LAPICT_OK);
-        assert_true(h.hv_armed);
-        assert_int_equal(h.hv_at, a + 1000000);
-        assert_false(h.sw_armed);
-        s = tu_stats(&t);
-        assert_int_equal(s.sw_to_hv, 1);
-        /* Blocked through the expiry: the sw timer wakes it, once. */
-        fake_block(&h);
-        fake_advance_to(&h, a + 1000000);
-        assert_int_equal(h.ninj, 1);
-        assert_int_equal(h.inj[0].ns, a + 1000000);
-        fake_unblock(&h);
-        fake_advance(&h, 5000000);
-        assert_int_equal(h.ninj, 1);
-        /* Nothing armed: blocking arms nothing. */
-        h.sw_arms = h.hv_arms = 0;
-        fake_block(&h);
-        fake_unblock(&h);
-        assert_int_equal(h.sw_arms + h.hv_arms, 0);
-        assert_false(fake_armed(&h));
-        tu_check_host(&h);
-    }
+    struct tu_fix *f = *state;
+    struct fake_host *h = &f->h;
+    struct lapict_timer *t = &f->t;
+    struct lapict_stats s;
+    uint64_t a;
+    a = h->now_ns;
+    countdown(t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000000);
+    fake_advance(h, 100000);
+    assert_int_equal(fake_block(h), LAPICT_OK);
+    assert_true(h->sw_armed);
+    assert_int_equal(h->sw_at, a + 1000000);
+    assert_false(h->hv_armed);
+    assert_true(h->hv_cancels >= 1);
+    s = tu_stats(t);
+    assert_int_equal(s.hv_to_sw, 1);
+    assert_int_equal(fake_unblock(h), LAPICT_OK);
+    assert_true(h->hv_armed);
+    assert_int_equal(h->hv_at, a + 1000000);
+    assert_false(h->sw_armed);
+    s = tu_stats(t);
+    assert_int_equal(s.sw_to_hv, 1);
+    /* Blocked through the expiry: the sw timer wakes it, once. */
+    fake_block(h);
+    fake_advance_to(h, a + 1000000);
+    assert_int_equal(h->ninj, 1);
+    assert_int_equal(h->inj[0].ns, a + 1000000);
+    fake_unblock(h);
+    fake_advance(h, 5000000);
+    assert_int_equal(h->ninj, 1);
+    /* Nothing armed: blocking arms nothing. */
+    h->sw_arms = h->hv_arms = 0;
+    fake_block(h);
+    fake_unblock(h);
+    assert_int_equal(h->sw_arms + h->hv_arms, 0);
+    assert_false(fake_armed(h));
 }
 
 static void hv_refusal_falls_back_to_sw_until_next_rearm(void **state)
 {
-    (void)state;
-    struct fake_host h;
-    struct lapict_timer t;
-    struct lapict_config c = tu_cfg();
+    struct tu_fix *f = *state;
+    struct fake_host *h = &f->h;
+    struct lapict_timer *t = &f->t;
     uint64_t a;
-    tu_setup(&h, &t, &c, TU_NEAR_WRAP, true);
-    a = h.now_ns;
-    h.hv_refuse = true;
-    countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1000000);
-    assert_int_equal(h.hv_refusals, 1);
-    assert_true(h.sw_armed);
-    assert_int_equal(h.sw_at, a + 1000000);
-    assert_int_equal(tu_stats(&t).hv_refused, 1);
-    h.hv_refuse = false;
-    fake_advance_to(&h, a + 1000000);
-    assert_int_equal(h.ninj, 1);
-    assert_int_equal(h.sw_fires, 1);
+    a = h->now_ns;
+    h->hv_refuse = true;
+    countdown(t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1000000);
+    assert_int_equal(h->hv_refusals, 1);
+    assert_true(h->sw_armed);
+    assert_int_equal(h->sw_at, a + 1000000);
+    assert_int_equal(tu_stats(t).hv_refused, 1);
+    h->hv_refuse = false;
+    fake_advance_to(h, a + 1000000);
+    assert_int_equal(h->ninj, 1);
+    assert_int_equal(h->sw_fires, 1);
     /* The next re-arm tries the hardware timer again. */
-    assert_true(h.hv_armed);
-    assert_false(h.sw_armed);
-    assert_int_equal(h.hv_at, a + 2000000);
-    fake_advance_to(&h, a + 2000000);
-    assert_int_equal(h.ninj, 2);
-    assert_int_equal(h.hv_fires, 1);
-    tu_check_host(&h);
+    assert_true(h->hv_armed);
+    assert_false(h->sw_armed);
+    assert_int_equal(h->hv_at, a + 2000000);
+    fake_advance_to(h, a + 2000000);
+    assert_int_equal(h->ninj, 2);
+    assert_int_equal(h->hv_fires, 1);
 }
 
 static void hv_refuses_beyond_range_uses_sw(void **state)
 {
-    (void)state;
-    struct fake_host h;
-    struct lapict_timer t;
-    struct lapict_config c = tu_cfg();
-    uint64_t a;
-    tu_setup(&h, &t, &c, 0, true);
-    h.hv_max_ahead_ns = 1000000;
-    countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 5000000);
-    assert_true(h.sw_armed);
-    assert_false(h.hv_armed);
-    assert_int_equal(h.sw_at, 5000000);
-    a = h.now_ns;
-    lapict_tmict_write(&t, 500000);
-    assert_true(h.hv_armed);
-    assert_false(h.sw_armed);
-    assert_int_equal(h.hv_at, a + 500000);
-    fake_advance(&h, 10000000);
-    assert_int_equal(h.ninj, 1);
-    assert_int_equal(h.inj[0].ns, a + 500000);
-    tu_check_host(&h);
+    struct tu_fix *f = *state;
+    struct fake_host *h = &f->h;
+    struct lapict_timer *t = &f->t;
+    uint64_t a = h->now_ns;
+    h->hv_max_ahead_ns = 1000000;
+    countdown(t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 5000000);
+    assert_true(h->sw_armed);
+    assert_false(h->hv_armed);
+    assert_int_equal(h->sw_at, a + 5000000);
+    lapict_tmict_write(t, 500000);
+    assert_true(h->hv_armed);
+    assert_false(h->sw_armed);
+    assert_int_equal(h->hv_at, a + 500000);
+    fake_advance(h, 10000000);
+    assert_int_equal(h->ninj, 1);
+    assert_int_equal(h->inj[0].ns, a + 500000);
 }
 
 /* Regression: many hw<->sw moves while periodic runs; expiries stay on the
  * grid a + ns_for(k N), none lost or doubled. */
 static void periodic_drift_across_hw_sw_switches(void **state)
 {
-    (void)state;
     static const uint64_t rates[] = {1000000000ull, 134217728ull};
-    size_t b, r;
-    for (b = 0; b < TU_NBASES; b++)
-        for (r = 0; r < 2; r++) {
-            struct fake_host h;
-            struct lapict_timer t;
-            struct lapict_config c = tu_cfg();
-            uint32_t seed = 12345, N = (uint32_t)(rates[r] / 4000);
-            uint64_t a, end, k, n = 0;
-            int i;
-            c.bus_hz = rates[r];
-            tu_setup(&h, &t, &c, tu_bases[b], true);
-            a = h.now_ns;
-            countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, VEC, N);
-            for (i = 0; i < 600; i++) {
-                fake_advance(&h, 1 + lcg(&seed) % 400000);
-                if (h.blocked)
-                    fake_unblock(&h);
-                else
-                    fake_block(&h);
-                if (i % 7 == 0)
-                    fake_run_due(&h);
-            }
+    size_t b = tu_base_index(state), r;
+    for (r = 0; r < 2; r++) {
+        struct fake_host h;
+        struct lapict_timer t;
+        struct lapict_config c = tu_cfg();
+        uint32_t seed = 12345, N = (uint32_t)(rates[r] / 4000);
+        uint64_t a, end, k, n = 0;
+        int i;
+        c.bus_hz = rates[r];
+        tu_setup(&h, &t, &c, tu_bases[b], true);
+        a = h.now_ns;
+        countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, VEC, N);
+        for (i = 0; i < 600; i++) {
+            fake_advance(&h, 1 + lcg(&seed) % 400000);
             if (h.blocked)
                 fake_unblock(&h);
-            end = h.now_ns - a;
-            while (oracle_ns_for((n + 1) * N, rates[r], 1) <= end)
-                n++;
-            assert_int_equal(h.ninj, n);
-            for (k = 0; k < n && k < FAKE_MAX_EVENTS; k++)
-                assert_int_equal(h.inj[k].ns,
-                                 a + oracle_ns_for((k + 1) * N, rates[r], 1));
-            assert_true(tu_stats(&t).hv_to_sw >= 100);
-            assert_true(tu_stats(&t).sw_to_hv >= 100);
-            tu_check_host(&h);
+            else
+                fake_block(&h);
+            if (i % 7 == 0)
+                fake_run_due(&h);
         }
+        if (h.blocked)
+            fake_unblock(&h);
+        end = h.now_ns - a;
+        while (oracle_ns_for((n + 1) * N, rates[r], 1) <= end)
+            n++;
+        assert_int_equal(h.ninj, n);
+        for (k = 0; k < n && k < FAKE_MAX_EVENTS; k++)
+            assert_int_equal(h.inj[k].ns,
+                             a + oracle_ns_for((k + 1) * N, rates[r], 1));
+        assert_true(tu_stats(&t).hv_to_sw >= 100);
+        assert_true(tu_stats(&t).sw_to_hv >= 100);
+        tu_check_host(&h);
+    }
 }
 
 /* Behaviour choice: the host timer is re-armed only when its target moves. */
 static void host_timer_rearmed_only_when_target_changes(void **state)
 {
-    (void)state;
-    struct fake_host h;
-    struct lapict_timer t;
-    struct lapict_config c = tu_cfg();
+    struct tu_fix *f = *state;
+    struct fake_host *h = &f->h;
+    struct lapict_timer *t = &f->t;
     int i;
-    tu_setup(&h, &t, &c, 0, true);
-    countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000000);
-    assert_int_equal(h.hv_arms, 1);
+    countdown(t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000000);
+    assert_int_equal(h->hv_arms, 1);
     for (i = 0; i < 10; i++) {
-        fake_advance(&h, 1000);
-        lapict_tmcct_read(&t);
-        lapict_lvtt_read(&t);
-        lapict_tmict_read(&t);
-        lapict_lvtt_write(&t, LAPICT_LVTT_ONESHOT | (VEC + (uint32_t)i));
-        lapict_before_guest_entry(&t);
-        lapict_irq_window_open(&t);
+        fake_advance(h, 1000);
+        lapict_tmcct_read(t);
+        lapict_lvtt_read(t);
+        lapict_tmict_read(t);
+        lapict_lvtt_write(t, LAPICT_LVTT_ONESHOT | (VEC + (uint32_t)i));
+        lapict_before_guest_entry(t);
+        lapict_irq_window_open(t);
     }
-    assert_int_equal(h.hv_arms, 1);
-    assert_int_equal(h.sw_arms, 0);
-    assert_true(h.hv_armed);
+    assert_int_equal(h->hv_arms, 1);
+    assert_int_equal(h->sw_arms, 0);
+    assert_true(h->hv_armed);
 }
 
 /* ---- Re-entry ---------------------------------------------------------- */
@@ -271,42 +247,39 @@ static bool reentry_inject(void *ctx, uint8_t vector)
 
 static void reentry_from_an_op_is_refused_without_storm(void **state)
 {
-    size_t b;
-    (void)state;
-    for (b = 0; b < TU_NBASES; b++) {
-        struct fake_host h;
-        struct lapict_timer t;
-        struct lapict_config c = tu_cfg();
-        struct lapict_stats s;
-        uint64_t a;
-        fake_host_init(&h, tu_bases[b], c.tsc_khz, 0, b == 1);
-        reentry_inner_inject = h.ops.inject;
-        h.ops.inject = reentry_inject;
-        assert_int_equal(fake_attach(&h, &t, &c), LAPICT_OK);
-        a = h.now_ns;
-        countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1000);
-        memset(reentry_rc, 0, sizeof(reentry_rc));
-        reentry_read = 1;
-        fake_advance(&h, 1000);
-        assert_int_equal(h.ninj, 1);
-        assert_int_equal(reentry_rc[0], LAPICT_E_REENTRY);
-        assert_int_equal(reentry_rc[1], LAPICT_E_REENTRY);
-        assert_int_equal(reentry_rc[2], LAPICT_E_REENTRY);
-        assert_int_equal(reentry_rc[3], LAPICT_E_REENTRY);
-        assert_int_equal(reentry_rc[4], LAPICT_E_REENTRY);
-        assert_int_equal(reentry_rc[5], LAPICT_E_REENTRY);
-        assert_int_equal(reentry_rc[6], LAPICT_E_REENTRY);
-        assert_int_equal(reentry_read, 0);
-        /* The refused write changed nothing: still N = 1000 on its grid. */
-        assert_int_equal(lapict_tmict_read(&t), 1000);
-        s = tu_stats(&t);
-        assert_int_equal(s.pending, 0);
-        assert_int_equal(s.injections, 1);
-        fake_advance(&h, 1000);
-        assert_int_equal(h.ninj, 2);
-        assert_int_equal(h.inj[1].ns, a + 2000);
-        tu_check_host(&h);
-    }
+    size_t b = tu_base_index(state);
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    struct lapict_stats s;
+    uint64_t a;
+    fake_host_init(&h, tu_bases[b], c.tsc_khz, 0, b == 1);
+    reentry_inner_inject = h.ops.inject;
+    h.ops.inject = reentry_inject;
+    assert_int_equal(fake_attach(&h, &t, &c), LAPICT_OK);
+    a = h.now_ns;
+    countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1000);
+    memset(reentry_rc, 0, sizeof(reentry_rc));
+    reentry_read = 1;
+    fake_advance(&h, 1000);
+    assert_int_equal(h.ninj, 1);
+    assert_int_equal(reentry_rc[0], LAPICT_E_REENTRY);
+    assert_int_equal(reentry_rc[1], LAPICT_E_REENTRY);
+    assert_int_equal(reentry_rc[2], LAPICT_E_REENTRY);
+    assert_int_equal(reentry_rc[3], LAPICT_E_REENTRY);
+    assert_int_equal(reentry_rc[4], LAPICT_E_REENTRY);
+    assert_int_equal(reentry_rc[5], LAPICT_E_REENTRY);
+    assert_int_equal(reentry_rc[6], LAPICT_E_REENTRY);
+    assert_int_equal(reentry_read, 0);
+    /* The refused write changed nothing: still N = 1000 on its grid. */
+    assert_int_equal(lapict_tmict_read(&t), 1000);
+    s = tu_stats(&t);
+    assert_int_equal(s.pending, 0);
+    assert_int_equal(s.injections, 1);
+    fake_advance(&h, 1000);
+    assert_int_equal(h.ninj, 2);
+    assert_int_equal(h.inj[1].ns, a + 2000);
+    tu_check_host(&h);
 }
 
 /* ---- Optional ops ------------------------------------------------------ */
@@ -317,38 +290,34 @@ static void reentry_from_an_op_is_refused_without_storm(void **state)
  * is only counted. */
 static void optional_ops_left_out_are_not_called(void **state)
 {
-    size_t b;
-    (void)state;
-    for (b = 0; b < TU_NBASES; b++) {
-        struct fake_host h;
-        struct lapict_timer t;
-        struct lapict_config c = tu_cfg();
-        struct lapict_stats s;
-        uint64_t a;
-        c.advance_mode = LAPICT_ADVANCE_FIXED;
-        c.advance_ns = 5000;
-        c.advance_max_ns = 5000;
-        fake_host_init(&h, tu_bases[b], c.tsc_khz, 0, b == 1);
-        fake_ops_null(&h.ops, FAKE_OP_SPIN | FAKE_OP_REPORT);
-        assert_int_equal(fake_attach(&h, &t, &c), LAPICT_OK);
-        a = h.now_ns;
-        countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 100000);
-        assert_int_equal(fake_armed_at(&h), a + 100000);
-        fake_advance(&h, 300000);
-        fake_enter(&h);
-        assert_int_equal(h.ninj, 3);
-        assert_int_equal(h.inj[0].ns, a + 100000);
-        assert_int_equal(h.inj[2].ns, a + 300000);
-        assert_int_equal(lapict_lvtt_write(&t, LAPICT_LVTT_MODE | VEC),
-                         LAPICT_OK);
-        s = tu_stats(&t);
-        assert_int_equal(s.advance_ns, 0);
-        assert_int_equal(s.spins, 0);
-        assert_int_equal(s.mode_errors, 1);
-        assert_int_equal(h.spins, 0);
-        assert_int_equal(h.nrep, 0);
-        tu_check_host(&h);
-    }
+    size_t b = tu_base_index(state);
+    struct fake_host h;
+    struct lapict_timer t;
+    struct lapict_config c = tu_cfg();
+    struct lapict_stats s;
+    uint64_t a;
+    c.advance_mode = LAPICT_ADVANCE_FIXED;
+    c.advance_ns = 5000;
+    c.advance_max_ns = 5000;
+    fake_host_init(&h, tu_bases[b], c.tsc_khz, 0, b == 1);
+    fake_ops_null(&h.ops, FAKE_OP_SPIN | FAKE_OP_REPORT);
+    assert_int_equal(fake_attach(&h, &t, &c), LAPICT_OK);
+    a = h.now_ns;
+    countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 100000);
+    assert_int_equal(fake_armed_at(&h), a + 100000);
+    fake_advance(&h, 300000);
+    fake_enter(&h);
+    assert_int_equal(h.ninj, 3);
+    assert_int_equal(h.inj[0].ns, a + 100000);
+    assert_int_equal(h.inj[2].ns, a + 300000);
+    assert_int_equal(lapict_lvtt_write(&t, LAPICT_LVTT_MODE | VEC), LAPICT_OK);
+    s = tu_stats(&t);
+    assert_int_equal(s.advance_ns, 0);
+    assert_int_equal(s.spins, 0);
+    assert_int_equal(s.mode_errors, 1);
+    assert_int_equal(h.spins, 0);
+    assert_int_equal(h.nrep, 0);
+    tu_check_host(&h);
 }
 
 /* ---- The choke point ---------------------------------------------------- */
@@ -408,15 +377,17 @@ static void only_ops_c_calls_through_the_ops_table(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(hv_timer_used_when_offered_and_running),
-        cmocka_unit_test(sw_timer_used_without_hv),
-        cmocka_unit_test(vcpu_blocking_moves_hv_to_sw_and_back),
-        cmocka_unit_test(hv_refusal_falls_back_to_sw_until_next_rearm),
-        cmocka_unit_test(hv_refuses_beyond_range_uses_sw),
-        cmocka_unit_test(periodic_drift_across_hw_sw_switches),
-        cmocka_unit_test(host_timer_rearmed_only_when_target_changes),
-        cmocka_unit_test(reentry_from_an_op_is_refused_without_storm),
-        cmocka_unit_test(optional_ops_left_out_are_not_called),
+        TU_FIXED_AT_BASES(hv_timer_used_when_offered_and_running, TU_HV_ALWAYS),
+        TU_FIXED_AT_BASES(sw_timer_used_without_hv, TU_HV_NEVER),
+        TU_FIXED_AT_BASES(vcpu_blocking_moves_hv_to_sw_and_back, TU_HV_ALWAYS),
+        TU_FIXED_AT_BASES(hv_refusal_falls_back_to_sw_until_next_rearm,
+                          TU_HV_ALWAYS),
+        TU_FIXED_AT_BASES(hv_refuses_beyond_range_uses_sw, TU_HV_ALWAYS),
+        TU_AT_BASES(periodic_drift_across_hw_sw_switches),
+        TU_FIXED_AT_BASES(host_timer_rearmed_only_when_target_changes,
+                          TU_HV_ALWAYS),
+        TU_AT_BASES(reentry_from_an_op_is_refused_without_storm),
+        TU_AT_BASES(optional_ops_left_out_are_not_called),
         cmocka_unit_test(only_ops_c_calls_through_the_ops_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

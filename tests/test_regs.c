@@ -229,37 +229,34 @@ static void tdcr_stores_bits_3_1_0(void **state)
  * earlier, at two bus rates and at two clock bases. */
 static void tdcr_every_value_selects_divide_table(void **state)
 {
-    (void)state;
     static const uint64_t buses[] = {1000000000ull, 134217728ull};
-    size_t b, bi;
+    size_t b = tu_base_index(state), bi;
     uint32_t v;
-    for (b = 0; b < TU_NBASES; b++) {
-        for (bi = 0; bi < 2; bi++) {
-            for (v = 0; v < 16; v++) {
-                struct fake_host h;
-                struct lapict_timer t;
-                struct lapict_config c = tu_cfg();
-                uint64_t a, at;
-                c.bus_hz = buses[bi];
-                setup(&h, &t, &c, tu_bases[b]);
-                fake_advance(&h, 7);
-                a = h.now_ns;
-                lapict_tdcr_write(&t, v);
-                lapict_lvtt_write(&t, VEC);
-                lapict_tmict_write(&t, 1000);
-                at = a + oracle_ns_for(1000, buses[bi], oracle_divide(v));
-                print_message("base %zu bus %llu tdcr %u -> +%llu\n", b,
-                              (unsigned long long)buses[bi], v,
-                              (unsigned long long)(at - a));
-                fake_advance_to(&h, at - 1);
-                assert_int_equal(h.ninj, 0);
-                assert_true(lapict_tmcct_read(&t) > 0);
-                fake_advance_to(&h, at);
-                assert_int_equal(h.ninj, 1);
-                assert_int_equal(h.inj[0].ns, at);
-                assert_int_equal(lapict_tmcct_read(&t), 0);
-                tu_check_host(&h);
-            }
+    for (bi = 0; bi < 2; bi++) {
+        for (v = 0; v < 16; v++) {
+            struct fake_host h;
+            struct lapict_timer t;
+            struct lapict_config c = tu_cfg();
+            uint64_t a, at;
+            c.bus_hz = buses[bi];
+            setup(&h, &t, &c, tu_bases[b]);
+            fake_advance(&h, 7);
+            a = h.now_ns;
+            lapict_tdcr_write(&t, v);
+            lapict_lvtt_write(&t, VEC);
+            lapict_tmict_write(&t, 1000);
+            at = a + oracle_ns_for(1000, buses[bi], oracle_divide(v));
+            print_message("base %zu bus %llu tdcr %u -> +%llu\n", b,
+                          (unsigned long long)buses[bi], v,
+                          (unsigned long long)(at - a));
+            fake_advance_to(&h, at - 1);
+            assert_int_equal(h.ninj, 0);
+            assert_true(lapict_tmcct_read(&t) > 0);
+            fake_advance_to(&h, at);
+            assert_int_equal(h.ninj, 1);
+            assert_int_equal(h.inj[0].ns, at);
+            assert_int_equal(lapict_tmcct_read(&t), 0);
+            tu_check_host(&h);
         }
     }
 }
@@ -665,7 +662,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(tsc_deadline_msr_is_gp_without_the_cpuid_bit),
         cmocka_unit_test(lvtt_bit12_reads_pending_while_refused),
         cmocka_unit_test(tdcr_stores_bits_3_1_0),
-        cmocka_unit_test(tdcr_every_value_selects_divide_table),
+        TU_AT_BASES(tdcr_every_value_selects_divide_table),
         cmocka_unit_test(tmict_stores_31_0),
         cmocka_unit_test(svr_disable_forces_mask_reenable_keeps_it),
         cmocka_unit_test(svr_write_through_apic_access_soft_disables_timer),
