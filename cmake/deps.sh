@@ -12,7 +12,7 @@ set -euo pipefail
 tools=(cmake gcc make)
 libs=(libc6-dev)
 if [ "${1:-}" != demo ]; then
-    tools+=(clang pkg-config gcovr valgrind)
+    tools+=(clang clang-format pkg-config gcovr valgrind)
     # Man pages (scdoc) and their checks, the API reference, the ABI gate
     # (libabigail), the Debian packages and lintian.
     tools+=(scdoc groff:groff-base man:man-db doxygen abidw:abigail-tools

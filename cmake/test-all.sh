@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Every CI gate, each in its own directory under build-ci/ (build/ is left
-# alone): gcc and clang with -Werror, ASan+UBSan, coverage with a floor,
+# alone): the C files' format, gcc and clang with -Werror, ASan+UBSan, coverage with a floor,
 # valgrind memcheck of the unit tests, the libFuzzer targets,
 # ThreadSanitizer over the KVM adapter, the ABI of the shared library, the
 # API reference without a Doxygen warning, the Debian packages, and lapict
@@ -28,6 +28,12 @@ banner() {
     echo "== $*"
     echo "=================================================================="
 }
+
+# Every C file as .clang-format lays it out (a second, before anything builds).
+start=$SECONDS
+banner "gate format: clang-format --dry-run -Werror"
+bash cmake/check-format.sh
+summary+=("format: $((SECONDS - start))s")
 
 # gate NAME CC BUILD_TYPE [cmake -D options...]: configure, build, ctest.
 gate() {

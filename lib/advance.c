@@ -132,8 +132,7 @@ void lapict__tune(struct lapict_timer *t, int64_t latency)
     uint32_t L, ad, n, late;
     uint64_t thr, floor, a;
 
-    if (t->adv_mode != LAPICT_ADVANCE_ADAPTIVE ||
-        !lapict__host_can_spin(t))
+    if (t->adv_mode != LAPICT_ADVANCE_ADAPTIVE || !lapict__host_can_spin(t))
         return;
     if (l < 0)
         l = 0;

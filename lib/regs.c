@@ -12,8 +12,7 @@
 #define LVTT_STORED (LAPICT_LVTT_VECTOR | LAPICT_LVTT_MASK | LAPICT_LVTT_MODE)
 #define TDCR_STORED 0xBu
 
-static LAPICT__HOT uint64_t
-sync_now(struct lapict_timer *t)
+static LAPICT__HOT uint64_t sync_now(struct lapict_timer *t)
 {
     uint64_t now = lapict__host_now(t);
     lapict__update(t, now);
@@ -162,7 +161,7 @@ int lapict_tsc_deadline_write(struct lapict_timer *t, uint64_t val)
         return LAPICT_OK;
     tsc = lapict__host_tsc(t);
     t->pending = 0;
-    t->flags &= (uint16_t)~(LAPICT__F_DL_ARMED | LAPICT__F_PREINJ);
+    t->flags &= (uint16_t) ~(LAPICT__F_DL_ARMED | LAPICT__F_PREINJ);
     t->deadline_tsc = val;
     if (val) {
         /* Never a negative delta: a deadline already passed fires now. */

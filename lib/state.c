@@ -459,8 +459,7 @@ int lapict_state_restore(struct lapict_timer *t, const void *buf, size_t len)
      * (a save calls no op): report it here, once, as the source would. */
     if (illegal) {
         lapict__count_add(t, LAPICT__N_ILLEGAL_VECTOR, illegal - 1u);
-        lapict__guest_error(t, LAPICT_E_VECTOR,
-                            t->lvtt & LAPICT_LVTT_VECTOR);
+        lapict__guest_error(t, LAPICT_E_VECTOR, t->lvtt & LAPICT_LVTT_VECTOR);
     }
     return LAPICT_OK;
 }

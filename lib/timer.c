@@ -74,10 +74,10 @@ void lapict__disarm(struct lapict_timer *t)
     t->tmict = 0;
     t->deadline_tsc = 0;
     t->pending = 0;
-    t->flags &= (uint16_t)~(LAPICT__F_CD_ACTIVE | LAPICT__F_CD_ARMED |
-                            LAPICT__F_CLAMPED | LAPICT__F_DL_ARMED |
-                            LAPICT__F_PREINJ | LAPICT__F_SAMPLE |
-                            LAPICT__F_EXPIRED);
+    t->flags &=
+        (uint16_t) ~(LAPICT__F_CD_ACTIVE | LAPICT__F_CD_ARMED |
+                     LAPICT__F_CLAMPED | LAPICT__F_DL_ARMED | LAPICT__F_PREINJ |
+                     LAPICT__F_SAMPLE | LAPICT__F_EXPIRED);
 }
 
 void lapict__guest_error(struct lapict_timer *t, int status, uint32_t detail)
@@ -89,7 +89,6 @@ void lapict__guest_error(struct lapict_timer *t, int status, uint32_t detail)
         lapict__count(t, LAPICT__N_MODE_ERRORS);
     lapict__host_report(t, status, detail);
 }
-
 
 /*
  * Offer pending interrupts to the host, reading mask and vector now.
@@ -208,8 +207,7 @@ static uint64_t stalled(struct lapict_timer *t, uint64_t d)
         unit = clamped ? N : t->bus_p;
         m = lapict__udiv128_wide(last, unit);
         ns = clamped ? (uint64_t)m * t->min_period_ns
-                     : (uint64_t)(m * ((lapict__u128)t->bus_q
-                                       << t->div_shift));
+                     : (uint64_t)(m * ((lapict__u128)t->bus_q << t->div_shift));
         t->cd.anchor_ns += ns;
         last -= m * unit;
     }
@@ -244,8 +242,8 @@ static __attribute__((noinline)) void dl_rate_off(struct lapict_timer *t,
 
     /* 0 keeps meaning "none measured": a stopped TSC reads 1 kHz. */
     t->tsc_khz_measured = khz > UINT32_MAX ? UINT32_MAX
-                          : khz == 0      ? 1u
-                                          : (uint32_t)khz;
+                          : khz == 0       ? 1u
+                                           : (uint32_t)khz;
     if (t->flags & LAPICT__F_TSC_REPORTED)
         return;
     t->flags |= LAPICT__F_TSC_REPORTED;
@@ -285,9 +283,8 @@ static uint64_t dl_left_measured(const struct lapict_timer *t, uint64_t now,
     el = now - t->dl.t0_ns;
     ticks = tsc - t->dl.tsc0;
     /* (D - tsc) el < 2^127: the horizon rule keeps el below 2^63. */
-    q = lapict__udiv128((lapict__u128)(t->deadline_tsc - tsc) * el +
-                            (ticks - 1u),
-                        ticks);
+    q = lapict__udiv128(
+        (lapict__u128)(t->deadline_tsc - tsc) * el + (ticks - 1u), ticks);
     return q > LAPICT__FAR_NS ? LAPICT__FAR_NS : q;
 }
 
@@ -346,7 +343,7 @@ static LAPICT__HOT unsigned process(struct lapict_timer *t, uint64_t now,
             t->cd.e_tick += t->tmict;
             t->cd.next_rel_ns = next;
         } else {
-            t->flags &= (uint16_t)~(LAPICT__F_CD_ARMED | LAPICT__F_CD_ACTIVE);
+            t->flags &= (uint16_t) ~(LAPICT__F_CD_ARMED | LAPICT__F_CD_ACTIVE);
         }
         return PROC_REARM | PROC_EXPIRED |
                (expired(t, k, instant, quiet) ? PROC_INJECTED : 0u);
@@ -640,7 +637,7 @@ static __attribute__((noinline)) int entry_work(struct lapict_timer *t)
      * given twice.
      */
     bound = (t->flags & LAPICT__F_PREINJ_KEPT) ? LAPICT_ADVANCE_NS_LIMIT
-                                                : t->adv_max_ns;
+                                               : t->adv_max_ns;
     if (t->flags & LAPICT__F_CD_ARMED) {
         uint64_t left;
         while ((left = lapict__cd_left(t, now)) != 0 && left <= bound) {

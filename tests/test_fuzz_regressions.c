@@ -3,9 +3,9 @@
  * The fuzz targets of tests/fuzz without libFuzzer: every checked-in input
  * (tests/fuzz/regressions/<target>/: crashes the fuzzers found, each a
  * regression test; tests/fuzz/seeds/<target>/: the seeds, the set cover
- * of the grown corpus) runs once through the same entry point and the same invariant checkers,
- * in the normal build with whatever compiler and sanitizers it uses. A
- * broken invariant prints the input's name and aborts.
+ * of the grown corpus) runs once through the same entry point and the same
+ * invariant checkers, in the normal build with whatever compiler and sanitizers
+ * it uses. A broken invariant prints the input's name and aborts.
  *
  * The four targets are compiled into this one file: their file-scope
  * names carry per-target prefixes and their entry points are renamed with

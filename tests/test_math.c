@@ -34,11 +34,28 @@ static uint64_t oracle_floor(u128 n, uint64_t d)
 }
 
 static const uint64_t divisors[] = {
-    1,          2,          3,          5,          7,
-    10,         1000,       1000000,    1000000000, 999999937,
-    4096,       1ull << 33, (1ull << 33) + 1,       10000000000ull,
-    134217728,  25,         40,         UINT64_MAX, UINT64_MAX - 1,
-    (1ull << 63) + 1,       1ull << 63, 123456789012345ull,
+    1,
+    2,
+    3,
+    5,
+    7,
+    10,
+    1000,
+    1000000,
+    1000000000,
+    999999937,
+    4096,
+    1ull << 33,
+    (1ull << 33) + 1,
+    10000000000ull,
+    134217728,
+    25,
+    40,
+    UINT64_MAX,
+    UINT64_MAX - 1,
+    (1ull << 63) + 1,
+    1ull << 63,
+    123456789012345ull,
 };
 
 static void check_one(u128 n, uint64_t d)
@@ -132,8 +149,8 @@ static void crc32_is_ieee(void **state)
 /* TDCR bits 3,1,0 -> divide (docs/spec/timer.md 2). */
 static void divide_table(void **state)
 {
-    static const unsigned div[16] = {2, 4, 8, 16, 2, 4, 8, 16,
-                                     32, 64, 128, 1, 32, 64, 128, 1};
+    static const unsigned div[16] = {2,  4,  8,   16, 2,  4,  8,   16,
+                                     32, 64, 128, 1,  32, 64, 128, 1};
     (void)state;
     for (uint32_t v = 0; v < 16; v++)
         assert_int_equal(1u << lapict__div_log2(v), div[v]);
@@ -156,9 +173,9 @@ static int sim_setup(void **state)
  */
 static void conversions_match_formulas(void **state)
 {
-    static const uint64_t buses[] = {1000000000ull, 100000000ull, 134217728ull,
-                                     25000000ull,   1000ull,      10000000000ull,
-                                     999999937ull,  3000000ull};
+    static const uint64_t buses[] = {
+        1000000000ull, 100000000ull,   134217728ull, 25000000ull,
+        1000ull,       10000000000ull, 999999937ull, 3000000ull};
     (void)state;
     for (size_t b = 0; b < sizeof(buses) / sizeof(buses[0]); b++) {
         struct lapict_config cfg;
@@ -166,7 +183,8 @@ static void conversions_match_formulas(void **state)
         lapict_config_default(&cfg);
         cfg.tsc_khz = 1000000u;
         cfg.bus_hz = buses[b];
-        assert_int_equal(lapict_init(&t, &cfg, &lapict_sim_ops, &sim), LAPICT_OK);
+        assert_int_equal(lapict_init(&t, &cfg, &lapict_sim_ops, &sim),
+                         LAPICT_OK);
         for (uint32_t tdcr = 0; tdcr < 16; tdcr++) {
             lapict__set_tdcr(&t, tdcr & 0xB);
             u128 div = (u128)1 << lapict__div_log2(tdcr);
@@ -208,15 +226,16 @@ static void largest_count_slowest_bus_no_wrap(void **state)
 /* TSC to ns rounds up (a deadline is never early). */
 static void tsc_to_ns_rounds_up(void **state)
 {
-    static const uint32_t khz[] = {1, 3, 1000000, 2400000, 2500000, 100000000,
-                                   2999999};
+    static const uint32_t khz[] = {1,       3,         1000000, 2400000,
+                                   2500000, 100000000, 2999999};
     (void)state;
     for (size_t i = 0; i < sizeof(khz) / sizeof(khz[0]); i++) {
         struct lapict_config cfg;
         struct lapict_timer t;
         lapict_config_default(&cfg);
         cfg.tsc_khz = khz[i];
-        assert_int_equal(lapict_init(&t, &cfg, &lapict_sim_ops, &sim), LAPICT_OK);
+        assert_int_equal(lapict_init(&t, &cfg, &lapict_sim_ops, &sim),
+                         LAPICT_OK);
         for (int k = 0; k < 1000; k++) {
             uint64_t d = rnd() >> (rnd() % 63 + 1);
             u128 want = ((u128)d * 1000000u + khz[i] - 1) / khz[i];

@@ -10,11 +10,28 @@
 
 /* xAPIC offsets of the registers outside the timer. */
 enum {
-    R_ID = 0x20, R_VER = 0x30, R_TPR = 0x80, R_APR = 0x90, R_PPR = 0xA0,
-    R_EOI = 0xB0, R_RRD = 0xC0, R_LDR = 0xD0, R_DFR = 0xE0, R_SVR = 0xF0,
-    R_ISR = 0x100, R_TMR = 0x180, R_IRR = 0x200, R_ESR = 0x280,
-    R_CMCI = 0x2F0, R_ICR = 0x300, R_ICR2 = 0x310, R_THERM = 0x330,
-    R_PERF = 0x340, R_LINT0 = 0x350, R_LINT1 = 0x360, R_LVTERR = 0x370,
+    R_ID = 0x20,
+    R_VER = 0x30,
+    R_TPR = 0x80,
+    R_APR = 0x90,
+    R_PPR = 0xA0,
+    R_EOI = 0xB0,
+    R_RRD = 0xC0,
+    R_LDR = 0xD0,
+    R_DFR = 0xE0,
+    R_SVR = 0xF0,
+    R_ISR = 0x100,
+    R_TMR = 0x180,
+    R_IRR = 0x200,
+    R_ESR = 0x280,
+    R_CMCI = 0x2F0,
+    R_ICR = 0x300,
+    R_ICR2 = 0x310,
+    R_THERM = 0x330,
+    R_PERF = 0x340,
+    R_LINT0 = 0x350,
+    R_LINT1 = 0x360,
+    R_LVTERR = 0x370,
     R_SELF = 0x3F0,
 };
 
@@ -46,8 +63,7 @@ static void clear_bit(uint32_t *v, unsigned n)
 
 bool lapict_apic_x2apic(const struct lapict_apic *a)
 {
-    return (a->apic_base & (LAPICT_APIC_BASE_EN |
-                            LAPICT_APIC_BASE_EXTD)) ==
+    return (a->apic_base & (LAPICT_APIC_BASE_EN | LAPICT_APIC_BASE_EXTD)) ==
            (LAPICT_APIC_BASE_EN | LAPICT_APIC_BASE_EXTD);
 }
 
@@ -93,8 +109,8 @@ static void reset(struct lapict_apic *a)
 int lapict_apic_init(struct lapict_apic *a, struct lapict_timer *timer,
                      const struct lapict_apic_ops *ops, void *ctx)
 {
-    static const struct lapict_apic_ops none = {
-        .version = LAPICT_APIC_OPS_VERSION};
+    static const struct lapict_apic_ops none = {.version =
+                                                    LAPICT_APIC_OPS_VERSION};
 
     if (!a || !timer)
         return LAPICT_E_INVAL;
@@ -104,8 +120,8 @@ int lapict_apic_init(struct lapict_apic *a, struct lapict_timer *timer,
     a->timer = timer;
     a->ops = ops ? ops : &none;
     a->ctx = ctx;
-    a->apic_base = LAPICT_APIC_BASE_DEFAULT | LAPICT_APIC_BASE_EN |
-                   LAPICT_APIC_BASE_BSP;
+    a->apic_base =
+        LAPICT_APIC_BASE_DEFAULT | LAPICT_APIC_BASE_EN | LAPICT_APIC_BASE_BSP;
     reset(a);
     return LAPICT_OK;
 }
@@ -209,13 +225,20 @@ static uint32_t lvt_bits(uint32_t reg)
 static uint32_t *lvt_reg(struct lapict_apic *a, uint32_t reg)
 {
     switch (reg) {
-    case R_CMCI: return &a->lvt_cmci;
-    case R_THERM: return &a->lvt_thermal;
-    case R_PERF: return &a->lvt_perf;
-    case R_LINT0: return &a->lvt_lint0;
-    case R_LINT1: return &a->lvt_lint1;
-    case R_LVTERR: return &a->lvt_err;
-    default: return NULL;
+    case R_CMCI:
+        return &a->lvt_cmci;
+    case R_THERM:
+        return &a->lvt_thermal;
+    case R_PERF:
+        return &a->lvt_perf;
+    case R_LINT0:
+        return &a->lvt_lint0;
+    case R_LINT1:
+        return &a->lvt_lint1;
+    case R_LVTERR:
+        return &a->lvt_err;
+    default:
+        return NULL;
     }
 }
 
@@ -233,17 +256,28 @@ static uint32_t reg_read(struct lapict_apic *a, uint32_t reg, bool x2)
     if (reg >= R_IRR && reg < R_ESR)
         return a->irr[(reg - R_IRR) >> 4];
     switch (reg) {
-    case R_ID: return x2 ? a->id : a->id << 24;
-    case R_VER: return LAPICT_APIC_VERSION;
-    case R_TPR: return a->tpr;
-    case R_PPR: return ppr(a);
-    case R_LDR: return x2 ? x2apic_ldr(a->id) : a->ldr;
-    case R_DFR: return a->dfr;
-    case R_SVR: return a->svr;
-    case R_ESR: return a->esr;
-    case R_ICR: return a->icr_lo & ~0x1000u; /* never busy */
-    case R_ICR2: return a->icr_hi;
-    default: return 0; /* APR, RRD, TMR, reserved */
+    case R_ID:
+        return x2 ? a->id : a->id << 24;
+    case R_VER:
+        return LAPICT_APIC_VERSION;
+    case R_TPR:
+        return a->tpr;
+    case R_PPR:
+        return ppr(a);
+    case R_LDR:
+        return x2 ? x2apic_ldr(a->id) : a->ldr;
+    case R_DFR:
+        return a->dfr;
+    case R_SVR:
+        return a->svr;
+    case R_ESR:
+        return a->esr;
+    case R_ICR:
+        return a->icr_lo & ~0x1000u; /* never busy */
+    case R_ICR2:
+        return a->icr_hi;
+    default:
+        return 0; /* APR, RRD, TMR, reserved */
     }
 }
 
@@ -349,7 +383,11 @@ int lapict_apic_mmio(struct lapict_apic *a, uint64_t gpa, uint8_t *data,
 static bool x2_readable(uint32_t reg)
 {
     switch (reg) {
-    case R_APR: case R_EOI: case R_RRD: case R_DFR: case R_SELF:
+    case R_APR:
+    case R_EOI:
+    case R_RRD:
+    case R_DFR:
+    case R_SELF:
         return false;
     default:
         break;
@@ -411,13 +449,13 @@ static int apic_base_write(struct lapict_apic *a, uint64_t val)
     if (x2 && !en)
         return LAPICT_E_GP; /* x2APIC without enable is invalid */
     /* "x2APIC State Transitions": x2APIC -> xAPIC must go through off. */
-    if ((old & LAPICT_APIC_BASE_EXTD) && (old & LAPICT_APIC_BASE_EN) &&
-        en && !x2)
+    if ((old & LAPICT_APIC_BASE_EXTD) && (old & LAPICT_APIC_BASE_EN) && en &&
+        !x2)
         return LAPICT_E_GP;
     if (!(old & LAPICT_APIC_BASE_EN) && en && x2)
         return LAPICT_E_GP; /* off -> x2APIC must go through xAPIC */
-    a->apic_base = (val & ~(uint64_t)LAPICT_APIC_BASE_BSP) |
-                   (old & LAPICT_APIC_BASE_BSP);
+    a->apic_base =
+        (val & ~(uint64_t)LAPICT_APIC_BASE_BSP) | (old & LAPICT_APIC_BASE_BSP);
     if ((old & LAPICT_APIC_BASE_EN) && !en)
         reset(a);
     /* The host mirrors it (KVM: so that CPUID.1:EDX.APIC follows EN). */
@@ -484,7 +522,6 @@ int lapict_apic_wrmsr(struct lapict_apic *a, uint32_t msr, uint64_t val)
         return LAPICT_E_GP; /* read-only or not an x2APIC register */
     }
 }
-
 
 int lapict_apic_deliverable(const struct lapict_apic *a)
 {

@@ -45,8 +45,7 @@ static uint64_t op_tsc(void *ctx)
  * preemption, which would move the instant that late: such a pair is read
  * again, and the tightest of PAIR_TRIES is kept.
  */
-static void tsc_and_ns(const struct lapict_kvm *k, uint64_t *tsc,
-                       uint64_t *ns)
+static void tsc_and_ns(const struct lapict_kvm *k, uint64_t *tsc, uint64_t *ns)
 {
     /* 1 us of TSC ticks: no preemption fits in a pair this tight. */
     uint64_t tight = k->tsc_khz / 1000u, best = UINT64_MAX;

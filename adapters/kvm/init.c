@@ -67,8 +67,9 @@ int lapict_kvm_init(struct lapict_kvm *k, int vcpu_fd, struct kvm_run *run,
         return rc;
 
     k->halt_poll_ns = !cfg->halt_poll_ns ? LAPICT_KVM_HALT_POLL_NS
-                      : cfg->halt_poll_ns == LAPICT_KVM_NONE ? 0
-                                                             : cfg->halt_poll_ns;
+                      : cfg->halt_poll_ns == LAPICT_KVM_NONE
+                          ? 0
+                          : cfg->halt_poll_ns;
     /* The thread is the caller's: its slack only if asked for. */
     if (cfg->timer_slack_ns &&
         k->sys->set_timerslack((unsigned long)cfg->timer_slack_ns) < 0)
@@ -78,8 +79,8 @@ int lapict_kvm_init(struct lapict_kvm *k, int vcpu_fd, struct kvm_run *run,
     if ((rc = lapict_kvm__kick_start(k, cfg)) < 0)
         goto fail;
     /* APIC state: enabled at the default base, SVR software-disabled. */
-    if ((rc = lapict_apic_init(&k->apic, &k->timer, &lapict_kvm__apic_ops,
-                               k)) < 0)
+    if ((rc = lapict_apic_init(&k->apic, &k->timer, &lapict_kvm__apic_ops, k)) <
+        0)
         goto fail;
     return 0;
 

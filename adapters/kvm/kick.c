@@ -262,8 +262,8 @@ static void *timer_thread(void *arg)
 
 static int thread_start(struct lapict_kvm *k)
 {
-    k->timer_fd = k->sys->timerfd_create(CLOCK_MONOTONIC,
-                                         TFD_NONBLOCK | TFD_CLOEXEC);
+    k->timer_fd =
+        k->sys->timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
     if (k->timer_fd < 0)
         return lapict_kvm__sys_fail(k, "timerfd_create");
     k->stop_fd = k->sys->eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -341,8 +341,9 @@ int lapict_kvm__kick_start(struct lapict_kvm *k,
     /* Without the thread nothing wakes ahead: no lead then. */
     k->kick_lead_ns = cfg->kick != LAPICT_KVM_KICK_THREAD ? 0
                       : !cfg->kick_lead_ns ? LAPICT_KVM_KICK_LEAD_NS
-                      : cfg->kick_lead_ns == LAPICT_KVM_NONE ? 0
-                                                             : cfg->kick_lead_ns;
+                      : cfg->kick_lead_ns == LAPICT_KVM_NONE
+                          ? 0
+                          : cfg->kick_lead_ns;
     if ((rc = lapict_kvm__signal_start(k)) < 0)
         return rc;
     return k->kicker->start(k);

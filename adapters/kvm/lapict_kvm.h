@@ -209,14 +209,14 @@ struct lapict_kvm_kicker; /* kick.c: one per LAPICT_KVM_KICK_* */
  */
 struct lapict_kvm {
     struct lapict_timer timer;
-    struct lapict_apic apic;  /* the LAPIC model around the timer */
+    struct lapict_apic apic; /* the LAPIC model around the timer */
     const struct lapict_kvm_sys *sys;
     const struct lapict_kvm_kicker *kicker;
     int vcpu_fd;
-    struct kvm_run *run;  /* the vCPU's mmap'ed run structure */
-    int timer_fd;         /* the timer thread's timerfd, CLOCK_MONOTONIC */
-    int stop_fd;          /* eventfd that stops the timer thread */
-    int wake_fd;          /* eventfd that wakes a halted vCPU */
+    struct kvm_run *run; /* the vCPU's mmap'ed run structure */
+    int timer_fd;        /* the timer thread's timerfd, CLOCK_MONOTONIC */
+    int stop_fd;         /* eventfd that stops the timer thread */
+    int wake_fd;         /* eventfd that wakes a halted vCPU */
     int kick_signal;
     bool thread_started;
     bool signal_taken;
@@ -224,32 +224,32 @@ struct lapict_kvm {
     /* Atomic: 1 from init to destroy; other threads' calls in progress. */
     int alive;
     unsigned int pins;
-    int expired;          /* atomic: a kick -> vCPU thread */
-    int stop;             /* atomic: lapict_kvm_stop() -> vCPU thread */
-    int in_halt;          /* atomic: the vCPU sleeps in halt_wait() */
+    int expired; /* atomic: a kick -> vCPU thread */
+    int stop;    /* atomic: lapict_kvm_stop() -> vCPU thread */
+    int in_halt; /* atomic: the vCPU sleeps in halt_wait() */
     /* Atomic: host timer instant (CLOCK_MONOTONIC ns, 0: none): vCPU ->
      * timer thread, which spins to it after the early timerfd wake. */
     uint64_t target_ns;
     uint32_t halt_poll_ns, kick_lead_ns;
-    uint64_t arms;        /* host timer arm/cancel calls (vCPU thread) */
-    bool sync_events;     /* KVM_CAP_SYNC_REGS: inject through kvm_run */
-    bool kick_timer_ok;   /* kick_timer signals the vCPU thread */
-    int kick_timer;       /* kernel POSIX timer id */
-    uint64_t kick_armed_ns; /* its arming: target_ns as of the last entry */
-    uint8_t window_kicks; /* consecutive kicks to find an open window */
-    uint32_t tsc_khz;     /* the guest TSC rate the timer runs with */
-    int64_t tsc_offset;   /* guest TSC - host TSC */
-    bool timer_refused;   /* the core holds an interrupt for the window */
-    bool injected;        /* an injection is queued for the coming entry */
+    uint64_t arms;            /* host timer arm/cancel calls (vCPU thread) */
+    bool sync_events;         /* KVM_CAP_SYNC_REGS: inject through kvm_run */
+    bool kick_timer_ok;       /* kick_timer signals the vCPU thread */
+    int kick_timer;           /* kernel POSIX timer id */
+    uint64_t kick_armed_ns;   /* its arming: target_ns as of the last entry */
+    uint8_t window_kicks;     /* consecutive kicks to find an open window */
+    uint32_t tsc_khz;         /* the guest TSC rate the timer runs with */
+    int64_t tsc_offset;       /* guest TSC - host TSC */
+    bool timer_refused;       /* the core holds an interrupt for the window */
+    bool injected;            /* an injection is queued for the coming entry */
     void (*fired)(void *arg); /* lapict_kvm_config.fired */
     void *fired_arg;
     struct lapict_kvm_stats st;
     /* The last failed system call (lapict_kvm_errno/errcall). */
     int sys_errno;
     const char *sys_call;
-    int err;                 /* a failure not yet reported (vCPU thread) */
-    int thread_errno;        /* atomic: the timer thread ended on this */
-    bool rearm_fd;           /* the timerfd arm failed: again before entry */
+    int err;          /* a failure not yet reported (vCPU thread) */
+    int thread_errno; /* atomic: the timer thread ended on this */
+    bool rearm_fd;    /* the timerfd arm failed: again before entry */
 };
 
 /**
@@ -286,8 +286,7 @@ void lapict_kvm_cpuid_fixup(struct kvm_cpuid2 *cpuid, bool x2apic);
  * set; leaf 0x80000008 EAX[7:0] (MAXPHYADDR) which base bits are reserved.
  * Without this call x2APIC is allowed and 36 bits are assumed.
  */
-void lapict_kvm_set_cpuid(struct lapict_kvm *k,
-                          const struct kvm_cpuid2 *cpuid);
+void lapict_kvm_set_cpuid(struct lapict_kvm *k, const struct kvm_cpuid2 *cpuid);
 
 /**
  * lapict_kvm_init() - set up the LAPIC of one vCPU.

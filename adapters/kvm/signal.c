@@ -24,8 +24,8 @@
  *
  * Each kick carries lapict_kvm__kick_tag (sigev_value / sigqueue), never
  * an instance: a kick can still be pending when its instance is destroyed
- * (by another thread, say) and its memory gone. Only the kernel's kick timer needs the
- * handler to act (the timer thread, lapict_kvm_kick() and
+ * (by another thread, say) and its memory gone. Only the kernel's kick timer
+ * needs the handler to act (the timer thread, lapict_kvm_kick() and
  * lapict_kvm_stop() write immediate_exit themselves before they signal):
  * its instance is the one this thread has between lapict_kvm_pre_run() and
  * lapict_kvm_handle_exit(), a thread-local set and cleared by the vCPU
@@ -34,8 +34,8 @@
 #define SIG_SLOTS 8
 
 static struct sig_slot {
-    int sig;          /* atomic: published (release) once old is stored */
-    int users;        /* under slots_lock */
+    int sig;   /* atomic: published (release) once old is stored */
+    int users; /* under slots_lock */
     struct sigaction old;
 } slots[SIG_SLOTS];
 static pthread_mutex_t slots_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -164,8 +164,7 @@ static void release_signal(struct lapict_kvm *k)
 {
     pthread_mutex_lock(&slots_lock);
     for (int i = 0; i < SIG_SLOTS; i++) {
-        if (__atomic_load_n(&slots[i].sig, __ATOMIC_RELAXED) !=
-            k->kick_signal)
+        if (__atomic_load_n(&slots[i].sig, __ATOMIC_RELAXED) != k->kick_signal)
             continue;
         if (--slots[i].users == 0) {
             /* Restored first: no kick handler runs on a freed slot. */

@@ -108,8 +108,7 @@ static int sys_pthread_sigqueue(pthread_t thread, int sig, void *value)
     return 0;
 }
 
-static int sys_pthread_create(pthread_t *thread, void *(*fn)(void *),
-                              void *arg)
+static int sys_pthread_create(pthread_t *thread, void *(*fn)(void *), void *arg)
 {
     sigset_t all, old;
     int rc;

@@ -81,8 +81,7 @@ static void sync_tpr(struct lapict_kvm *k)
         lapict_apic_set_tpr(&k->apic, (uint32_t)(k->run->cr8 & 0xF) << 4);
 }
 
-void lapict_kvm_set_cpuid(struct lapict_kvm *k,
-                          const struct kvm_cpuid2 *cpuid)
+void lapict_kvm_set_cpuid(struct lapict_kvm *k, const struct kvm_cpuid2 *cpuid)
 {
     bool x2apic = false;
     uint8_t maxphyaddr = 0;
@@ -163,8 +162,8 @@ static void setup_sync_regs(struct lapict_kvm *k)
     if (caps < 0 || (caps & want) != want)
         return;
     /* Valid before the first exit too. */
-    if (k->sys->ioctl(k->vcpu_fd, KVM_GET_VCPU_EVENTS,
-                      &k->run->s.regs.events) < 0)
+    if (k->sys->ioctl(k->vcpu_fd, KVM_GET_VCPU_EVENTS, &k->run->s.regs.events) <
+        0)
         return;
     k->run->kvm_valid_regs |= (uint64_t)want;
     k->sync_events = true;
@@ -199,7 +198,6 @@ static int inject_irq(struct lapict_kvm *k, int vector)
     }
     return 0;
 }
-
 
 int lapict_kvm__vcpu_setup(struct lapict_kvm *k)
 {
@@ -321,7 +319,6 @@ static void refresh_if(struct lapict_kvm *k)
     r->if_flag = (regs.rflags >> 9) & 1u;
     r->ready_for_interrupt_injection = r->if_flag;
 }
-
 
 int lapict_kvm_pre_run(struct lapict_kvm *k)
 {

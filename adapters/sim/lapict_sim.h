@@ -54,8 +54,8 @@ struct lapict_sim {
     uint32_t nqueued;
     uint8_t queued[LAPICT_SIM_QUEUE];
     /* Counters for tests. */
-    uint64_t sw_arms, hv_arms, hv_refusals, cancels, spins, injects,
-        refusals, reports, expire_calls;
+    uint64_t sw_arms, hv_arms, hv_refusals, cancels, spins, injects, refusals,
+        reports, expire_calls;
     int last_report_status;
     uint32_t last_report_detail;
 };

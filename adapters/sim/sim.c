@@ -40,9 +40,9 @@ static uint64_t op_tsc_to_ns(void *ctx, uint64_t tsc)
      * 2.5 GHz) well inside the 2^64 ns clock, so @tsc is placed in the lap
      * the TSC is in now, or the next one if the TSC has already passed it.
      */
-    unsigned __int128 cur = (unsigned __int128)s->cfg.tsc_offset +
-                            (unsigned __int128)s->now_ns * s->cfg.tsc_khz /
-                                1000000u;
+    unsigned __int128 cur =
+        (unsigned __int128)s->cfg.tsc_offset +
+        (unsigned __int128)s->now_ns * s->cfg.tsc_khz / 1000000u;
     unsigned __int128 want = (cur >> 64 << 64) + tsc;
 
     if (want < cur)

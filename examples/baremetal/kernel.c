@@ -507,7 +507,8 @@ static void loss_report(uint32_t n, uint64_t t_end_tsc, uint64_t over,
     uint32_t w = 0x10u * (PHYS_VEC / 32u), bit = PHYS_VEC % 32u;
 
     out("baremetal: loss: drain over its limit by %d ns, turns over a unit "
-        "%u (longest %u ns)", over, jumps, jump_max);
+        "%u (longest %u ns)",
+        over, jumps, jump_max);
     out("baremetal: loss: deadline_msr_minus_tsc=%d hw_armed=%u "
         "hw_req_minus_tsc=%d heap_n=%u top_key_to_end_ns=%d irr=%u isr=%u "
         "lvtt=%x",
@@ -533,9 +534,9 @@ static void loss_report(uint32_t n, uint64_t t_end_tsc, uint64_t over,
         out("baremetal: loss: vt %u mode=%u armed=%u tsc_past_deadline=%d "
             "k=%u due=%u mux_armed=%u key_to_end_ns=%d expiries=%u "
             "injections=%u lvtt=%x tmcct=%u",
-            (uint64_t)i, (uint64_t)v->mode, armed, past, k, due,
-            (uint64_t)held, held ? at - key : 0, ts.expiries, ts.injections,
-            (uint64_t)lvtt, (uint64_t)tmcct);
+            (uint64_t)i, (uint64_t)v->mode, armed, past, k, due, (uint64_t)held,
+            held ? at - key : 0, ts.expiries, ts.injections, (uint64_t)lvtt,
+            (uint64_t)tmcct);
     }
 }
 

@@ -193,7 +193,8 @@ static void heap_free(struct mux_heap *h)
  */
 struct base_timer {
     uint64_t key;
-    struct base_timer *left, *right, *parent; /* list: prev = left, next = right */
+    struct base_timer *left, *right,
+        *parent; /* list: prev = left, next = right */
     int red;
 };
 
@@ -598,10 +599,10 @@ static void rb_pop(struct base *b, struct base_timer *z)
         rb_erase_fixup(b, x, xp);
 }
 
-static const struct base_ops base_binheap = {"binheap", bh_init, bh_min,
-                                             bh_pop, bh_insert};
-static const struct base_ops base_rbtree = {"rbtree", rb_init, rb_min,
-                                            rb_pop, rb_insert};
+static const struct base_ops base_binheap = {"binheap", bh_init, bh_min, bh_pop,
+                                             bh_insert};
+static const struct base_ops base_rbtree = {"rbtree", rb_init, rb_min, rb_pop,
+                                            rb_insert};
 static const struct base_ops base_sorted = {"sorted", list_init, list_min,
                                             list_pop, list_insert};
 
@@ -773,8 +774,7 @@ static void side_leave(struct mux_side *s)
     s->rng = mux_rng;
 }
 
-static void side_run(int side, struct mux_heap *h, struct base *b,
-                     uint64_t ops)
+static void side_run(int side, struct mux_heap *h, struct base *b, uint64_t ops)
 {
     switch (side) {
     case SIDE_HEAP:
@@ -794,8 +794,8 @@ static void side_run(int side, struct mux_heap *h, struct base *b,
 
 static int mux_one(uint32_t n, bool smoke, bool cg)
 {
-    static const struct base_ops *const bops[3] = {
-        &base_binheap, &base_rbtree, &base_sorted};
+    static const struct base_ops *const bops[3] = {&base_binheap, &base_rbtree,
+                                                   &base_sorted};
     struct mux_plan p = mux_plan_for(n, smoke, cg);
     struct mux_side sd[NSIDES];
     struct mux_heap h;
@@ -824,9 +824,9 @@ static int mux_one(uint32_t n, bool smoke, bool cg)
     for (i = 0; i < NSIDES; i++) {
         side_enter(&sd[i]);
         side_run(i, &h, b,
-                 i == SIDE_SORTED && (cg || n >= 100000)
-                     ? p.list_ops / 4 + 1
-                     : cg ? n : 2 * (uint64_t)n + 1000);
+                 i == SIDE_SORTED && (cg || n >= 100000) ? p.list_ops / 4 + 1
+                 : cg                                    ? n
+                      : 2 * (uint64_t)n + 1000);
         side_leave(&sd[i]);
     }
     for (rep = 0; rep < reps; rep++) {

@@ -260,8 +260,8 @@ static void cmd_write(struct replay *r, const char *reg, const char *val)
         lapict_tsc_deadline_write(t, parse_u64(r, val, reg));
     } else {
         uint32_t v;
-        if (strcmp(reg, "lvtt") && strcmp(reg, "tdcr") && strcmp(reg, "tmict") &&
-            strcmp(reg, "svr"))
+        if (strcmp(reg, "lvtt") && strcmp(reg, "tdcr") &&
+            strcmp(reg, "tmict") && strcmp(reg, "svr"))
             die(r, "unknown register '%s' for write", reg);
         v = parse_u32(r, val, reg);
         if (!strcmp(reg, "lvtt"))

@@ -95,22 +95,25 @@ int lapict_vmm_mb_load(uint8_t *mem, uint64_t ram_bytes, const uint8_t *image,
         return fail(err, err_len, "RAM size out of range");
     hdr = find_header(image, image_len);
     if (hdr < 0)
-        return fail(err, err_len, "no multiboot v1 header in the first "
-                                  "8 KiB");
+        return fail(err, err_len,
+                    "no multiboot v1 header in the first "
+                    "8 KiB");
     if (image_len < sizeof(eh))
         return fail(err, err_len, "not an ELF file");
     memcpy(&eh, image, sizeof(eh));
     if (memcmp(eh.ident, "\177ELF", 4) != 0) {
         if (rd32(image + hdr + 4) & MB_FLAG_AOUT_KLUDGE)
-            return fail(err, err_len, "a.out-kludge multiboot images are "
-                                      "not supported, only ELF32");
+            return fail(err, err_len,
+                        "a.out-kludge multiboot images are "
+                        "not supported, only ELF32");
         return fail(err, err_len, "not an ELF file");
     }
     if (eh.ident[4] != 1 || eh.ident[5] != 1 || eh.machine != EM_386 ||
         eh.type != ET_EXEC)
-        return fail(err, err_len, "not an ELF32 little-endian EM_386 "
-                                  "executable (convert a 64-bit ELF with "
-                                  "objcopy -O elf32-i386)");
+        return fail(err, err_len,
+                    "not an ELF32 little-endian EM_386 "
+                    "executable (convert a 64-bit ELF with "
+                    "objcopy -O elf32-i386)");
     if (eh.phentsize != sizeof(struct elf32_phdr) || eh.phnum == 0 ||
         eh.phoff > image_len ||
         (uint64_t)eh.phnum * sizeof(struct elf32_phdr) > image_len - eh.phoff)
@@ -123,13 +126,16 @@ int lapict_vmm_mb_load(uint8_t *mem, uint64_t ram_bytes, const uint8_t *image,
             continue;
         if (ph.filesz > ph.memsz || ph.offset > image_len ||
             ph.filesz > image_len - ph.offset)
-            return fail(err, err_len, "segment %u: file bytes outside the "
-                                      "image", i);
+            return fail(err, err_len,
+                        "segment %u: file bytes outside the "
+                        "image",
+                        i);
         if (ph.paddr < LAPICT_VMM_MB_LOW_END ||
             (uint64_t)ph.paddr + ph.memsz > ram_bytes)
-            return fail(err, err_len, "segment %u: [0x%x, 0x%llx) outside "
-                                      "RAM above 1 MiB", i, ph.paddr,
-                        (unsigned long long)ph.paddr + ph.memsz);
+            return fail(err, err_len,
+                        "segment %u: [0x%x, 0x%llx) outside "
+                        "RAM above 1 MiB",
+                        i, ph.paddr, (unsigned long long)ph.paddr + ph.memsz);
         memcpy(mem + ph.paddr, image + ph.offset, ph.filesz);
         memset(mem + ph.paddr + ph.filesz, 0, ph.memsz - ph.filesz);
         if ((uint64_t)ph.paddr + ph.memsz > load_end)
@@ -138,8 +144,10 @@ int lapict_vmm_mb_load(uint8_t *mem, uint64_t ram_bytes, const uint8_t *image,
     if (!load_end)
         return fail(err, err_len, "no PT_LOAD segment");
     if (eh.entry < LAPICT_VMM_MB_LOW_END || eh.entry >= load_end)
-        return fail(err, err_len, "entry point 0x%x outside the loaded "
-                                  "image", eh.entry);
+        return fail(err, err_len,
+                    "entry point 0x%x outside the loaded "
+                    "image",
+                    eh.entry);
 
     clen = strlen(cmdline);
     if (clen >= LAPICT_VMM_MB_CMDLINE_MAX)
@@ -159,8 +167,8 @@ int lapict_vmm_mb_load(uint8_t *mem, uint64_t ram_bytes, const uint8_t *image,
     memcpy(mem + LAPICT_VMM_MB_CMDLINE, cmdline, clen + 1);
     if (module) {
         struct mb_module m = {.start = LAPICT_VMM_MB_MODULE,
-                              .end = LAPICT_VMM_MB_MODULE +
-                                     (uint32_t)module_len,
+                              .end =
+                                  LAPICT_VMM_MB_MODULE + (uint32_t)module_len,
                               .cmdline = 0};
         memcpy(mem + LAPICT_VMM_MB_MODULE, module, module_len);
         memcpy(mem + LAPICT_VMM_MB_MODS, &m, sizeof(m));
@@ -187,9 +195,16 @@ int lapict_vmm_mb_enter(int vcpu_fd, const struct lapict_vmm_mb_boot *boot)
 {
     struct kvm_sregs s;
     struct kvm_regs r;
-    struct kvm_segment cs = {.base = 0, .limit = 0xFFFFFFFF, .selector = 8,
-                             .type = 11, .present = 1, .dpl = 0, .db = 1,
-                             .s = 1, .l = 0, .g = 1};
+    struct kvm_segment cs = {.base = 0,
+                             .limit = 0xFFFFFFFF,
+                             .selector = 8,
+                             .type = 11,
+                             .present = 1,
+                             .dpl = 0,
+                             .db = 1,
+                             .s = 1,
+                             .l = 0,
+                             .g = 1};
     struct kvm_segment ds = cs;
 
     ds.selector = 16;

@@ -53,7 +53,7 @@ static uint8_t fw_cfg_byte(const struct lapict_vmm_platform *p, uint16_t key,
 
     switch (key) {
     case FW_CFG_SIGNATURE:
-        return off < 4 ? (uint8_t)"QEMU"[off] : 0;
+        return off < 4 ? (uint8_t) "QEMU"[off] : 0;
     case FW_CFG_ID:
         v = 0; /* no DMA interface */
         size = 4;
@@ -92,24 +92,39 @@ static void com1_out(struct lapict_vmm_platform *p, uint32_t reg, uint8_t b)
         else
             p->ier = b & 0x0F;
         break;
-    case 3: p->lcr = b; break;
-    case 4: p->mcr = b & 0x1F; break;
-    case 7: p->scr = b; break;
-    default: break; /* FCR, read-only LSR/MSR */
+    case 3:
+        p->lcr = b;
+        break;
+    case 4:
+        p->mcr = b & 0x1F;
+        break;
+    case 7:
+        p->scr = b;
+        break;
+    default:
+        break; /* FCR, read-only LSR/MSR */
     }
 }
 
 static uint8_t com1_in(const struct lapict_vmm_platform *p, uint32_t reg)
 {
     switch (reg) {
-    case 0: return (p->lcr & 0x80) ? p->dll : 0; /* nothing received */
-    case 1: return (p->lcr & 0x80) ? p->dlm : p->ier;
-    case 2: return 0x01; /* IIR: no interrupt pending */
-    case 3: return p->lcr;
-    case 4: return p->mcr;
-    case 5: return 0x60; /* LSR: THR empty, transmitter empty */
-    case 6: return 0xB0; /* MSR: DCD, DSR, CTS */
-    default: return p->scr;
+    case 0:
+        return (p->lcr & 0x80) ? p->dll : 0; /* nothing received */
+    case 1:
+        return (p->lcr & 0x80) ? p->dlm : p->ier;
+    case 2:
+        return 0x01; /* IIR: no interrupt pending */
+    case 3:
+        return p->lcr;
+    case 4:
+        return p->mcr;
+    case 5:
+        return 0x60; /* LSR: THR empty, transmitter empty */
+    case 6:
+        return 0xB0; /* MSR: DCD, DSR, CTS */
+    default:
+        return p->scr;
     }
 }
 
@@ -126,8 +141,9 @@ static void io_one(struct lapict_vmm_platform *p, uint16_t port, bool in,
     }
     if (port == DEBUG_EXIT && !in) {
         p->exited = true;
-        p->exit_value = size == 1 ? (*v & 0xFF)
-                        : size == 2 ? (*v & 0xFFFF) : *v;
+        p->exit_value = size == 1   ? (*v & 0xFF)
+                        : size == 2 ? (*v & 0xFFFF)
+                                    : *v;
         return;
     }
     if (port == FW_CFG_SEL) {
@@ -147,8 +163,11 @@ static void io_one(struct lapict_vmm_platform *p, uint16_t port, bool in,
         return;
     }
     switch (port) {
-    case 0x20: case 0x21: case 0xA0: case 0xA1: /* 8259 PIC: absent */
-    case 0x80:                                  /* POST / delay */
+    case 0x20:
+    case 0x21:
+    case 0xA0:
+    case 0xA1: /* 8259 PIC: absent */
+    case 0x80: /* POST / delay */
         if (in)
             *v = 0xFF;
         return;
@@ -160,8 +179,7 @@ static void io_one(struct lapict_vmm_platform *p, uint16_t port, bool in,
         *v = 0xFFFFFFFFu;
 }
 
-void lapict_vmm_platform_io(struct lapict_vmm_platform *p,
-                            struct kvm_run *run)
+void lapict_vmm_platform_io(struct lapict_vmm_platform *p, struct kvm_run *run)
 {
     uint8_t *data = (uint8_t *)run + run->io.data_offset;
     uint32_t size = run->io.size;
@@ -212,8 +230,8 @@ static int load(struct lapict_vmm_vm *v, const struct lapict_vmm_boot_opts *o)
         fprintf(stderr, "lapict-vmm: cannot read kernel %s\n", o->kernel);
         return 2;
     }
-    if (o->initrd && !(mod = lapict_vmm_read_file(o->initrd, &mod_len,
-                                                   1u << 30))) {
+    if (o->initrd &&
+        !(mod = lapict_vmm_read_file(o->initrd, &mod_len, 1u << 30))) {
         fprintf(stderr, "lapict-vmm: cannot read initrd %s\n", o->initrd);
         goto out;
     }
@@ -286,8 +304,8 @@ int lapict_vmm_boot(const struct lapict_vmm_boot_opts *o)
     char err[256];
     int rc;
 
-    if (lapict_vmm_vm_create(&v, o->ram_bytes, o->lapic_kernel, o->x2apic,
-                             err, sizeof(err)) < 0) {
+    if (lapict_vmm_vm_create(&v, o->ram_bytes, o->lapic_kernel, o->x2apic, err,
+                             sizeof(err)) < 0) {
         fprintf(stderr, "lapict-vmm: %s\n", err);
         rc = 2;
         goto out;
@@ -323,15 +341,14 @@ int lapict_vmm_boot(const struct lapict_vmm_boot_opts *o)
         struct lapict_kvm *k = v.k;
         struct lapict_stats ts;
         lapict_stats_get(&k->timer, &ts, sizeof(ts));
-        fprintf(stderr,
-                "lapict-vmm: lib: runs=%" PRIu64 " mmio=%" PRIu64
-                " msr=%" PRIu64 " gp=%" PRIu64 " hlt_sleeps=%" PRIu64
-                " kicks=%" PRIu64 " interrupts=%" PRIu64 " windows=%" PRIu64
-                " advance_ns=%u\n",
-                k->st.runs, k->apic.st.mmio,
-                k->apic.st.rdmsr + k->apic.st.wrmsr, k->st.gp,
-                k->st.halt_sleeps, k->st.kicks_seen, k->st.interrupts,
-                k->st.window_exits, ts.advance_ns);
+        fprintf(
+            stderr,
+            "lapict-vmm: lib: runs=%" PRIu64 " mmio=%" PRIu64 " msr=%" PRIu64
+            " gp=%" PRIu64 " hlt_sleeps=%" PRIu64 " kicks=%" PRIu64
+            " interrupts=%" PRIu64 " windows=%" PRIu64 " advance_ns=%u\n",
+            k->st.runs, k->apic.st.mmio, k->apic.st.rdmsr + k->apic.st.wrmsr,
+            k->st.gp, k->st.halt_sleeps, k->st.kicks_seen, k->st.interrupts,
+            k->st.window_exits, ts.advance_ns);
     }
 out:
     lapict_vmm_vm_destroy(&v);

@@ -16,12 +16,12 @@
 #include <linux/kvm.h>
 
 /* Guest physical layout of what the loader writes below 1 MiB. */
-#define LAPICT_VMM_MB_GDT 0x1000u      /* flat 32-bit GDT (3 entries) */
-#define LAPICT_VMM_MB_INFO 0x9000u     /* struct multiboot_info */
-#define LAPICT_VMM_MB_MODS 0x9100u     /* one module entry */
-#define LAPICT_VMM_MB_CMDLINE 0x9200u  /* NUL-terminated, up to 0x9FFF */
+#define LAPICT_VMM_MB_GDT 0x1000u     /* flat 32-bit GDT (3 entries) */
+#define LAPICT_VMM_MB_INFO 0x9000u    /* struct multiboot_info */
+#define LAPICT_VMM_MB_MODS 0x9100u    /* one module entry */
+#define LAPICT_VMM_MB_CMDLINE 0x9200u /* NUL-terminated, up to 0x9FFF */
 #define LAPICT_VMM_MB_CMDLINE_MAX (0xA000u - LAPICT_VMM_MB_CMDLINE)
-#define LAPICT_VMM_MB_MODULE 0x10000u  /* module bytes, up to 0x9FFFF */
+#define LAPICT_VMM_MB_MODULE 0x10000u /* module bytes, up to 0x9FFFF */
 #define LAPICT_VMM_MB_MODULE_MAX (0xA0000u - LAPICT_VMM_MB_MODULE)
 #define LAPICT_VMM_MB_LOW_END 0x100000u /* PT_LOAD segments start above */
 
@@ -105,8 +105,7 @@ void lapict_vmm_platform_init(struct lapict_vmm_platform *p, FILE *out,
  * (signature, ID 0, RAM size, CPU count), PIC 0x20/0x21/0xA0/0xA1 and
  * 0x80 ignored; other ports read all-ones and drop writes.
  */
-void lapict_vmm_platform_io(struct lapict_vmm_platform *p,
-                            struct kvm_run *run);
+void lapict_vmm_platform_io(struct lapict_vmm_platform *p, struct kvm_run *run);
 
 /**
  * lapict_vmm_platform_mmio() - a KVM_EXIT_MMIO no device claimed.
@@ -120,16 +119,16 @@ void lapict_vmm_platform_mmio(struct lapict_vmm_platform *p,
 
 /* What lapict_vmm_boot() needs from the command line. */
 struct lapict_vmm_boot_opts {
-    bool lapic_kernel;   /* KVM_CREATE_IRQCHIP instead of adapters/kvm */
-    bool x2apic;         /* advertise x2APIC in CPUID */
-    const char *kernel;  /* ELF32 multiboot file */
-    const char *append;  /* arguments after argv[0], or NULL */
-    const char *initrd;  /* the module (KEY=VALUE lines), or NULL */
-    uint64_t ram_bytes;  /* guest RAM */
-    unsigned timeout_s;  /* 0: none */
+    bool lapic_kernel;  /* KVM_CREATE_IRQCHIP instead of adapters/kvm */
+    bool x2apic;        /* advertise x2APIC in CPUID */
+    const char *kernel; /* ELF32 multiboot file */
+    const char *append; /* arguments after argv[0], or NULL */
+    const char *initrd; /* the module (KEY=VALUE lines), or NULL */
+    uint64_t ram_bytes; /* guest RAM */
+    unsigned timeout_s; /* 0: none */
     /* lapict advance (LAPICT_ADVANCE_*), as for the built-in guest. */
     uint32_t advance_mode, advance_ns, advance_max_ns;
-    bool quiet;          /* no statistics line on stderr */
+    bool quiet; /* no statistics line on stderr */
 };
 
 /**

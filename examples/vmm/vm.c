@@ -76,9 +76,11 @@ int lapict_vmm_vm_create(struct lapict_vmm_vm *v, uint64_t ram_bytes,
         v->mem = NULL;
         return fail_errno(err, err_len, "mmap guest memory");
     }
-    reg = (struct kvm_userspace_memory_region){
-        .slot = 0, .guest_phys_addr = 0, .memory_size = ram_bytes,
-        .userspace_addr = (uint64_t)(uintptr_t)v->mem};
+    reg = (struct kvm_userspace_memory_region){.slot = 0,
+                                               .guest_phys_addr = 0,
+                                               .memory_size = ram_bytes,
+                                               .userspace_addr =
+                                                   (uint64_t)(uintptr_t)v->mem};
     if (ioctl(v->vm, KVM_SET_USER_MEMORY_REGION, &reg) < 0)
         return fail_errno(err, err_len, "KVM_SET_USER_MEMORY_REGION");
     if (lapic_kernel) {
@@ -93,8 +95,8 @@ int lapict_vmm_vm_create(struct lapict_vmm_vm *v, uint64_t ram_bytes,
     sz = ioctl(v->kvm, KVM_GET_VCPU_MMAP_SIZE, 0);
     if (sz <= 0)
         return fail_errno(err, err_len, "KVM_GET_VCPU_MMAP_SIZE");
-    v->run = mmap(NULL, (size_t)sz, PROT_READ | PROT_WRITE, MAP_SHARED,
-                  v->vcpu, 0);
+    v->run =
+        mmap(NULL, (size_t)sz, PROT_READ | PROT_WRITE, MAP_SHARED, v->vcpu, 0);
     if (v->run == MAP_FAILED) {
         v->run = NULL;
         return fail_errno(err, err_len, "mmap kvm_run");
@@ -140,9 +142,8 @@ int lapict_vmm_vm_lapic(struct lapict_vmm_vm *v,
     }
     rc = lapict_kvm_init(v->k, v->vcpu, v->run, &c);
     if (rc) {
-        fail(err, err_len, "lapict_kvm_init: %s (%s: %s)",
-             lapict_strerror(rc), lapict_kvm_errcall(v->k),
-             strerror(lapict_kvm_errno(v->k)));
+        fail(err, err_len, "lapict_kvm_init: %s (%s: %s)", lapict_strerror(rc),
+             lapict_kvm_errcall(v->k), strerror(lapict_kvm_errno(v->k)));
         free(v->k);
         v->k = NULL;
         return -1;
@@ -175,20 +176,37 @@ void lapict_vmm_vm_destroy(struct lapict_vmm_vm *v)
     v->kvm = v->vm = v->vcpu = -1;
 }
 
-int lapict_vmm_vm_long_mode(struct lapict_vmm_vm *v, uint64_t rip,
-                            uint64_t rsp)
+int lapict_vmm_vm_long_mode(struct lapict_vmm_vm *v, uint64_t rip, uint64_t rsp)
 {
     uint64_t *pml4 = (uint64_t *)(v->mem + 0x2000);
     uint64_t *pdpt = (uint64_t *)(v->mem + 0x3000);
     uint64_t *gdt = (uint64_t *)(v->mem + 0x1000);
-    struct kvm_segment cs = {.base = 0, .limit = 0xFFFFFFFF, .selector = 8,
-                             .type = 11, .present = 1, .dpl = 0, .db = 0,
-                             .s = 1, .l = 1, .g = 1};
-    struct kvm_segment ds = {.base = 0, .limit = 0xFFFFFFFF, .selector = 16,
-                             .type = 3, .present = 1, .dpl = 0, .db = 1,
-                             .s = 1, .l = 0, .g = 1};
-    struct kvm_segment tr = {.base = 0, .limit = 0x67, .selector = 24,
-                             .type = 11, .present = 1, .s = 0};
+    struct kvm_segment cs = {.base = 0,
+                             .limit = 0xFFFFFFFF,
+                             .selector = 8,
+                             .type = 11,
+                             .present = 1,
+                             .dpl = 0,
+                             .db = 0,
+                             .s = 1,
+                             .l = 1,
+                             .g = 1};
+    struct kvm_segment ds = {.base = 0,
+                             .limit = 0xFFFFFFFF,
+                             .selector = 16,
+                             .type = 3,
+                             .present = 1,
+                             .dpl = 0,
+                             .db = 1,
+                             .s = 1,
+                             .l = 0,
+                             .g = 1};
+    struct kvm_segment tr = {.base = 0,
+                             .limit = 0x67,
+                             .selector = 24,
+                             .type = 11,
+                             .present = 1,
+                             .s = 0};
     struct kvm_sregs s;
     struct kvm_regs r;
 
@@ -271,15 +289,13 @@ out:
 
 static int kvm_error(struct lapict_vmm_vm *v, const char *hook, int rc)
 {
-    fprintf(stderr, "lapict-vmm: %s: %s (%s: %s)\n", hook,
-            lapict_strerror(rc), lapict_kvm_errcall(v->k),
-            strerror(lapict_kvm_errno(v->k)));
+    fprintf(stderr, "lapict-vmm: %s: %s (%s: %s)\n", hook, lapict_strerror(rc),
+            lapict_kvm_errcall(v->k), strerror(lapict_kvm_errno(v->k)));
     return -1;
 }
 
 int lapict_vmm_vm_run(struct lapict_vmm_vm *v,
-                      int (*on_exit)(void *arg, struct kvm_run *run),
-                      void *arg)
+                      int (*on_exit)(void *arg, struct kvm_run *run), void *arg)
 {
     return lapict_vmm_vm_run_points(v, on_exit, NULL, arg);
 }
@@ -308,8 +324,7 @@ int lapict_vmm_vm_run_points(struct lapict_vmm_vm *v,
             if (v->seg && v->nseg < v->seg_max)
                 v->seg[v->nseg++] = (struct lapict_vmm_seg){
                     __atomic_exchange_n(&v->fired_tsc, 0, __ATOMIC_SEQ_CST),
-                    v->woke_tsc,
-                    v->inject_tsc};
+                    v->woke_tsc, v->inject_tsc};
         }
         if (v->woke_tsc) {
             v->user_cycles += __builtin_ia32_rdtsc() - v->woke_tsc;
@@ -397,8 +412,7 @@ static int tsc_offset_io(int vcpu, unsigned long req, int64_t *off)
 }
 
 int lapict_vmm_vm_save(struct lapict_vmm_vm *v, struct lapict_vmm_snap *s,
-                       bool irr_first, bool service, char *err,
-                       size_t err_len)
+                       bool irr_first, bool service, char *err, size_t err_len)
 {
     size_t np = v->ram_bytes / 4096;
     unsigned char *res = NULL;

@@ -22,14 +22,14 @@
 #define LAPICT_VMM_STATUS_TIMEOUT 124
 
 struct lapict_vmm_vm {
-    int kvm, vm, vcpu;     /* -1: not open */
-    uint8_t *mem;          /* guest RAM, guest physical 0 at mem[0] */
+    int kvm, vm, vcpu; /* -1: not open */
+    uint8_t *mem;      /* guest RAM, guest physical 0 at mem[0] */
     uint64_t ram_bytes;
     struct kvm_run *run;
     size_t run_size;
     struct kvm_cpuid2 *cpuid; /* as given to KVM_SET_CPUID2 */
-    bool lapic_kernel;     /* KVM_CREATE_IRQCHIP, else adapters/kvm */
-    struct lapict_kvm *k;  /* the userspace LAPIC (lapict_vmm_vm_lapic) */
+    bool lapic_kernel;        /* KVM_CREATE_IRQCHIP, else adapters/kvm */
+    struct lapict_kvm *k;     /* the userspace LAPIC (lapict_vmm_vm_lapic) */
     /* The guest halted (LAPICT_KVM_HALTED) and the loop has not waited
      * for it yet: a VM stopped there is saved halted. */
     bool halted;
@@ -51,7 +51,7 @@ struct lapict_vmm_vm {
      * host timer fire (fired_tsc), woke_tsc and inject_tsc. */
     struct lapict_vmm_seg {
         uint64_t fired_tsc, woke_tsc, inject_tsc;
-    } *seg;
+    } * seg;
     uint64_t nseg, seg_max;
 };
 
@@ -197,8 +197,7 @@ int lapict_vmm_vm_run_points(struct lapict_vmm_vm *v,
  * Return: 0, or -1 with @err set.
  */
 int lapict_vmm_vm_save(struct lapict_vmm_vm *v, struct lapict_vmm_snap *s,
-                       bool irr_first, bool service, char *err,
-                       size_t err_len);
+                       bool irr_first, bool service, char *err, size_t err_len);
 
 /**
  * lapict_vmm_vm_restore() - continue a saved VM in a new one.

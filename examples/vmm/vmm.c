@@ -338,8 +338,8 @@ static void print_breakdown(const struct result *r)
            " running->kvm_run=%" PRId64 " kvm_run->isr=%" PRId64
            " (medians of each segment, host TSC cycles; guest TSC = host"
            " TSC)\n",
-           r->seg_n, r->seg_nofire, r->seg_med[0], r->seg_med[1],
-           r->seg_med[2], r->seg_med[3]);
+           r->seg_n, r->seg_nofire, r->seg_med[0], r->seg_med[1], r->seg_med[2],
+           r->seg_med[3]);
 }
 
 static void print_result(const struct opts *o, int lapic,
@@ -359,12 +359,12 @@ static void print_result(const struct opts *o, int lapic,
         return;
     }
     if (o->test == T_IMMED) {
-        printf("RESULT test=immed lapic=%s samples=%" PRIu64
-               " median=%" PRId64 " p99=%" PRId64 " min=%" PRId64
-               " max=%" PRId64 " apic=%s (cycles per iteration: TSC"
+        printf("RESULT test=immed lapic=%s samples=%" PRIu64 " median=%" PRId64
+               " p99=%" PRId64 " min=%" PRId64 " max=%" PRId64
+               " apic=%s (cycles per iteration: TSC"
                " deadline = now, CPUID, ISR, EOI)\n",
-               lapic == LAPIC_LIB ? "lib" : "kernel", r->n, r->median,
-               r->p99, r->min, r->max, o->x2apic ? "x2apic" : "xapic");
+               lapic == LAPIC_LIB ? "lib" : "kernel", r->n, r->median, r->p99,
+               r->min, r->max, o->x2apic ? "x2apic" : "xapic");
         if (r->imm_n)
             printf("BREAKDOWN test=immed lapic=%s samples=%" PRIu64
                    " wrmsr->isr=%" PRId64 " eoi=%" PRId64 " rest=%" PRId64
@@ -379,15 +379,13 @@ static void print_result(const struct opts *o, int lapic,
         fflush(stdout);
         return;
     }
-    printf("RESULT test=%s lapic=%s wait=%s samples=%" PRIu64
-           " min=%" PRId64 " median=%" PRId64 " p99=%" PRId64
-           " max=%" PRId64 " early=%" PRIu64,
+    printf("RESULT test=%s lapic=%s wait=%s samples=%" PRIu64 " min=%" PRId64
+           " median=%" PRId64 " p99=%" PRId64 " max=%" PRId64 " early=%" PRIu64,
            test_names[o->test], lapic == LAPIC_LIB ? "lib" : "kernel",
-           o->wait == W_SPIN ? "spin" : "hlt", r->n, r->min, r->median,
-           r->p99, r->max, r->early);
+           o->wait == W_SPIN ? "spin" : "hlt", r->n, r->min, r->median, r->p99,
+           r->max, r->early);
     if (o->test == T_PERIODIC)
-        printf(" period_err_ppm=%.2f drift_cycles=%" PRId64
-               " missed=%" PRIu64,
+        printf(" period_err_ppm=%.2f drift_cycles=%" PRId64 " missed=%" PRIu64,
                r->ppm, r->drift, r->missed);
     if (o->test == T_SELFTEST)
         printf(" pass=%" PRIu64 " fail=%" PRIu64, r->pass, r->fail);
@@ -487,8 +485,9 @@ static int run_one(const struct opts *o, int lapic, const char *csv,
         /* --test=entry subtracts a host TSC from a guest one: only
          * meaningful while they are the same clock. */
         if (o->test == T_ENTRY && v.k->tsc_offset != 0) {
-            fprintf(stderr, "lapict-vmm: --test=entry: guest TSC offset "
-                            "%" PRId64 " is not 0\n",
+            fprintf(stderr,
+                    "lapict-vmm: --test=entry: guest TSC offset "
+                    "%" PRId64 " is not 0\n",
                     v.k->tsc_offset);
             exit(2);
         }
@@ -522,13 +521,12 @@ static int run_one(const struct opts *o, int lapic, const char *csv,
         struct lapict_stats ts;
         lapict_stats_get(&k->timer, &ts, sizeof(ts));
         printf("lib: runs=%" PRIu64 " mmio=%" PRIu64 " msr=%" PRIu64
-               " hlt_sleeps=%" PRIu64 " kicks=%" PRIu64
-               " interrupts=%" PRIu64 " windows=%" PRIu64
-               " advance_ns=%u spins=%" PRIu64 " refused=%" PRIu64 "\n",
-               k->st.runs, k->apic.st.mmio,
-               k->apic.st.rdmsr + k->apic.st.wrmsr, k->st.halt_sleeps,
-               k->st.kicks_seen, k->st.interrupts, k->st.window_exits,
-               ts.advance_ns, ts.spins, ts.refused);
+               " hlt_sleeps=%" PRIu64 " kicks=%" PRIu64 " interrupts=%" PRIu64
+               " windows=%" PRIu64 " advance_ns=%u spins=%" PRIu64
+               " refused=%" PRIu64 "\n",
+               k->st.runs, k->apic.st.mmio, k->apic.st.rdmsr + k->apic.st.wrmsr,
+               k->st.halt_sleeps, k->st.kicks_seen, k->st.interrupts,
+               k->st.window_exits, ts.advance_ns, ts.spins, ts.refused);
         /* What the advance cost the host: the wait before entry. */
         printf("lib: spin_ns_total=%" PRIu64 " spin_ns_per_interrupt=%" PRIu64
                "\n",
@@ -557,8 +555,8 @@ enum stop_kind {
     K_TMCCT,   /* between two TMCCT samples of a running one-shot */
     K_N
 };
-static const char *const kind_names[K_N] = {
-    "pending", "advance", "halted", "modeswitch", "random", "tmcct"};
+static const char *const kind_names[K_N] = {"pending",    "advance", "halted",
+                                            "modeswitch", "random",  "tmcct"};
 
 #define MIG_STOP 1000 /* lapict_vmm_vm_run_points(): stop for a migration */
 #define MIG_MAGIC 0x4D49475354415445ull
@@ -652,8 +650,8 @@ static void mig_next(struct mig_state *m, const struct opts *o)
         m->want = (m->want + 1) % K_N;
     while (m->want == K_ADVANCE && o->advance_mode == LAPICT_ADVANCE_OFF);
     m->earliest_ns = lapict_vmm_mono_ns() + mig_rnd(m) % 3000000u;
-    m->give_up_ns = m->earliest_ns +
-                    (m->want == K_TMCCT ? 5000000000ull : 30000000u);
+    m->give_up_ns =
+        m->earliest_ns + (m->want == K_TMCCT ? 5000000000ull : 30000000u);
 }
 
 /* A timer interrupt owed and not taken: in IRR, or held by lapict (LVTT
@@ -965,14 +963,13 @@ static int run_migrate(const struct opts *o)
            " tmcct_bad=%" PRIu64 " periodic_ticks=%" PRIu64 " oneshots=%" PRIu64
            " deadlines=%" PRIu64 " missed_ticks=%" PRIu64 " phases=%" PRIu64
            " serviced=%" PRIu64 " silent_drops=%" PRIu64
-           " mean_downtime_us=%" PRIu64 " execs=%" PRIu64
-           " seed=%" PRIu64 "\n",
+           " mean_downtime_us=%" PRIu64 " execs=%" PRIu64 " seed=%" PRIu64 "\n",
            m.fallbacks, m.irr_first, m.timer_first, mb->mig.tmcct_checks,
            mb->mig.tmcct_across, mb->mig.tmcct_bad, mb->mig.periodic_ticks,
            mb->mig.oneshots, mb->mig.deadlines,
            m.carried_missed + timer_missed(&v), mb->mig.phases, m.serviced,
-           m.silent_drops,
-           m.done ? m.sum_downtime_ns / m.done / 1000u : 0, m.execs, m.seed);
+           m.silent_drops, m.done ? m.sum_downtime_ns / m.done / 1000u : 0,
+           m.execs, m.seed);
     if (!o->quiet) {
         add_stats(m.sum_st, &v);
         printf("migrate: lapict over all instances: expiries=%" PRIu64
@@ -1110,12 +1107,16 @@ int main(int argc, char **argv)
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
-    struct opts o = {.lapic = LAPIC_LIB, .test = T_TSCDEADLINE,
-                     .wait = W_HLT, .samples = 0, .delta = 200000,
+    struct opts o = {.lapic = LAPIC_LIB,
+                     .test = T_TSCDEADLINE,
+                     .wait = W_HLT,
+                     .samples = 0,
+                     .delta = 200000,
                      .period_ns = 1000000,
                      .advance_mode = LAPICT_ADVANCE_OFF,
                      .advance_max_ns = 60000,
-                     .guest = LAPICT_VMM_GUEST, .timeout_s = 120};
+                     .guest = LAPICT_VMM_GUEST,
+                     .timeout_s = 120};
     struct result r[2];
     struct lapict_vmm_boot_opts mb = {.x2apic = true};
     bool dry_run = false;
@@ -1123,9 +1124,15 @@ int main(int argc, char **argv)
 
     while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
         switch (c) {
-        case 'l': o.lapic = parse_enum(optarg, lapics, 2, "--lapic"); break;
-        case 't': o.test = parse_enum(optarg, test_names, 8, "--test"); break;
-        case 'w': o.wait = parse_enum(optarg, waits, 2, "--wait"); break;
+        case 'l':
+            o.lapic = parse_enum(optarg, lapics, 2, "--lapic");
+            break;
+        case 't':
+            o.test = parse_enum(optarg, test_names, 8, "--test");
+            break;
+        case 'w':
+            o.wait = parse_enum(optarg, waits, 2, "--wait");
+            break;
         case 'n':
             o.samples = parse_num(optarg, "--samples", 1, SAMPLES_MAX);
             break;
@@ -1146,8 +1153,12 @@ int main(int argc, char **argv)
                                                    LAPICT_ADVANCE_NS_LIMIT);
             }
             break;
-        case 'c': o.csv = optarg; break;
-        case 'C': o.compare = true; break;
+        case 'c':
+            o.csv = optarg;
+            break;
+        case 'C':
+            o.compare = true;
+            break;
         case 'g':
             o.plain = !strcmp(optarg, "baremetal");
             o.guest = o.plain ? LAPICT_VMM_BAREMETAL : optarg;
@@ -1155,9 +1166,15 @@ int main(int argc, char **argv)
         case 'k':
             o.timers = parse_num(optarg, "--timers", 1, MB_TIMERS_MAX);
             break;
-        case 'K': mb.kernel = optarg; break;
-        case 'A': mb.append = optarg; break;
-        case 'I': mb.initrd = optarg; break;
+        case 'K':
+            mb.kernel = optarg;
+            break;
+        case 'A':
+            mb.append = optarg;
+            break;
+        case 'I':
+            mb.initrd = optarg;
+            break;
         case 'X':
             mb.x2apic = parse_enum(optarg, onoff, 2, "--x2apic") == 0;
             o.x2apic = mb.x2apic;
@@ -1166,15 +1183,23 @@ int main(int argc, char **argv)
             o.timeout_s =
                 (unsigned)parse_num(optarg, "--timeout", 1, TIMEOUT_S_MAX);
             break;
-        case 'q': o.quiet = true; break;
+        case 'q':
+            o.quiet = true;
+            break;
         case 'M':
             /* 0 is not offered: the KVM adapter reads it as its default. */
             o.advance_max_ns = (uint32_t)parse_num(optarg, "--advance-max", 1,
                                                    LAPICT_ADVANCE_NS_LIMIT);
             break;
-        case 'N': o.no_thread = true; break;
-        case 'Z': o.kick_thread = true; break;
-        case 'Y': o.entry_isr = parse_enum(optarg, isrs, 2, "--entry-isr"); break;
+        case 'N':
+            o.no_thread = true;
+            break;
+        case 'Z':
+            o.kick_thread = true;
+            break;
+        case 'Y':
+            o.entry_isr = parse_enum(optarg, isrs, 2, "--entry-isr");
+            break;
         case 'm':
             o.migrations = parse_num(optarg, "--migrations", 1, MIGRATIONS_MAX);
             break;
@@ -1182,9 +1207,15 @@ int main(int argc, char **argv)
             o.downtime_us =
                 parse_num(optarg, "--downtime-us", 0, DOWNTIME_US_MAX);
             break;
-        case 'E': o.exec = true; break;
-        case 'S': o.save = optarg; break;
-        case 'R': o.restore = optarg; break;
+        case 'E':
+            o.exec = true;
+            break;
+        case 'S':
+            o.save = optarg;
+            break;
+        case 'R':
+            o.restore = optarg;
+            break;
         case 's':
             o.seed = parse_num(optarg, "--seed", 0, UINT64_MAX);
             o.seed_set = true;
@@ -1192,8 +1223,12 @@ int main(int argc, char **argv)
         case 'y':
             dry_run = true;
             break;
-        case 'h': usage(); return 0;
-        default: usage(); return 2;
+        case 'h':
+            usage();
+            return 0;
+        default:
+            usage();
+            return 2;
         }
     }
     if (optind < argc) {

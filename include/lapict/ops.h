@@ -101,8 +101,8 @@ struct lapict_ops {
      * @detail, LAPICT_E_MODE with the LVTT value), or, once per instance,
      * a guest TSC that does not run at the configured tsc_khz
      * (LAPICT_E_TSC_RATE with the measured rate in kHz: the host's
-     * configuration to fix, docs/spec/timer.md section 4). Optional. A host can set
-     * the LAPIC ESR "Receive Illegal Vector" bit (bit 6) from here: the SDM
+     * configuration to fix, docs/spec/timer.md section 4). Optional. A host can
+     * set the LAPIC ESR "Receive Illegal Vector" bit (bit 6) from here: the SDM
      * ("Error Handling") sets it for an illegal vector in an interrupt
      * generated locally from the LVT; bit 5, "Send Illegal Vector", is for
      * ICR and SELF IPI writes.

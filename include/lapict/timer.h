@@ -99,21 +99,21 @@ struct lapict_stats {
      * caller passed, read 0).
      */
     uint32_t size;
-    bool clamp_reported;      /* the clamp has engaged at least once */
-    uint64_t expiries;        /* expiries processed (masked ones included) */
-    uint64_t injections;      /* interrupts the host accepted */
-    uint64_t refused;         /* inject calls the host refused */
-    uint64_t masked;          /* expiries dropped because LVTT was masked */
-    uint64_t coalesced;       /* missed ticks merged (coalesce policy) */
-    uint64_t dropped;         /* missed ticks dropped (drop, catch-up bound) */
-    uint64_t illegal_vector;  /* expiries with vector 0-15, not injected */
-    uint64_t mode_errors;     /* LVTT writes with reserved mode 11 */
-    uint64_t clamps;          /* times the minimum-period clamp engaged */
-    uint64_t hv_to_sw;        /* hardware -> software timer moves */
-    uint64_t sw_to_hv;        /* software -> hardware timer moves */
-    uint64_t hv_refused;      /* hardware timer arms the host refused */
-    uint64_t spins;           /* spin_until calls (waits before entry) */
-    uint64_t spin_ns_total;   /* ns of waiting asked of spin_until, summed */
+    bool clamp_reported;     /* the clamp has engaged at least once */
+    uint64_t expiries;       /* expiries processed (masked ones included) */
+    uint64_t injections;     /* interrupts the host accepted */
+    uint64_t refused;        /* inject calls the host refused */
+    uint64_t masked;         /* expiries dropped because LVTT was masked */
+    uint64_t coalesced;      /* missed ticks merged (coalesce policy) */
+    uint64_t dropped;        /* missed ticks dropped (drop, catch-up bound) */
+    uint64_t illegal_vector; /* expiries with vector 0-15, not injected */
+    uint64_t mode_errors;    /* LVTT writes with reserved mode 11 */
+    uint64_t clamps;         /* times the minimum-period clamp engaged */
+    uint64_t hv_to_sw;       /* hardware -> software timer moves */
+    uint64_t sw_to_hv;       /* software -> hardware timer moves */
+    uint64_t hv_refused;     /* hardware timer arms the host refused */
+    uint64_t spins;          /* spin_until calls (waits before entry) */
+    uint64_t spin_ns_total;  /* ns of waiting asked of spin_until, summed */
     /*
      * Last (host ready at guest entry - expiry instant), ns, measured
      * before the wait at entry: with the advance on, < 0 when the host
@@ -126,9 +126,9 @@ struct lapict_stats {
      * early (a host clock or guest TSC that went back, timer.h).
      */
     int64_t last_guest_ns;
-    uint32_t advance_ns;      /* advance in force now */
-    uint32_t pending;         /* interrupts held pending now */
-    int last_error;           /* last guest-caused status, LAPICT_OK if none */
+    uint32_t advance_ns; /* advance in force now */
+    uint32_t pending;    /* interrupts held pending now */
+    int last_error;      /* last guest-caused status, LAPICT_OK if none */
     /*
      * The guest TSC rate, kHz, the library measured over the last TSC
      * deadline whose TSC ran off tsc_khz (docs/spec/timer.md section 4,

@@ -204,8 +204,8 @@ static int fake_sigaction(int sig, const struct sigaction *sa,
 
 static int fake_clock_gettime(int clk, struct timespec *ts)
 {
-    uint64_t stall = __atomic_exchange_n(&lt_fake.clock_stall_ns, 0,
-                                         __ATOMIC_SEQ_CST);
+    uint64_t stall =
+        __atomic_exchange_n(&lt_fake.clock_stall_ns, 0, __ATOMIC_SEQ_CST);
 
     if (stall) {
         struct timespec d = {(time_t)(stall / 1000000000u),

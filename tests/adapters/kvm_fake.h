@@ -36,19 +36,19 @@ enum lt_fake_call {
 
 struct lt_fake {
     /* Set by the test. */
-    unsigned fail;   /* lt_fake_call bits: the call returns -1 */
-    int fail_errno;  /* with this errno (0: EIO) */
+    unsigned fail;         /* lt_fake_call bits: the call returns -1 */
+    int fail_errno;        /* with this errno (0: EIO) */
     int (*run)(void *arg); /* KVM_RUN (NULL: -1, EINTR) */
     void *run_arg;
-    bool if_flag;    /* IF as KVM_GET_REGS reports it */
+    bool if_flag; /* IF as KVM_GET_REGS reports it */
     /* Recorded. */
-    int last_vector;     /* last KVM_INTERRUPT, -1: none */
-    uint64_t injections; /* KVM_INTERRUPT calls that succeeded */
-    uint64_t nmis;       /* KVM_NMI calls that succeeded */
-    uint64_t set_msrs;   /* KVM_SET_MSRS calls that succeeded */
-    uint64_t apic_base;  /* the last IA32_APIC_BASE written to KVM */
-    unsigned failed;     /* lt_fake_call bits of calls that did fail */
-    uint64_t ppolls;     /* ppoll calls */
+    int last_vector;        /* last KVM_INTERRUPT, -1: none */
+    uint64_t injections;    /* KVM_INTERRUPT calls that succeeded */
+    uint64_t nmis;          /* KVM_NMI calls that succeeded */
+    uint64_t set_msrs;      /* KVM_SET_MSRS calls that succeeded */
+    uint64_t apic_base;     /* the last IA32_APIC_BASE written to KVM */
+    unsigned failed;        /* lt_fake_call bits of calls that did fail */
+    uint64_t ppolls;        /* ppoll calls */
     uint64_t ppoll_returns; /* ppoll calls that returned (atomic) */
     /*
      * Set by the test: called on the polling thread each time a real ppoll

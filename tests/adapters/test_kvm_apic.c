@@ -85,17 +85,16 @@ static int teardown(void **state)
 static uint32_t mmio_rd(uint32_t off)
 {
     uint32_t v = 0;
-    assert_int_equal(lapict_apic_mmio(&F->a, BASE + off, (uint8_t *)&v, 4,
-                                      false),
-                     LAPICT_OK);
+    assert_int_equal(
+        lapict_apic_mmio(&F->a, BASE + off, (uint8_t *)&v, 4, false),
+        LAPICT_OK);
     return v;
 }
 
 static void mmio_wr(uint32_t off, uint32_t v)
 {
-    assert_int_equal(lapict_apic_mmio(&F->a, BASE + off, (uint8_t *)&v, 4,
-                                      true),
-                     LAPICT_OK);
+    assert_int_equal(
+        lapict_apic_mmio(&F->a, BASE + off, (uint8_t *)&v, 4, true), LAPICT_OK);
 }
 
 static int rd(uint32_t msr, uint64_t *v)
@@ -291,7 +290,7 @@ static void priority_and_ack(void **state)
     assert_true(lapict_apic_set_irq(&F->a, 0x62));
     assert_int_equal(lapict_apic_deliverable(&F->a), 0x62);
     lapict_apic_ack(&F->a, 0x62);
-    assert_int_equal(mmio_rd(0xA0), 0x60); /* PPR from ISR */
+    assert_int_equal(mmio_rd(0xA0), 0x60);                /* PPR from ISR */
     assert_int_equal(lapict_apic_deliverable(&F->a), -1); /* 0x41 below */
     mmio_wr(0xB0, 0);
     assert_int_equal(F->eois, 1);
@@ -338,8 +337,7 @@ static void op_failures_returned(void **state)
     assert_int_equal(lapict_apic_init(&F->a, &F->t, NULL, NULL), LAPICT_OK);
     mmio_wr(0x300, 0x40400);
     assert_int_equal(F->a.st.nmis, 1);
-    assert_int_equal(lapict_apic_init(NULL, &F->t, NULL, NULL),
-                     LAPICT_E_INVAL);
+    assert_int_equal(lapict_apic_init(NULL, &F->t, NULL, NULL), LAPICT_E_INVAL);
 }
 
 /* --- save and restore ------------------------------------------------- */

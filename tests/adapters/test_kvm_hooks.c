@@ -37,8 +37,8 @@
 #define CODE 0x100000u
 #define IDT 0x9000u
 #define STACK 0x9F000u
-#define FLAG 0xA000u  /* the handler ran: byte 1 */
-#define HANDLER 85u /* offset of the handler in code[] */
+#define FLAG 0xA000u /* the handler ran: byte 1 */
+#define HANDLER 85u  /* offset of the handler in code[] */
 
 /* The guest's one-shot: TMICT 100 000 000 at 1 GHz, divide by 1. */
 #define COUNT_NS 100000000u
@@ -61,21 +61,21 @@ static const uint8_t code[] = {
     0xB8, 0x00, 0xE1, 0xF5, 0x05, /* mov eax, 100000000 (100 ms, 1 GHz) */
     0x0F, 0x30,                   /* wrmsr */
     /* wait: */
-    0xFA,                         /* cli */
+    0xFA,                                           /* cli */
     0x80, 0x3C, 0x25, 0x00, 0xA0, 0x00, 0x00, 0x00, /* cmp byte [FLAG], 0 */
-    0x75, 0x04,                   /* jne done */
-    0xFB,                         /* sti: the hlt runs before any interrupt */
-    0xF4,                         /* hlt */
-    0xEB, 0xF1,                   /* jmp wait */
+    0x75, 0x04,                                     /* jne done */
+    0xFB,       /* sti: the hlt runs before any interrupt */
+    0xF4,       /* hlt */
+    0xEB, 0xF1, /* jmp wait */
     /* done: */
-    0xB0, 0x01,                   /* mov al, 1 */
-    0xE6, 0x10,                   /* out 0x10, al: done */
-    0xFA,                         /* cli */
-    0xF4,                         /* hlt */
-    0xEB, 0xFD,                   /* jmp to the hlt */
+    0xB0, 0x01, /* mov al, 1 */
+    0xE6, 0x10, /* out 0x10, al: done */
+    0xFA,       /* cli */
+    0xF4,       /* hlt */
+    0xEB, 0xFD, /* jmp to the hlt */
     /* HANDLER: */
     0xC6, 0x04, 0x25, 0x00, 0xA0, 0x00, 0x00, 0x01, /* mov byte [FLAG], 1 */
-    0xB0, 0x02,                   /* mov al, 2 */
+    0xB0, 0x02,                                     /* mov al, 2 */
     0xE6, 0x11,                   /* out 0x11, al: in the handler */
     0xB9, 0x0B, 0x08, 0x00, 0x00, /* mov ecx, EOI */
     0x31, 0xC0,                   /* xor eax, eax */
@@ -103,9 +103,8 @@ static int setup(void **state)
 
     (void)state;
     lapict_kvm_config_default(&kc); /* no signal, no thread */
-    assert_int_equal(lapict_vmm_vm_create(&vm, 2u << 20, false, true, err,
-                                          sizeof(err)),
-                     0);
+    assert_int_equal(
+        lapict_vmm_vm_create(&vm, 2u << 20, false, true, err, sizeof(err)), 0);
     assert_true(CODE + sizeof(code) <= vm.ram_bytes);
     memcpy(vm.mem + CODE, code, sizeof(code));
     vm.mem[FLAG] = 0;
@@ -153,8 +152,7 @@ static void hooks_loop(bool own_wait)
     while (!done) {
         assert_int_equal(lapict_kvm_pre_run(k), LAPICT_OK);
         e = ioctl(vm.vcpu, KVM_RUN, 0) < 0 ? -errno : 0;
-        if (!e && r->exit_reason == KVM_EXIT_X86_WRMSR &&
-            r->msr.index == 0x838)
+        if (!e && r->exit_reason == KVM_EXIT_X86_WRMSR && r->msr.index == 0x838)
             t_armed = mono_ns();
         rc = lapict_kvm_handle_exit(k, e);
         assert_true(rc >= 0);
@@ -209,10 +207,8 @@ int main(void)
 {
     const char *why = lt_kvm_unusable();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(hooks_with_halt_wait, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(hooks_with_own_wait, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(hooks_with_halt_wait, setup, teardown),
+        cmocka_unit_test_setup_teardown(hooks_with_own_wait, setup, teardown),
     };
 
     if (why) {

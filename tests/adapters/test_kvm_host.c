@@ -65,15 +65,15 @@ static uint64_t mono_ns(void)
 
 /* Look at @cond every 100 us until it holds; fail if PATIENCE_NS passes
  * first. @cond is evaluated once per look (it may have effects). */
-#define WAIT_FOR(cond)                                                       \
-    do {                                                                     \
-        uint64_t end_ = mono_ns() + PATIENCE_NS;                             \
-        bool ok_;                                                            \
-        while (!(ok_ = (cond)) && (int64_t)(mono_ns() - end_) < 0)           \
-            sleep_ns(100000);                                                \
-        if (!ok_)                                                            \
-            fail_msg("%s: not true after %llu s", #cond,                     \
-                     (unsigned long long)(PATIENCE_NS / 1000000000u));       \
+#define WAIT_FOR(cond)                                                         \
+    do {                                                                       \
+        uint64_t end_ = mono_ns() + PATIENCE_NS;                               \
+        bool ok_;                                                              \
+        while (!(ok_ = (cond)) && (int64_t)(mono_ns() - end_) < 0)             \
+            sleep_ns(100000);                                                  \
+        if (!ok_)                                                              \
+            fail_msg("%s: not true after %llu s", #cond,                       \
+                     (unsigned long long)(PATIENCE_NS / 1000000000u));         \
     } while (0)
 
 /* KVM_RUN of a guest that takes interrupts and exits to the VMM at once. */
@@ -128,9 +128,9 @@ static void mmio_wr(struct fx *f, uint32_t off, uint32_t v)
 
 static void apic_wr(struct fx *f, uint32_t off, uint32_t v)
 {
-    assert_int_equal(lapict_apic_mmio(&f->k.apic, APIC + off, (uint8_t *)&v,
-                                      4, true),
-                     LAPICT_OK);
+    assert_int_equal(
+        lapict_apic_mmio(&f->k.apic, APIC + off, (uint8_t *)&v, 4, true),
+        LAPICT_OK);
 }
 
 /* Software-enable the APIC and make LVTT a one-shot, vector 0x40, /1. */
@@ -297,7 +297,8 @@ static void set_msrs_and_nmi_failures(void **state)
  * retried in a busy loop. */
 static void thread_poll_error_no_spin(void **state)
 {
-    struct lapict_kvm_config c = lt_fake_config(LAPICT_KVM_KICK_THREAD, SIGUSR2);
+    struct lapict_kvm_config c =
+        lt_fake_config(LAPICT_KVM_KICK_THREAD, SIGUSR2);
     struct fx *f;
     int rc;
 
@@ -344,7 +345,6 @@ static void halt_poll_error_reported(void **state)
     lt_fake.fail = 0;
     fx_free(f);
 }
-
 
 /* --- process-global state stays the caller's ---------------------------- */
 
@@ -447,7 +447,6 @@ static void caller_chosen_signal(void **state)
     signal(SIGUSR1, SIG_DFL);
     signal(sig, SIG_DFL);
 }
-
 
 /* Rule: instances that share a kick signal share one handler; the
  * caller's comes back when the last of them is destroyed, in any order. */
@@ -569,13 +568,13 @@ static void timer_slack_only_if_asked(void **state)
     prctl(PR_SET_TIMERSLACK, before, 0, 0, 0);
 }
 
-
 /* Rule (docs/spec/timer.md "Concurrency"): the timer thread only sets the flag
  * and kicks; the owner thread consumes it and calls lapict_expire(). The kick
  * sets immediate_exit for the next KVM_RUN. Meant to run under TSan too. */
 static void timer_thread_kick(void **state)
 {
-    struct lapict_kvm_config c = lt_fake_config(LAPICT_KVM_KICK_THREAD, SIGUSR1);
+    struct lapict_kvm_config c =
+        lt_fake_config(LAPICT_KVM_KICK_THREAD, SIGUSR1);
     struct fx *f;
     int rounds, rc;
 
@@ -634,8 +633,7 @@ static void rearm_far_failing(void *arg)
     __atomic_store_n(&lt_fake.after_ppoll, NULL, __ATOMIC_SEQ_CST);
     lt_fake.fail_errno = ENOMEM;
     __atomic_store_n(&lt_fake.fail, LT_FAIL_TIMERFD_SETTIME, __ATOMIC_SEQ_CST);
-    rc = lapict_apic_mmio(&f->k.apic, APIC + 0x380, (uint8_t *)&tmict, 4,
-                          true);
+    rc = lapict_apic_mmio(&f->k.apic, APIC + 0x380, (uint8_t *)&tmict, 4, true);
     __atomic_store_n(&f->rearm_rc, rc, __ATOMIC_SEQ_CST);
 }
 
@@ -648,7 +646,8 @@ static void rearm_far_failing(void *arg)
  */
 static void timer_thread_spins_at_most_the_lead(void **state)
 {
-    struct lapict_kvm_config c = lt_fake_config(LAPICT_KVM_KICK_THREAD, SIGUSR2);
+    struct lapict_kvm_config c =
+        lt_fake_config(LAPICT_KVM_KICK_THREAD, SIGUSR2);
     struct fx *f;
     int rc, fires = 0;
 
@@ -663,8 +662,7 @@ static void timer_thread_spins_at_most_the_lead(void **state)
     apic_wr(f, 0x3E0, 0xA); /* divide by 128 */
     apic_wr(f, 0x320, 0x40);
     lt_fake.after_ppoll_arg = f;
-    __atomic_store_n(&lt_fake.after_ppoll, rearm_far_failing,
-                     __ATOMIC_SEQ_CST);
+    __atomic_store_n(&lt_fake.after_ppoll, rearm_far_failing, __ATOMIC_SEQ_CST);
     apic_wr(f, 0x380, 7813); /* 1 ms: the timerfd wakes the thread */
     __atomic_store_n(&f->armed, 1, __ATOMIC_SEQ_CST);
     WAIT_FOR(__atomic_load_n(&f->rearm_rc, __ATOMIC_SEQ_CST) != NOT_YET);
@@ -860,8 +858,7 @@ static void *caller_kicker(void *arg)
     struct timespec ts = {(time_t)(f->kick_at / 1000000000u),
                           (long)(f->kick_at % 1000000000u)};
 
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) ==
-           EINTR)
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
         ;
     lapict_kvm_kick(&f->k);
     return NULL;
@@ -935,9 +932,9 @@ static void illegal_lvt_vector_esr(void **state)
     sleep_ns(100000);
     lapict_expire(&f->k.timer);
     apic_wr(f, 0x280, 0);
-    assert_int_equal(lapict_apic_mmio(&f->k.apic, APIC + 0x280,
-                                      (uint8_t *)&esr, 4, false),
-                     LAPICT_OK);
+    assert_int_equal(
+        lapict_apic_mmio(&f->k.apic, APIC + 0x280, (uint8_t *)&esr, 4, false),
+        LAPICT_OK);
     assert_int_equal(esr, LAPICT_APIC_ESR_RECV_ILLEGAL);
     assert_int_equal(lt_fake.injections, 0);
     fx_free(f);

@@ -69,8 +69,8 @@ static void msr_exit(struct kvm_run *r, uint32_t reason, uint32_t msr,
 static void other_msr_is_not_mine(void **state)
 {
     struct fx *f = *state;
-    static const uint32_t others[] = {0x3A, 0xC0000080u, 0x4B564D00u, 0x10,
-                                      0x7FF, 0x900};
+    static const uint32_t others[] = {0x3A, 0xC0000080u, 0x4B564D00u,
+                                      0x10, 0x7FF,       0x900};
 
     for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++) {
         msr_exit(&f->run, KVM_EXIT_X86_RDMSR, others[i], 0x1234);
@@ -92,21 +92,20 @@ static void other_msr_is_not_mine(void **state)
     assert_int_equal(f->run.msr.error, 1);
 }
 
-
 static uint32_t mmio_rd(struct fx *f, uint32_t off)
 {
     uint32_t v = 0;
-    assert_int_equal(lapict_apic_mmio(&f->k.apic, BASE + off, (uint8_t *)&v,
-                                      4, false),
-                     LAPICT_OK);
+    assert_int_equal(
+        lapict_apic_mmio(&f->k.apic, BASE + off, (uint8_t *)&v, 4, false),
+        LAPICT_OK);
     return v;
 }
 
 static void mmio_wr(struct fx *f, uint32_t off, uint32_t v)
 {
-    assert_int_equal(lapict_apic_mmio(&f->k.apic, BASE + off, (uint8_t *)&v,
-                                      4, true),
-                     LAPICT_OK);
+    assert_int_equal(
+        lapict_apic_mmio(&f->k.apic, BASE + off, (uint8_t *)&v, 4, true),
+        LAPICT_OK);
 }
 
 /* The whole @ns, even when a kick signal interrupts the sleep. */

@@ -25,8 +25,8 @@ static void on_deliver(void *arg, uint64_t when_ns, uint8_t vector)
 
     s->n++;
     if (vector != VECTOR || when_ns != (uint64_t)s->n * PERIOD_NS) {
-        fprintf(stderr, "interrupt %u: vector %#x at %llu ns\n", s->n,
-                vector, (unsigned long long)when_ns);
+        fprintf(stderr, "interrupt %u: vector %#x at %llu ns\n", s->n, vector,
+                (unsigned long long)when_ns);
         s->bad = 1;
     }
 }

@@ -192,8 +192,8 @@ int main(void)
     run_size = ioctl(kvm, KVM_GET_VCPU_MMAP_SIZE, 0);
     if (run_size < 0)
         return fail("KVM_GET_VCPU_MMAP_SIZE");
-    run = mmap(NULL, (size_t)run_size, PROT_READ | PROT_WRITE, MAP_SHARED,
-               vcpu, 0);
+    run = mmap(NULL, (size_t)run_size, PROT_READ | PROT_WRITE, MAP_SHARED, vcpu,
+               0);
     if (run == MAP_FAILED)
         return fail("mmap kvm_run");
     cpuid = guest_cpuid(kvm);

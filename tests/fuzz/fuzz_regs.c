@@ -480,8 +480,8 @@ static void rg_o_deadline(struct rg_oracle *o, uint64_t now, uint64_t val)
     } else {
         /* D in the TSC's current lap of 2^64 ticks. */
         fz_u128 full = (rg_tsc_full(o, now) >> 64 << 64) + val;
-        o->dl_at = ((full - o->tsc_off) * 1000000u + o->tsc_khz - 1) /
-                   o->tsc_khz;
+        o->dl_at =
+            ((full - o->tsc_off) * 1000000u + o->tsc_khz - 1) / o->tsc_khz;
     }
 }
 
@@ -627,8 +627,7 @@ static bool rg_op_inject(void *ctx, uint8_t vector)
     }
     if (ok && rg.leap) {
         /* The host clock leaps before the guest is entered. */
-        RG_TRACE("# host clock leaps by %llu inside inject\n",
-                 RG_ULL(rg.leap));
+        RG_TRACE("# host clock leaps by %llu inside inject\n", RG_ULL(rg.leap));
         rg.sim.now_ns += rg.leap;
         rg.leap = 0;
         rg.wild = true;
@@ -686,7 +685,8 @@ static void rg_on_deliver(void *arg, uint64_t when, uint8_t vector)
     uint64_t now = rg.sim.now_ns;
 
     (void)arg;
-    lapict_stats_get(rg.t, &st, sizeof(st)); /* the advance right after this entry */
+    lapict_stats_get(rg.t, &st,
+                     sizeof(st)); /* the advance right after this entry */
     rg_event(RG_EV_DLV, vector, when)->aux = st.advance_ns;
     RG_TRACE("# delivered %u at %llu, advance %u\n", vector, RG_ULL(when),
              st.advance_ns);
@@ -906,9 +906,9 @@ static void rg_check_regs(unsigned which, unsigned how)
     }
     rg_enter();
     /* No IA32_TSC_DEADLINE without the CPUID bit: RDMSR is #GP. */
-    RG_CHECK(rc == (which == 4 && how != 0 && !o->dl_ok ? LAPICT_E_GP
-                                                         : LAPICT_OK),
-             "register read failed: %d", rc);
+    RG_CHECK(
+        rc == (which == 4 && how != 0 && !o->dl_ok ? LAPICT_E_GP : LAPICT_OK),
+        "register read failed: %d", rc);
     rg_event(RG_EV_READ, (uint8_t)which, v);
     if (rg.wild)
         return;

@@ -137,8 +137,8 @@ static unsigned run_once(bool x2apic)
     snprintf(cmd, sizeof(cmd),
              "%s --timeout=%d --quiet --lapic=lib --x2apic=%s --kernel %s "
              "--append 'changemode=%u tsc_khz=%d cm_print=%u'",
-             LAPICT_VMM_BIN, LT_GUEST_TIMEOUT_S, x2apic ? "on" : "off", LAPICT_MBTEST, ITERS,
-             tsc_khz, ITERS);
+             LAPICT_VMM_BIN, LT_GUEST_TIMEOUT_S, x2apic ? "on" : "off",
+             LAPICT_MBTEST, ITERS, tsc_khz, ITERS);
     o = lt_run_capture(cmd, &status);
     ck_assert_msg(strstr(o, x2apic ? "mode: x2apic" : "mode: xapic"), "%s", o);
     line = strstr(o, "CM-SUMMARY ");

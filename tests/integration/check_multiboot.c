@@ -9,9 +9,10 @@
  * rules these guests need are tested in tests/adapters/test_kvm_apic.c.
  *
  * "kvm" cases (ctest check_multiboot_kvm; skipped, exit LT_SKIP_RC, with
- * a message when /dev/kvm is missing or unusable): lapict-vmm boots lapict-mbtest, which checks the loader path,
- * ports, fw_cfg, the IA32_APIC_BASE rules, the interrupt path and the APIC
- * timer from inside the guest, under --lapic=lib and --lapic=kernel with
+ * a message when /dev/kvm is missing or unusable): lapict-vmm boots
+ * lapict-mbtest, which checks the loader path, ports, fw_cfg, the
+ * IA32_APIC_BASE rules, the interrupt path and the APIC timer from inside the
+ * guest, under --lapic=lib and --lapic=kernel with
  * --x2apic=on and off. Under lib every check must pass; under kernel
  * (KVM's own LAPIC, the reference) only the differences listed in
  * kvm_known[] may fail.
@@ -52,11 +53,17 @@ struct image {
     uint8_t b[512];
 };
 
-static void put16(uint8_t *p, uint16_t v) { memcpy(p, &v, 2); }
-static void put32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
+static void put16(uint8_t *p, uint16_t v)
+{
+    memcpy(p, &v, 2);
+}
+static void put32(uint8_t *p, uint32_t v)
+{
+    memcpy(p, &v, 4);
+}
 
-#define PH 52u      /* program header offset */
-#define MBH 0x60u   /* multiboot header offset */
+#define PH 52u    /* program header offset */
+#define MBH 0x60u /* multiboot header offset */
 #define LOAD 0x100000u
 
 static void make_image(struct image *im)
@@ -93,8 +100,8 @@ static int load(const struct image *im, size_t len, const char *cmdline,
                 const char *mod, struct lapict_vmm_mb_boot *bt, char *err)
 {
     return lapict_vmm_mb_load(mem, RAM, im->b, len, cmdline,
-                              (const uint8_t *)mod, mod ? strlen(mod) : 0,
-                              bt, err, 160);
+                              (const uint8_t *)mod, mod ? strlen(mod) : 0, bt,
+                              err, 160);
 }
 
 static uint32_t rd32(uint32_t pa)
@@ -114,9 +121,8 @@ START_TEST(loader_good_image)
 
     make_image(&im);
     memset(mem + LOAD, 0xAA, 0x10000); /* bss must be zeroed */
-    ck_assert_int_eq(load(&im, sizeof(im.b), "k.flat 1 2", "A=1\nB=2\n",
-                          &bt, err),
-                     0);
+    ck_assert_int_eq(
+        load(&im, sizeof(im.b), "k.flat 1 2", "A=1\nB=2\n", &bt, err), 0);
     ck_assert_uint_eq(bt.entry, LOAD + MBH + 12);
     ck_assert_uint_eq(bt.mbi, LAPICT_VMM_MB_INFO);
     ck_assert_uint_eq(bt.load_end, LOAD + 0x10000);
@@ -173,7 +179,7 @@ START_TEST(loader_rejects)
     make_image(&im);
     im.b[0] = 0;
     put32(im.b + MBH + 4, 0x10000);
-    put32(im.b + MBH + 8, (uint32_t)-(0x1BADB002 + 0x10000));
+    put32(im.b + MBH + 8, (uint32_t) - (0x1BADB002 + 0x10000));
     ck_assert_int_eq(load(&im, sizeof(im.b), "k", NULL, &bt, err), -1);
     ck_assert_ptr_nonnull(strstr(err, "a.out"));
     /* Oversized command line and module. */
@@ -304,15 +310,14 @@ static void run_mbtest(bool lib, bool x2apic)
     snprintf(args, sizeof(args),
              "--lapic=%s --x2apic=%s --kernel %s --initrd %s "
              "--append 'initrd=1 x2apic=%d'",
-             lib ? "lib" : "kernel", x2apic ? "on" : "off", LAPICT_MBTEST,
-             env, x2apic);
+             lib ? "lib" : "kernel", x2apic ? "on" : "off", LAPICT_MBTEST, env,
+             x2apic);
     o = vmm(args, &status);
     unlink(env);
     ck_assert_msg(strstr(o, "cmdline: lapict-mbtest.flat initrd=1"),
                   "argv[0] and the arguments:\n%s", o);
     ck_assert_msg(strstr(o, "SUMMARY: "), "did not finish:\n%s", o);
-    ck_assert_msg(strstr(o, x2apic ? "mode: x2apic" : "mode: xapic"), "%s",
-                  o);
+    ck_assert_msg(strstr(o, x2apic ? "mode: x2apic" : "mode: xapic"), "%s", o);
     for (line = strstr(o, "FAIL: "); line; line = strstr(line + 1, "FAIL: ")) {
         bool known = false;
         size_t len = strcspn(line + 6, "\n");
@@ -330,13 +335,25 @@ static void run_mbtest(bool lib, bool x2apic)
     free(o);
 }
 
-START_TEST(mbtest_lib_x2apic) { run_mbtest(true, true); }
+START_TEST(mbtest_lib_x2apic)
+{
+    run_mbtest(true, true);
+}
 END_TEST
-START_TEST(mbtest_lib_xapic) { run_mbtest(true, false); }
+START_TEST(mbtest_lib_xapic)
+{
+    run_mbtest(true, false);
+}
 END_TEST
-START_TEST(mbtest_kernel_x2apic) { run_mbtest(false, true); }
+START_TEST(mbtest_kernel_x2apic)
+{
+    run_mbtest(false, true);
+}
 END_TEST
-START_TEST(mbtest_kernel_xapic) { run_mbtest(false, false); }
+START_TEST(mbtest_kernel_xapic)
+{
+    run_mbtest(false, false);
+}
 END_TEST
 
 /* Rule: a file the loader refuses is a VMM error (status 2), not a run. */
@@ -347,8 +364,7 @@ START_TEST(vmm_refuses_non_multiboot)
 
     snprintf(args, sizeof(args), "--kernel %s", LAPICT_VMM_BIN);
     o = vmm(args, &status);
-    ck_assert_msg(status == 2 && strstr(o, "no multiboot v1 header"), "%s",
-                  o);
+    ck_assert_msg(status == 2 && strstr(o, "no multiboot v1 header"), "%s", o);
     free(o);
 }
 END_TEST

@@ -183,7 +183,7 @@ static char *boot_linux(int smp, const char *append, unsigned seconds,
                         uint64_t *wait_ns)
 {
     char dir[64], cmd[1536], path[96], *o;
-    struct host_wait w = { 0 }, prev = { 0 }, w0 = { 0 }, w1 = { 0 };
+    struct host_wait w = {0}, prev = {0}, w0 = {0}, w1 = {0};
     const unsigned want = (2u << smp) - 1;
     bool started = false, ended = false;
     pid_t pid, qemu = 0;
@@ -245,12 +245,11 @@ static char *boot_linux(int smp, const char *append, unsigned seconds,
     free(lt_run_capture(cmd, &rm));
     ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
                   "QEMU exit status %d:\n%s", status, shown(o));
-    ck_assert_msg(strstr(o, "LAPICT done"), "the guest did not finish:\n%s",
-                  o);
+    ck_assert_msg(strstr(o, "LAPICT done"), "the guest did not finish:\n%s", o);
     ck_assert_msg((w0.found & want) == want && (w1.found & want) == want,
                   "the scheduler's statistics of QEMU's threads were not "
-                  "read (threads %#x and %#x of %#x)", w0.found, w1.found,
-                  want);
+                  "read (threads %#x and %#x of %#x)",
+                  w0.found, w1.found, want);
     *wait_ns = w1.main_ns - w0.main_ns;
     for (int c = 0; c < smp; c++)
         *wait_ns += w1.vcpu_ns[c] - w0.vcpu_ns[c];
@@ -267,14 +266,15 @@ static void assert_cyclictest(const char *o, int smp, uint64_t min_loops)
     const char *p = o;
     int threads = 0;
 
-    ck_assert_msg(strstr(o, "LAPICT cyclictest rc=0"),
-                  "cyclictest failed:\n%s", shown(o));
+    ck_assert_msg(strstr(o, "LAPICT cyclictest rc=0"), "cyclictest failed:\n%s",
+                  shown(o));
     while ((p = strstr(p, "LAPICT cyclictest thread="))) {
         uint64_t count = ufield(p, "LAPICT cyclictest thread=", "count");
         /* A count far below that means timer interrupts went missing. */
-        ck_assert_msg(count >= min_loops, "thread %d: %" PRIu64
-                      " loops, fewer than %" PRIu64 ":\n%s", threads, count,
-                      min_loops, shown(o));
+        ck_assert_msg(count >= min_loops,
+                      "thread %d: %" PRIu64 " loops, fewer than %" PRIu64
+                      ":\n%s",
+                      threads, count, min_loops, shown(o));
         threads++;
         p++;
     }
@@ -320,16 +320,15 @@ static const struct ce_mode {
     unsigned wakeups_per_s; /* cyclictest's: one per 1000 us, or per tick */
     bool hist;              /* the histogram is checked too */
 } ce_modes[] = {
-    { "tsc-deadline", "", "lapic-deadline", "hrtimer_interrupt", 1000,
-      false },
-    { "one-shot", "lapic=notscdeadline", "lapic", "hrtimer_interrupt", 1000,
-      true },
-    { "periodic", "lapic=notscdeadline nohz=off highres=off", "lapic",
-      "tick_handle_periodic", HZ, false },
+    {"tsc-deadline", "", "lapic-deadline", "hrtimer_interrupt", 1000, false},
+    {"one-shot", "lapic=notscdeadline", "lapic", "hrtimer_interrupt", 1000,
+     true},
+    {"periodic", "lapic=notscdeadline nohz=off highres=off", "lapic",
+     "tick_handle_periodic", HZ, false},
 };
 
 /* One CPU, two, and more vCPUs than CI's hosts have cores. */
-static const int ce_smp[] = { 1, 2, 4 };
+static const int ce_smp[] = {1, 2, 4};
 
 #define CE_MODES (int)(sizeof(ce_modes) / sizeof(*ce_modes))
 #define CE_SMPS (int)(sizeof(ce_smp) / sizeof(*ce_smp))
@@ -347,8 +346,7 @@ static bool str_is(const char *v, const char *want)
  * lock its interrupt needs. So a starved host lowers the bound, down to
  * none, and a quiet one keeps it at half.
  */
-static uint64_t wakeup_floor(unsigned seconds, unsigned per_s,
-                             uint64_t wait_ns)
+static uint64_t wakeup_floor(unsigned seconds, unsigned per_s, uint64_t wait_ns)
 {
     uint64_t ns = (uint64_t)seconds * 1000000000u;
 
@@ -405,13 +403,12 @@ START_TEST(linux_modes)
     snprintf(append, sizeof(append), "%s%s", m->append,
              m->hist ? " lapict.hist=20000" : "");
     o = boot_linux(smp, append, s, &wait_ns);
-    ck_assert_msg(str_is(field(o, "LAPICT boot ", "clockevent"),
-                         m->clockevent) &&
-                      str_is(field(o, "LAPICT boot ", "tickdev"),
-                             m->clockevent) &&
-                      str_is(field(o, "LAPICT boot ", "handler"), m->handler),
-                  "%s, -smp %d: not %s with %s:\n%s", m->name, smp,
-                  m->clockevent, m->handler, shown(o));
+    ck_assert_msg(
+        str_is(field(o, "LAPICT boot ", "clockevent"), m->clockevent) &&
+            str_is(field(o, "LAPICT boot ", "tickdev"), m->clockevent) &&
+            str_is(field(o, "LAPICT boot ", "handler"), m->handler),
+        "%s, -smp %d: not %s with %s:\n%s", m->name, smp, m->clockevent,
+        m->handler, shown(o));
     ck_assert_uint_eq(ufield(o, "LAPICT boot ", "cpus"), (unsigned)smp);
     /* Each CPU's own floor below: a starved host may allow no wake-up. */
     assert_cyclictest(o, smp, 0);
@@ -422,16 +419,19 @@ START_TEST(linux_modes)
         n = ufield(o, prefix, "count");
         floor = wakeup_floor(s, m->wakeups_per_s, wait_ns);
         printf("RESULT test=qemu-linux mode=%s smp=%d cpu=%d wakeups=%" PRIu64
-               " floor=%" PRIu64 " loc=%" PRIu64 " host_wait_ms=%" PRIu64
-               "\n", m->name, smp, c, n, floor, loc, wait_ns / 1000000u);
+               " floor=%" PRIu64 " loc=%" PRIu64 " host_wait_ms=%" PRIu64 "\n",
+               m->name, smp, c, n, floor, loc, wait_ns / 1000000u);
         fflush(stdout);
-        ck_assert_msg(n >= floor, "%s, -smp %d, cpu%d: %" PRIu64 " wake-ups, "
+        ck_assert_msg(n >= floor,
+                      "%s, -smp %d, cpu%d: %" PRIu64 " wake-ups, "
                       "fewer than %" PRIu64 " (the host withheld %" PRIu64
-                      " ms of %u s):\n%s", m->name, smp, c, n, floor,
-                      wait_ns / 1000000u, s, shown(o));
-        ck_assert_msg(loc >= n, "%s, -smp %d, cpu%d: %" PRIu64 " wake-ups on "
-                      "%" PRIu64 " local timer interrupts:\n%s", m->name, smp,
-                      c, n, loc, shown(o));
+                      " ms of %u s):\n%s",
+                      m->name, smp, c, n, floor, wait_ns / 1000000u, s,
+                      shown(o));
+        ck_assert_msg(loc >= n,
+                      "%s, -smp %d, cpu%d: %" PRIu64 " wake-ups on "
+                      "%" PRIu64 " local timer interrupts:\n%s",
+                      m->name, smp, c, n, loc, shown(o));
         if (str_is(m->handler, "tick_handle_periodic"))
             assert_loc_hz(o, c);
     }
@@ -439,13 +439,15 @@ START_TEST(linux_modes)
         ck_assert_msg(hist_samples(o) ==
                           ufield(o, "LAPICT cyclictest thread=", "count"),
                       "histogram %" PRIu64 " samples (%" PRIu64 " beyond "
-                      "it):\n%s", hist_samples(o),
-                      ufield(o, "LAPICT hist_overflow ", "t0"), shown(o));
+                      "it):\n%s",
+                      hist_samples(o), ufield(o, "LAPICT hist_overflow ", "t0"),
+                      shown(o));
     free(o);
 }
 END_TEST
 
-/* ---- mbtest ---------------------------------------------------------------- */
+/* ---- mbtest ----------------------------------------------------------------
+ */
 
 /*
  * Checks of mbtest that are not the timer's and that QEMU 10.0's userspace
@@ -498,7 +500,8 @@ static char *run_mbtest(const char *accel, bool x2, int *fails, int *unknown)
         }
     }
     /* isa-debug-exit: QEMU exits with (value << 1) | 1. */
-    ck_assert_msg(status == (*fails ? 3 : 1), "status %d:\n%s", status, shown(o));
+    ck_assert_msg(status == (*fails ? 3 : 1), "status %d:\n%s", status,
+                  shown(o));
     return o;
 }
 
@@ -509,9 +512,10 @@ static void mbtest_case(const char *accel, bool x2)
     int fails, unknown;
     char *o = run_mbtest(accel, x2, &fails, &unknown);
 
-    ck_assert_msg(unknown == 0, "%d unexpected failures:\n%s", unknown, shown(o));
-    ck_assert_msg(strstr(o, "PASS: tsc deadline: fires, not early"), "no deadline check:\n%s",
-                  o);
+    ck_assert_msg(unknown == 0, "%d unexpected failures:\n%s", unknown,
+                  shown(o));
+    ck_assert_msg(strstr(o, "PASS: tsc deadline: fires, not early"),
+                  "no deadline check:\n%s", o);
     /* -cpu max offers SVM under TCG: the check runs, it does not skip. */
     ck_assert_msg(strstr(o, "PASS: svm tsc: after #VMEXIT"),
                   "no nested SVM TSC check:\n%s", o);
@@ -531,7 +535,8 @@ START_TEST(mbtest_tcg)
 }
 END_TEST
 
-/* ---- migration ------------------------------------------------------------- */
+/* ---- migration -------------------------------------------------------------
+ */
 
 /* Runs @cmd with sh -c in a child; its pid (the shell execs the QEMU). */
 static pid_t spawn_sh(const char *cmd)
@@ -587,7 +592,7 @@ static bool wait_for(const char *path, const char *text, int seconds)
 /* One HMP command through the monitor socket; returns once it answered. */
 static void hmp(const char *sock, const char *cmd)
 {
-    struct sockaddr_un a = { .sun_family = AF_UNIX };
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
     char buf[4096];
     size_t got = 0;
     int fd = socket(AF_UNIX, SOCK_STREAM, 0);
@@ -608,8 +613,7 @@ static void hmp(const char *sock, const char *cmd)
         if (strstr(buf, "(qemu) ")) {
             prompts++;
             if (prompts == 1) {
-                ck_assert_int_eq(write(fd, cmd, strlen(cmd)),
-                                 (int)strlen(cmd));
+                ck_assert_int_eq(write(fd, cmd, strlen(cmd)), (int)strlen(cmd));
                 ck_assert_int_eq(write(fd, "\n", 1), 1);
             }
             memmove(buf, strstr(buf, "(qemu) ") + 7,
@@ -709,19 +713,22 @@ START_TEST(migrate_timer_armed)
     src = slurp(m.serial, NULL);
     o = migrate_in(&m, append, &status);
     ck_assert_msg(status == 0, "destination status %d:\n%s", status, shown(o));
-    ck_assert_msg(strstr(o, "LAPICT end"), "no end after migration:\n%s", shown(o));
+    ck_assert_msg(strstr(o, "LAPICT end"), "no end after migration:\n%s",
+                  shown(o));
     ck_assert_msg(strstr(o, "LAPICT cyclictest rc=0"), "%s", shown(o));
-    ck_assert_msg(!strstr(o, "LAPICT dmesg"), "kernel complaints:\n%s", shown(o));
+    ck_assert_msg(!strstr(o, "LAPICT dmesg"), "kernel complaints:\n%s",
+                  shown(o));
     ck_assert_msg(strstr(o, "LAPICT done"), "%s", shown(o));
     /* The tick went on across the move at HZ of the guest's clock. */
     ns = ufield(o, "LAPICT end ", "mono_ns") -
          ufield(src, "LAPICT start ", "mono_ns");
-    loc = ufield(o, "LAPICT end ", "cpu0") - ufield(src, "LAPICT start ", "cpu0");
+    loc =
+        ufield(o, "LAPICT end ", "cpu0") - ufield(src, "LAPICT start ", "cpu0");
     rate = (double)loc * 1e9 / (double)ns;
     ck_assert_msg(rate > HZ * 0.99 && rate < HZ * 1.01,
                   "LOC %" PRIu64 " in %" PRIu64 " ns across the migration: "
-                  "%.2f/s\n--- source:\n%s\n--- destination:\n%s", loc, ns,
-                  rate, src, shown(o));
+                  "%.2f/s\n--- source:\n%s\n--- destination:\n%s",
+                  loc, ns, rate, src, shown(o));
     free(src);
     free(o);
     mig_cleanup(&m);
@@ -767,7 +774,8 @@ START_TEST(migrate_corrupt_blob)
     free(s);
     o = migrate_in(&m, append, &status);
     ck_assert_msg(status > 0 && status != 124 && status != 137,
-                  "status %d (want a clean failure exit):\n%s", status, shown(o));
+                  "status %d (want a clean failure exit):\n%s", status,
+                  shown(o));
     ck_assert_msg(strstr(o, "lapict timer state rejected"), "%s", shown(o));
     ck_assert_msg(strstr(o, "field invalid"), "%s", shown(o));
     ck_assert_msg(!strstr(o, "LAPICT"), "the guest ran:\n%s", shown(o));
@@ -776,8 +784,8 @@ START_TEST(migrate_corrupt_blob)
 }
 END_TEST
 
-
-/* ---- repeated migration ---------------------------------------------------- */
+/* ---- repeated migration ----------------------------------------------------
+ */
 
 /*
  * hmp() for a monitor that may not be listening yet (a QEMU just started):
@@ -786,7 +794,7 @@ END_TEST
 static bool hmp_try(const char *sock, const char *cmd, char *ans, size_t cap,
                     int seconds)
 {
-    struct sockaddr_un a = { .sun_family = AF_UNIX };
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
     char buf[65536];
     size_t got = 0;
     int fd = -1, prompts = 0;
@@ -817,12 +825,11 @@ static bool hmp_try(const char *sock, const char *cmd, char *ans, size_t cap,
         while (prompts < 2 && (pr = strstr(buf, "(qemu) "))) {
             prompts++;
             if (prompts == 1) {
-                ck_assert_int_eq(write(fd, cmd, strlen(cmd)),
-                                 (int)strlen(cmd));
+                ck_assert_int_eq(write(fd, cmd, strlen(cmd)), (int)strlen(cmd));
                 ck_assert_int_eq(write(fd, "\n", 1), 1);
             } else if (ans && cap) {
-                size_t k = (size_t)(pr - buf) < cap - 1 ? (size_t)(pr - buf)
-                                                        : cap - 1;
+                size_t k =
+                    (size_t)(pr - buf) < cap - 1 ? (size_t)(pr - buf) : cap - 1;
 
                 memcpy(ans, buf, k);
                 ans[k] = 0;
@@ -900,10 +907,17 @@ static bool wait_running(const char *sock, int secs)
 static const char *kernel_complaint(const char *serial)
 {
     static const char *const bad[] = {
-        "clocksource watchdog", "Marking clocksource", "unstable",
-        "rcu_sched self-detected stall", "rcu_preempt self-detected stall",
-        "detected stalls", "RCU Stall", "rcu: INFO", "soft lockup",
-        "hard LOCKUP", "LAPICT dmesg",
+        "clocksource watchdog",
+        "Marking clocksource",
+        "unstable",
+        "rcu_sched self-detected stall",
+        "rcu_preempt self-detected stall",
+        "detected stalls",
+        "RCU Stall",
+        "rcu: INFO",
+        "soft lockup",
+        "hard LOCKUP",
+        "LAPICT dmesg",
     };
 
     for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++)
@@ -933,7 +947,7 @@ static void assert_guest_finished(const char *o)
 static void relay_corrupt(const char *from, const char *to)
 {
     static const char pat[] = "apic_lapict";
-    struct sockaddr_un a = { .sun_family = AF_UNIX };
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
     int ls = socket(AF_UNIX, SOCK_STREAM, 0), src, dst = -1;
     size_t match = 0;
     long after = -1;
@@ -957,8 +971,8 @@ static void relay_corrupt(const char *from, const char *to)
     }
     if (src < 0 || dst < 0)
         _exit(3);
-    pf[0] = (struct pollfd){ .fd = src, .events = POLLIN };
-    pf[1] = (struct pollfd){ .fd = dst, .events = POLLIN };
+    pf[0] = (struct pollfd){.fd = src, .events = POLLIN};
+    pf[1] = (struct pollfd){.fd = dst, .events = POLLIN};
     while (pf[0].fd >= 0 || pf[1].fd >= 0) {
         if (poll(pf, 2, -1) < 0)
             _exit(4);
@@ -1060,12 +1074,13 @@ START_TEST(migrate_corrupt_live_source_runs)
         ck_assert(hmp_try(sock, "cont", NULL, 0, 5));
     }
     ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) != 0 &&
-                  WEXITSTATUS(status) != 124 && WEXITSTATUS(status) != 137,
+                      WEXITSTATUS(status) != 124 && WEXITSTATUS(status) != 137,
                   "destination status %d (want a clean failure exit)", status);
     snprintf(path, sizeof(path), "%s/out1", dir);
     o = slurp(path, NULL);
     ck_assert_msg(strstr(o, "lapict timer state rejected") &&
-                  strstr(o, "field invalid"), "destination said:\n%s", o);
+                      strstr(o, "field invalid"),
+                  "destination said:\n%s", o);
     free(o);
     ck_assert_int_eq(waitpid(rpid, &status, 0), rpid);
     ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
@@ -1081,7 +1096,8 @@ START_TEST(migrate_corrupt_live_source_runs)
     snprintf(path, sizeof(path), "%s/serial0", dir);
     src = slurp(path, NULL);
     ck_assert_msg(strstr(src, "LAPICT cyclictest rc=0") &&
-                  strstr(src, "LAPICT done"), "source:\n%s", shown(src));
+                      strstr(src, "LAPICT done"),
+                  "source:\n%s", shown(src));
     ck_assert_msg(!kernel_complaint(src), "source: \"%s\":\n%s",
                   kernel_complaint(src), shown(src));
     free(src);
@@ -1133,8 +1149,7 @@ static void chain_stalled(const char *mode, const char *dir, int i, pid_t pid)
     if (waitpid(pid, &status, WNOHANG) == pid) {
         snprintf(status_s, sizeof(status_s), "its QEMU has exited (%s %d)",
                  WIFSIGNALED(status) ? "signal" : "status",
-                 WIFSIGNALED(status) ? WTERMSIG(status)
-                                     : WEXITSTATUS(status));
+                 WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
         cpus[0] = lapic[0] = 0;
     } else {
         bool up = hmp_try(sock, "info status", cpus, sizeof(cpus), 5);
@@ -1152,8 +1167,9 @@ static void chain_stalled(const char *mode, const char *dir, int i, pid_t pid)
     snprintf(why, sizeof(why),
              "%s: the guest makes no progress after migration %d; %s\n"
              "--- info cpus:\n%s\n--- info lapic:\n%s\n--- stderr:\n%.2000s\n"
-             "--- console tail:\n%s", mode, i, status_s, plain(cpus),
-             plain(lapic), out, n > 2000 ? ser + n - 2000 : ser);
+             "--- console tail:\n%s",
+             mode, i, status_s, plain(cpus), plain(lapic), out,
+             n > 2000 ? ser + n - 2000 : ser);
     free(out);
     free(ser);
     ck_abort_msg("%s", why);
@@ -1165,9 +1181,9 @@ struct chain_mode {
 };
 
 static const struct chain_mode chain_modes[] = {
-    { "periodic", "lapic=notscdeadline nohz=off highres=off", true },
-    { "lapic-deadline", "", false },
-    { "lapic", "lapic=notscdeadline", false },
+    {"periodic", "lapic=notscdeadline nohz=off highres=off", true},
+    {"lapic-deadline", "", false},
+    {"lapic", "lapic=notscdeadline", false},
 };
 
 #define CHAIN_HOPS 20
@@ -1215,12 +1231,12 @@ START_TEST(migrate_chain)
             chain_stalled(md->name, dir, i, pid[i]);
         /* About a second of guest time on each hop, timers in flight. */
         usleep(500000);
-        ck_assert_msg(waitpid(pid[i], &status, WNOHANG) == 0, "%s: hop %d's "
+        ck_assert_msg(waitpid(pid[i], &status, WNOHANG) == 0,
+                      "%s: hop %d's "
                       "QEMU exited before migration %d (status %d)",
                       md->name, i, i + 1, status);
         snprintf(sock, sizeof(sock), "%s/mon%d", dir, i);
-        snprintf(cmd, sizeof(cmd), "migrate \"exec:cat > %s/state%d\"", dir,
-                 i);
+        snprintf(cmd, sizeof(cmd), "migrate \"exec:cat > %s/state%d\"", dir, i);
         ck_assert_msg(hmp_try(sock, cmd, ans, sizeof(ans), 5),
                       "%s hop %d: no monitor", md->name, i);
         t0 = now_s();
@@ -1242,8 +1258,10 @@ START_TEST(migrate_chain)
             src_down_max = atof(dm + 10);
         pid[i + 1] = chain_start(dir, i + 1, md->append, duration);
         snprintf(sock, sizeof(sock), "%s/mon%d", dir, i + 1);
-        ck_assert_msg(wait_running(sock, 60), "%s hop %d: the destination "
-                      "does not run", md->name, i + 1);
+        ck_assert_msg(wait_running(sock, 60),
+                      "%s hop %d: the destination "
+                      "does not run",
+                      md->name, i + 1);
         t1 = now_s();
         outage_sum += t1 - t0;
         if (t1 - t0 > outage_max)
@@ -1262,12 +1280,14 @@ START_TEST(migrate_chain)
         serial[i] = slurp(path, NULL);
         total += strlen(serial[i]);
         bad = kernel_complaint(serial[i]);
-        ck_assert_msg(!bad, "%s hop %d: kernel complaint \"%s\":\n%s",
-                      md->name, i, bad, shown(serial[i]));
+        ck_assert_msg(!bad, "%s hop %d: kernel complaint \"%s\":\n%s", md->name,
+                      i, bad, shown(serial[i]));
         /* Every hop before the last ran cyclictest all the time it ran. */
         if (i < CHAIN_HOPS)
-            ck_assert_msg(!strstr(serial[i], "LAPICT end"), "%s: cyclictest "
-                          "ended on hop %d, before the last move", md->name, i);
+            ck_assert_msg(!strstr(serial[i], "LAPICT end"),
+                          "%s: cyclictest "
+                          "ended on hop %d, before the last move",
+                          md->name, i);
     }
     all = calloc(1, total + 1);
     ck_assert_ptr_nonnull(all);
@@ -1292,16 +1312,17 @@ START_TEST(migrate_chain)
         ns = ufield(l, "LAPICT ", "mono_ns");
         loc = ufield(l, "LAPICT ", "cpu0");
         if (samples) {
-            ck_assert_msg(ns > prev_ns && loc > prev_loc, "%s: sample %" PRIu64
-                          ": mono %" PRIu64 " -> %" PRIu64 ", LOC %" PRIu64
-                          " -> %" PRIu64, md->name, samples, prev_ns, ns,
-                          prev_loc, loc);
+            ck_assert_msg(ns > prev_ns && loc > prev_loc,
+                          "%s: sample %" PRIu64 ": mono %" PRIu64 " -> %" PRIu64
+                          ", LOC %" PRIu64 " -> %" PRIu64,
+                          md->name, samples, prev_ns, ns, prev_loc, loc);
             /* Over at least 0.4 s: a sampling loop that ran late. */
             if (ns - prev_ns >= 400000000u) {
                 rate = (double)(loc - prev_loc) * 1e9 / (double)(ns - prev_ns);
-                ck_assert_msg(rate > lo, "%s: sample %" PRIu64 ": %.1f LOC/s "
-                              "over %" PRIu64 " ns", md->name, samples, rate,
-                              ns - prev_ns);
+                ck_assert_msg(rate > lo,
+                              "%s: sample %" PRIu64 ": %.1f LOC/s "
+                              "over %" PRIu64 " ns",
+                              md->name, samples, rate, ns - prev_ns);
             }
         } else {
             first_ns = ns;
@@ -1317,13 +1338,15 @@ START_TEST(migrate_chain)
                   md->name, samples);
     rate = (double)(loc - first_loc) * 1e9 / (double)(ns - first_ns);
     if (md->periodic)
-        ck_assert_msg(rate > HZ * 0.99 && rate < HZ * 1.01, "%s: %.2f LOC/s "
-                      "over the run, not HZ", md->name, rate);
+        ck_assert_msg(rate > HZ * 0.99 && rate < HZ * 1.01,
+                      "%s: %.2f LOC/s "
+                      "over the run, not HZ",
+                      md->name, rate);
     else
         ck_assert_msg(rate > 500, "%s: %.2f LOC/s over the run", md->name,
                       rate);
-    assert_cyclictest(all, 1, md->periodic ? duration * HZ * 9u / 10
-                                           : duration * 1000u / 2);
+    assert_cyclictest(
+        all, 1, md->periodic ? duration * HZ * 9u / 10 : duration * 1000u / 2);
     ct_count = ufield(all, "LAPICT cyclictest thread=", "count");
     ct_min = ufield(all, "LAPICT cyclictest thread=", "min_us");
     ct_avg = ufield(all, "LAPICT cyclictest thread=", "avg_us");
@@ -1332,10 +1355,10 @@ START_TEST(migrate_chain)
            "loc_per_s=%.2f loc_samples=%" PRIu64 " guest_s=%.1f "
            "ct_count=%" PRIu64 " ct_min_us=%" PRIu64 " ct_avg_us=%" PRIu64
            " ct_max_us=%" PRIu64 " src_downtime_max_ms=%.0f "
-           "outage_avg_ms=%.0f outage_max_ms=%.0f\n", md->name, CHAIN_HOPS,
-           rate, samples, (double)(ns - first_ns) * 1e-9, ct_count, ct_min,
-           ct_avg, ct_max, src_down_max, outage_sum * 1000 / CHAIN_HOPS,
-           outage_max * 1000);
+           "outage_avg_ms=%.0f outage_max_ms=%.0f\n",
+           md->name, CHAIN_HOPS, rate, samples, (double)(ns - first_ns) * 1e-9,
+           ct_count, ct_min, ct_avg, ct_max, src_down_max,
+           outage_sum * 1000 / CHAIN_HOPS, outage_max * 1000);
     fflush(stdout);
     free(all);
     snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
@@ -1343,7 +1366,8 @@ START_TEST(migrate_chain)
 }
 END_TEST
 
-/* ---- Debian's stock QEMU 10.0 ------------------------------------------------ */
+/* ---- Debian's stock QEMU 10.0
+ * ------------------------------------------------ */
 
 /* adapters/qemu/stock.sh's wrapper (the qemu gate puts it there). */
 #define STOCK LAPICT_QEMU_DIR "/stock/qemu-system-x86_64"
@@ -1436,15 +1460,15 @@ END_TEST
 static bool lapic_timer(const char *sock, uint32_t *ic, uint32_t *cc,
                         char *mode, size_t cap)
 {
-    static const char *const modes[] = {"periodic", "tsc-deadline",
-                                        "one-shot"};
+    static const char *const modes[] = {"periodic", "tsc-deadline", "one-shot"};
     char ans[8192];
     const char *p, *l;
 
     if (!hmp_try(sock, "info lapic", ans, sizeof(ans), 5) ||
         !(p = strstr(ans, "initial_count = ")) ||
-        sscanf(p, "initial_count = %" SCNu32 " current_count = %" SCNu32,
-               ic, cc) != 2 || !(l = strstr(ans, "LVTT\t")))
+        sscanf(p, "initial_count = %" SCNu32 " current_count = %" SCNu32, ic,
+               cc) != 2 ||
+        !(l = strstr(ans, "LVTT\t")))
         return false;
     snprintf(mode, cap, "?");
     for (size_t i = 0; i < sizeof(modes) / sizeof(*modes); i++)
@@ -1540,11 +1564,10 @@ START_TEST(migrate_stock_modes)
 
         ck_assert(hmp_try(sock, "stop", NULL, 0, 5));
         ck_assert(lapic_timer(sock, &ic, &cc, mode, sizeof(mode)));
-        found = !strcmp(mode, c->mode) &&
-                (c->refused || (cc > 0 && cc + 2 < ic));
+        found =
+            !strcmp(mode, c->mode) && (c->refused || (cc > 0 && cc + 2 < ic));
         if (found) {
-            snprintf(cmd, sizeof(cmd), "migrate \"exec:cat > %s/state0\"",
-                     dir);
+            snprintf(cmd, sizeof(cmd), "migrate \"exec:cat > %s/state0\"", dir);
             ck_assert(hmp_try(sock, cmd, ans, sizeof(ans), 5));
             ck_assert(hmp_try(sock, "info migrate", ans, sizeof(ans), 5));
             ck_assert_msg(strstr(ans, "Migration status: completed"), "%s",
@@ -1563,10 +1586,10 @@ START_TEST(migrate_stock_modes)
             usleep(23000 + 1000 * i);
         }
     }
-    ck_assert_msg(found, "%s on %s: no %s %s (last: %s, %" PRIu32
-                  " of %" PRIu32 ")", src, c->machine, c->mode,
-                  c->refused ? "deadline armed" : "count in flight", mode,
-                  cc, ic);
+    ck_assert_msg(
+        found, "%s on %s: no %s %s (last: %s, %" PRIu32 " of %" PRIu32 ")", src,
+        c->machine, c->mode, c->refused ? "deadline armed" : "count in flight",
+        mode, cc, ic);
     p1 = hop_start(dir, 1, dst, 200, guest);
     snprintf(sock, sizeof(sock), "%s/mon1", dir);
     if (c->refused) {
@@ -1574,8 +1597,8 @@ START_TEST(migrate_stock_modes)
         snprintf(path, sizeof(path), "%s/out1", dir);
         o = slurp(path, NULL);
         ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) != 0 &&
-                      WEXITSTATUS(status) != 124 &&
-                      WEXITSTATUS(status) != 137 && strstr(o, "apic"),
+                          WEXITSTATUS(status) != 124 &&
+                          WEXITSTATUS(status) != 137 && strstr(o, "apic"),
                       "%s took the stream (status %d):\n%s", dst, status, o);
         free(o);
         /* The source goes on. */
@@ -1588,14 +1611,16 @@ START_TEST(migrate_stock_modes)
         ck_assert_int_eq(waitpid(p0, &status, 0), p0);
         o = slurp(path, NULL);
     } else {
-        ck_assert_msg(wait_paused(sock, 60), "%s does not load the stream "
-                      "of %s", dst, src);
+        ck_assert_msg(wait_paused(sock, 60),
+                      "%s does not load the stream "
+                      "of %s",
+                      dst, src);
         ck_assert(lapic_timer(sock, &ic1, &cc1, mode1, sizeof(mode1)));
-        ck_assert_msg(ic1 == ic && !strcmp(mode1, mode) &&
-                      cc1 + 1 >= cc && cc1 <= cc + 1,
+        ck_assert_msg(ic1 == ic && !strcmp(mode1, mode) && cc1 + 1 >= cc &&
+                          cc1 <= cc + 1,
                       "%s -> %s on %s: %s TMICT %" PRIu32 " TMCCT %" PRIu32
-                      " became %s %" PRIu32 " %" PRIu32, src, dst,
-                      c->machine, mode, ic, cc, mode1, ic1, cc1);
+                      " became %s %" PRIu32 " %" PRIu32,
+                      src, dst, c->machine, mode, ic, cc, mode1, ic1, cc1);
         snprintf(sock, sizeof(sock), "%s/mon0", dir);
         hmp_try(sock, "quit", NULL, 0, 5);
         ck_assert_int_eq(waitpid(p0, &status, 0), p0);
@@ -1614,7 +1639,8 @@ START_TEST(migrate_stock_modes)
 }
 END_TEST
 
-/* ---- icount and record/replay ---------------------------------------------- */
+/* ---- icount and record/replay ----------------------------------------------
+ */
 
 /* Runs Linux under icount with @icount's options; the console output. */
 static char *boot_icount(const char *icount, const char *append,
@@ -1631,15 +1657,15 @@ static char *boot_icount(const char *icount, const char *append,
              "panic=-1 lapict.duration=%u %s' </dev/null",
              QEMU, icount, KERNEL, INITRD, seconds, append);
     o = lt_run_capture(cmd, &status);
-    ck_assert_msg(status == 0, "-icount %s: QEMU exit status %d:\n%s",
-                  icount, status, shown(o));
+    ck_assert_msg(status == 0, "-icount %s: QEMU exit status %d:\n%s", icount,
+                  status, shown(o));
     ck_assert_msg(strstr(o, "LAPICT cyclictest rc=0"), "%s", shown(o));
     ck_assert_msg(strstr(o, "LAPICT done"), "%s", shown(o));
     return o;
 }
 
 /* QEMU's adaptive shift, and the fixed one record/replay runs with. */
-static const char *const icount_shifts[] = { "shift=auto", "shift=7" };
+static const char *const icount_shifts[] = {"shift=auto", "shift=7"};
 
 /*
  * Rule: under -icount (icount_shifts[_i / CE_MODES]) Linux boots in the
@@ -1653,11 +1679,11 @@ START_TEST(icount_linux)
     const char *shift = icount_shifts[_i / CE_MODES];
     char *o = boot_icount(shift, m->append, 3);
 
-    ck_assert_msg(str_is(field(o, "LAPICT boot ", "clockevent"),
-                         m->clockevent) &&
-                      str_is(field(o, "LAPICT boot ", "handler"), m->handler),
-                  "-icount %s, %s: not %s with %s:\n%s", shift, m->name,
-                  m->clockevent, m->handler, shown(o));
+    ck_assert_msg(
+        str_is(field(o, "LAPICT boot ", "clockevent"), m->clockevent) &&
+            str_is(field(o, "LAPICT boot ", "handler"), m->handler),
+        "-icount %s, %s: not %s with %s:\n%s", shift, m->name, m->clockevent,
+        m->handler, shown(o));
     free(o);
 }
 END_TEST
@@ -1680,8 +1706,10 @@ START_TEST(icount_record_replay)
     rep = boot_icount(opt, "", 3);
     ck_assert_str_eq(field(rec, "LAPICT boot ", "clockevent"),
                      "lapic-deadline");
-    ck_assert_msg(!strcmp(rec, rep), "the replay differs:\n--- record:\n%s\n"
-                  "--- replay:\n%s", shown(rec), shown(rep));
+    ck_assert_msg(!strcmp(rec, rep),
+                  "the replay differs:\n--- record:\n%s\n"
+                  "--- replay:\n%s",
+                  shown(rec), shown(rep));
     free(rec);
     free(rep);
     snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
@@ -1689,7 +1717,8 @@ START_TEST(icount_record_replay)
 }
 END_TEST
 
-/* ---- guest memory across live migration ------------------------------------ */
+/* ---- guest memory across live migration ------------------------------------
+ */
 
 #define SOAK_HOPS 8
 
@@ -1754,8 +1783,8 @@ static void soak_abort(int i, const char *path, const char *what, int status)
  */
 START_TEST(migrate_memory)
 {
-    const char *qemu = getenv("LAPICT_QEMU_BIN") ? getenv("LAPICT_QEMU_BIN")
-                                                 : QEMU;
+    const char *qemu =
+        getenv("LAPICT_QEMU_BIN") ? getenv("LAPICT_QEMU_BIN") : QEMU;
     char dir[64], cmd[256], guest[512], sock[96], path[96], ans[2048], *o;
     pid_t pid[SOAK_HOPS + 1];
     unsigned max_syncs = 0;
@@ -1765,7 +1794,8 @@ START_TEST(migrate_memory)
     ck_assert_ptr_nonnull(mkdtemp(dir));
     snprintf(guest, sizeof(guest),
              "-M pc -m 64 -device isa-debug-exit,iobase=0xf4,iosize=4 "
-             "-kernel %s -append 'memsoak=1'", LAPICT_MBTEST);
+             "-kernel %s -append 'memsoak=1'",
+             LAPICT_MBTEST);
     for (int i = 0; i <= SOAK_HOPS; i++) {
         const char *sync;
 
@@ -1793,21 +1823,21 @@ START_TEST(migrate_memory)
          * guest's writes. Then a 300 ms limit and full bandwidth let the
          * move complete.
          */
-        ck_assert(hmp_try(sock, "migrate_set_parameter max-bandwidth 4M",
-                          ans, sizeof(ans), 5));
+        ck_assert(hmp_try(sock, "migrate_set_parameter max-bandwidth 4M", ans,
+                          sizeof(ans), 5));
         ck_assert(hmp_try(sock, "migrate_set_parameter downtime-limit 1", ans,
                           sizeof(ans), 5));
-        snprintf(cmd, sizeof(cmd), "migrate -d \"exec:cat > %s/state%d\"",
-                 dir, i);
+        snprintf(cmd, sizeof(cmd), "migrate -d \"exec:cat > %s/state%d\"", dir,
+                 i);
         ck_assert(hmp_try(sock, cmd, ans, sizeof(ans), 5));
         usleep(300000);
-        ck_assert(hmp_try(sock, "migrate_set_parameter max-bandwidth 40K",
-                          ans, sizeof(ans), 5));
+        ck_assert(hmp_try(sock, "migrate_set_parameter max-bandwidth 40K", ans,
+                          sizeof(ans), 5));
         usleep(800000);
-        ck_assert(hmp_try(sock, "migrate_set_parameter max-bandwidth 1G",
-                          ans, sizeof(ans), 5));
-        ck_assert(hmp_try(sock, "migrate_set_parameter downtime-limit 300",
-                          ans, sizeof(ans), 5));
+        ck_assert(hmp_try(sock, "migrate_set_parameter max-bandwidth 1G", ans,
+                          sizeof(ans), 5));
+        ck_assert(hmp_try(sock, "migrate_set_parameter downtime-limit 300", ans,
+                          sizeof(ans), 5));
         for (int t = 0; t < 300; t++) {
             ck_assert(hmp_try(sock, "info migrate", ans, sizeof(ans), 5));
             /* QEMU 10 passes through "device" (the switchover's device
@@ -1834,8 +1864,10 @@ START_TEST(migrate_memory)
         free(o);
     }
     /* Setup's sync, the final one, and two or more while the guest ran. */
-    ck_assert_msg(max_syncs >= 4, "no move synced its dirty bitmap twice "
-                  "while the guest ran (at most %u syncs)", max_syncs);
+    ck_assert_msg(max_syncs >= 4,
+                  "no move synced its dirty bitmap twice "
+                  "while the guest ran (at most %u syncs)",
+                  max_syncs);
     printf("RESULT test=qemu-migrate-memory migrations=%d max_dirty_syncs=%u\n",
            SOAK_HOPS, max_syncs);
     fflush(stdout);
@@ -1844,7 +1876,8 @@ START_TEST(migrate_memory)
 }
 END_TEST
 
-/* ---- the build's outputs, the monitor, the TSC's rate ---------------------- */
+/* ---- the build's outputs, the monitor, the TSC's rate ----------------------
+ */
 
 /*
  * Rule: lapict's MIT notice ships with the QEMU that links it statically:
@@ -1880,8 +1913,9 @@ static bool info_counts(const char *ans, uint32_t *ic, uint32_t *cc)
 {
     const char *p = strstr(ans, "initial_count = ");
 
-    return p && sscanf(p, "initial_count = %" SCNu32 " current_count = %"
-                       SCNu32, ic, cc) == 2;
+    return p &&
+           sscanf(p, "initial_count = %" SCNu32 " current_count = %" SCNu32, ic,
+                  cc) == 2;
 }
 
 /*
@@ -1907,7 +1941,8 @@ START_TEST(info_lapic_read_only)
     snprintf(guest, sizeof(guest),
              "-M q35 -m 512 -nic none -kernel %s -initrd %s "
              "-append 'console=ttyS0 panic=-1 lapict.duration=6 "
-             "lapic=notscdeadline nohz=off highres=off'", KERNEL, INITRD);
+             "lapic=notscdeadline nohz=off highres=off'",
+             KERNEL, INITRD);
     p = hop_start(dir, 0, QEMU, 300, guest);
     snprintf(path, sizeof(path), "%s/serial0", dir);
     snprintf(sock, sizeof(sock), "%s/mon0", dir);
@@ -1917,11 +1952,13 @@ START_TEST(info_lapic_read_only)
         ck_assert(hmp_try(sock, "stop", NULL, 0, 5));
         ck_assert(hmp_try(sock, "info lapic", a, sizeof(a), 5));
         ck_assert(hmp_try(sock, "info lapic", b, sizeof(b), 5));
-        ck_assert_msg(!strcmp(a, b), "stop %d: the second read differs:\n"
-                      "%s\n--- then:\n%s", i, a, b);
+        ck_assert_msg(!strcmp(a, b),
+                      "stop %d: the second read differs:\n"
+                      "%s\n--- then:\n%s",
+                      i, a, b);
         ck_assert_msg(info_counts(a, &ic, &cc) && ic > 0 && cc <= ic,
-                      "stop %d: no count-down within its initial count:\n%s",
-                      i, a);
+                      "stop %d: no count-down within its initial count:\n%s", i,
+                      a);
         ck_assert(hmp_try(sock, "cont", NULL, 0, 5));
         ck_assert(hmp_try(sock, "info lapic", b, sizeof(b), 5));
         /* A running VM's read may be taken at any point of the period. */
@@ -2018,16 +2055,17 @@ START_TEST(linux_tsc_frequency)
     best = ufield(o, "LAPICT cyclictest thread=", "min_us");
     printf("RESULT test=qemu-tsc-frequency host_mhz=%.1f "
            "tsc_frequency_mhz=%.1f guest_mhz=%.1f min_us=%" PRIu64
-           " avg_us=%" PRIu64 "\n", host, (double)hz / 1e6, guest, best,
+           " avg_us=%" PRIu64 "\n",
+           host, (double)hz / 1e6, guest, best,
            ufield(o, "LAPICT cyclictest thread=", "avg_us"));
     fflush(stdout);
     ck_assert_msg(guest > host * 0.98 && guest < host * 1.02,
                   "Linux measured a %.1f MHz TSC, the host's runs at %.1f "
-                  "(tsc-frequency %.1f):\n%s", guest, host, (double)hz / 1e6,
-                  shown(o));
-    ck_assert_msg(str_is(field(o, "LAPICT boot ", "clockevent"),
-                         "lapic-deadline"),
-                  "not lapic-deadline:\n%s", shown(o));
+                  "(tsc-frequency %.1f):\n%s",
+                  guest, host, (double)hz / 1e6, shown(o));
+    ck_assert_msg(
+        str_is(field(o, "LAPICT boot ", "clockevent"), "lapic-deadline"),
+        "not lapic-deadline:\n%s", shown(o));
     ck_assert_msg(best < 500, "cyclictest's best latency %" PRIu64 " us:\n%s",
                   best, shown(o));
     ck_assert_msg(loc_delta(o, 0) >=
@@ -2074,9 +2112,9 @@ static Suite *suite(void)
     suite_add_tcase(s, st);
     ic = tcase_create("icount");
     tcase_set_timeout(ic, 600);
-    tcase_add_loop_test(ic, icount_linux, 0,
-                        CE_MODES * (int)(sizeof(icount_shifts) /
-                                         sizeof(*icount_shifts)));
+    tcase_add_loop_test(
+        ic, icount_linux, 0,
+        CE_MODES * (int)(sizeof(icount_shifts) / sizeof(*icount_shifts)));
     tcase_add_test(ic, icount_record_replay);
     suite_add_tcase(s, ic);
     {

@@ -325,8 +325,8 @@ START_TEST(test_golden_trace)
                   "--- stderr\n%s",
                   name, exp_path, expected, r.out, r.err);
     ck_assert_msg(r.err_len == 0, "%s: unexpected stderr:\n%s", name, r.err);
-    ck_assert_msg(exit_code(&r) == 0, "%s: exit status %d, expected 0",
-                  name, exit_code(&r));
+    ck_assert_msg(exit_code(&r) == 0, "%s: exit status %d, expected 0", name,
+                  exit_code(&r));
     free_result(&r);
     free(expected);
     free(exp_path);
@@ -370,11 +370,10 @@ START_TEST(test_golden_trace_header)
 
     ck_assert_msg(text != NULL, "%s: cannot read %s", name, trace);
     ck_assert_msg(strncmp(text, spdx, strlen(spdx)) == 0,
-                  "%s: first line must be '%.*s'", name,
-                  (int)strlen(spdx) - 1, spdx);
+                  "%s: first line must be '%.*s'", name, (int)strlen(spdx) - 1,
+                  spdx);
     ck_assert_msg(strncmp(text + strlen(spdx), "# ", 2) == 0,
-                  "%s: the derivation comment must follow the SPDX line",
-                  name);
+                  "%s: the derivation comment must follow the SPDX line", name);
     free(text);
     free(trace);
 }
@@ -407,8 +406,8 @@ START_TEST(test_bad_trace)
     ck_assert_msg(prefix != NULL, "%s: cannot read %s", name, err_path);
     ck_assert_msg(expected != NULL, "%s: cannot read %s", name, exp_path);
     /* The .err file may end with a newline; the prefix is what precedes. */
-    while (prefix_len > 0 && (prefix[prefix_len - 1] == '\n' ||
-                              prefix[prefix_len - 1] == '\r'))
+    while (prefix_len > 0 &&
+           (prefix[prefix_len - 1] == '\n' || prefix[prefix_len - 1] == '\r'))
         prefix[--prefix_len] = '\0';
     ck_assert_msg(prefix_len > 0, "%s: empty %s", name, err_path);
 
@@ -425,8 +424,8 @@ START_TEST(test_bad_trace)
                   "'%s'",
                   name, r.err);
     ck_assert_msg(same_bytes(r.out, r.out_len, expected, exp_len),
-                  "%s: stdout differs\n--- expected (%s)\n%s--- got\n%s",
-                  name, exp_path, expected, r.out);
+                  "%s: stdout differs\n--- expected (%s)\n%s--- got\n%s", name,
+                  exp_path, expected, r.out);
     free_result(&r);
     free(expected);
     free(prefix);
@@ -447,8 +446,7 @@ START_TEST(test_missing_file)
     ck_assert_msg(exit_code(&r) < 1000, "missing FILE: killed by signal %d",
                   exit_code(&r) - 1000);
     ck_assert_msg(r.err_len > 0, "missing FILE: nothing on stderr");
-    ck_assert_msg(strncmp(r.err, "lapict-replay", strlen("lapict-replay")) ==
-                      0,
+    ck_assert_msg(strncmp(r.err, "lapict-replay", strlen("lapict-replay")) == 0,
                   "missing FILE: stderr should name the tool: '%s'", r.err);
     ck_assert_msg(r.out_len == 0, "missing FILE: unexpected stdout '%s'",
                   r.out);
@@ -680,7 +678,8 @@ START_TEST(test_out_of_memory_is_an_error)
 }
 END_TEST
 
-/* --- suite ----------------------------------------------------------------- */
+/* --- suite -----------------------------------------------------------------
+ */
 
 static Suite *replay_suite(void)
 {

@@ -94,9 +94,9 @@ START_TEST(vmm_entry_lib)
     l = strstr(o, head);
     ck_assert_msg(rc == 0, "%s: %s", args, o);
     ck_assert_msg(l, "%s: %s", args, o);
-    ck_assert_msg(sscanf(l + strlen(head), "samples=%llu median=%lld ", &n,
-                         &med) == 2,
-                  "%s", o);
+    ck_assert_msg(
+        sscanf(l + strlen(head), "samples=%llu median=%lld ", &n, &med) == 2,
+        "%s", o);
     ck_assert_msg(n == 300 && med > 0, "%s", o);
     ck_assert_msg(strstr(l, " p99="), "%s", o);
     free(o);
@@ -119,8 +119,8 @@ START_TEST(vmm_compare_floor)
                   "%s", o);
     ck_assert_msg(strstr(o, "BREAKDOWN lapic=lib samples=200 "), "%s", o);
     ck_assert_msg(strstr(o, " kvm_run->isr="), "%s", o);
-    ck_assert_msg(strstr(o, "RESULT test=floor lib_median/entry_median="),
-                  "%s", o);
+    ck_assert_msg(strstr(o, "RESULT test=floor lib_median/entry_median="), "%s",
+                  o);
     ck_assert_msg(strstr(o, " lib_median/entry_timer_isr_median="), "%s", o);
     free(o);
 }
@@ -140,8 +140,9 @@ START_TEST(vmm_immed_lib)
                   &rc);
     const char *l = strstr(o, "RESULT test=immed lapic=lib ");
     ck_assert_msg(rc == 0 && l, "%s", o);
-    ck_assert_msg(sscanf(l, "RESULT test=immed lapic=lib samples=%llu "
-                            "median=%lld ",
+    ck_assert_msg(sscanf(l,
+                         "RESULT test=immed lapic=lib samples=%llu "
+                         "median=%lld ",
                          &n, &med) == 2,
                   "%s", o);
     ck_assert_msg(n == 200 && med > 0, "%s", o);

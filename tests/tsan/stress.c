@@ -49,7 +49,7 @@ enum phase { P_SETUP, P_EOI, P_DEADLINE, P_RUN, P_IDLE };
 
 struct fake {
     uint64_t seed, want, tsc_khz;
-    uint64_t deadline;        /* outstanding deadline, guest TSC */
+    uint64_t deadline; /* outstanding deadline, guest TSC */
     bool outstanding;
     enum phase phase;
     uint64_t seen_injections; /* lt_fake.injections already taken */
@@ -179,8 +179,12 @@ static int fake_run(void *arg)
         }
         /* 0-150 us ahead, 1 in 16 already past, 1 in 16 at once. */
         switch (rnd(f) & 15) {
-        case 0: d = now - (rnd(f) & 0xFFFF); break;
-        case 1: d = now; break;
+        case 0:
+            d = now - (rnd(f) & 0xFFFF);
+            break;
+        case 1:
+            d = now;
+            break;
         default:
             ns = rnd(f) % 150000u;
             d = now + ns * f->tsc_khz / 1000000u;
@@ -287,8 +291,8 @@ static void *watchdog(void *arg)
 
 int main(int argc, char **argv)
 {
-    struct lapict_kvm_config cfg = lt_fake_config(LAPICT_KVM_KICK_TIMER,
-                                                  SIGUSR1);
+    struct lapict_kvm_config cfg =
+        lt_fake_config(LAPICT_KVM_KICK_TIMER, SIGUSR1);
     static struct kvm_run run;
     struct lapict_kvm k;
     struct fake f;
@@ -326,8 +330,7 @@ int main(int argc, char **argv)
         cfg.kick = LAPICT_KVM_KICK_CALLER;
         cfg.kick_signal = 0; /* nothing process-wide is the adapter's */
         caller = true;
-    }
-    else if (strcmp(kick, "signal"))
+    } else if (strcmp(kick, "signal"))
         return 2;
     f.tsc_khz = calibrate_khz();
     cfg.timer.tsc_khz = (uint32_t)f.tsc_khz;

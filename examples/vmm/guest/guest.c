@@ -386,8 +386,8 @@ static void check(bool ok, const char *name, uint64_t a, uint64_t b)
         att_stalled = true;
         if (att_last) {
             att_fail++;
-            out("FAIL %s (%u %u) after %u attempts with host stalls", name,
-                a, b, (uint64_t)ATTEMPTS);
+            out("FAIL %s (%u %u) after %u attempts with host stalls", name, a,
+                b, (uint64_t)ATTEMPTS);
         } else {
             out("RETRY %s (%u %u): host stall of %u cycles", name, a, b,
                 max_gap);
@@ -446,8 +446,9 @@ static void st_deadline_once(void)
             bad_msr = msr;
         }
     }
-    check(ok, "tscdeadline: one interrupt per write, not early, MSR reads 0 "
-              "after",
+    check(ok,
+          "tscdeadline: one interrupt per write, not early, MSR reads 0 "
+          "after",
           bad_n, bad_msr);
 }
 
@@ -483,8 +484,7 @@ static void st_oneshot_never_early(void)
             ok = false;
         worst = n_irq - n0;
     }
-    check(ok, "oneshot: never early, one interrupt, TMCCT 0 after", bad,
-          worst);
+    check(ok, "oneshot: never early, one interrupt, TMCCT 0 after", bad, worst);
 }
 
 static void st_tmict_zero_stops(void)
@@ -548,8 +548,7 @@ static void st_deadline_outside_mode(void)
     uint64_t msr = rdmsr(MSR_TSC_DEADLINE);
     spin_ns(1000000, n0 + 1);
     check(msr == 0 && n_irq == n0,
-          "tscdeadline: MSR writes ignored outside the mode", msr,
-          n_irq - n0);
+          "tscdeadline: MSR writes ignored outside the mode", msr, n_irq - n0);
 }
 
 static void st_tmict_inside_deadline(void)
@@ -706,8 +705,8 @@ static uint64_t tsc_to_ns_ceil(uint64_t tsc)
 
 static void bad(uint64_t *counter, uint64_t what, uint64_t got, uint64_t want)
 {
-    volatile uint64_t *d = counter == &mb->mig.early ? mb->mig.early_detail
-                                                     : mb->mig.bad_detail;
+    volatile uint64_t *d =
+        counter == &mb->mig.early ? mb->mig.early_detail : mb->mig.bad_detail;
     *counter = *counter + 1;
     if (!d[0]) {
         d[0] = what;

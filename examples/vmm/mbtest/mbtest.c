@@ -38,10 +38,22 @@
 #define APIC_VERSION 0x00050014u
 
 enum {
-    R_ID = 0x20, R_VER = 0x30, R_TPR = 0x80, R_PPR = 0xA0, R_EOI = 0xB0,
-    R_LDR = 0xD0, R_SVR = 0xF0, R_ISR = 0x100, R_IRR = 0x200, R_ICR = 0x300,
-    R_ICR2 = 0x310, R_LVTT = 0x320, R_TMICT = 0x380, R_TMCCT = 0x390,
-    R_TDCR = 0x3E0, R_SELF = 0x3F0,
+    R_ID = 0x20,
+    R_VER = 0x30,
+    R_TPR = 0x80,
+    R_PPR = 0xA0,
+    R_EOI = 0xB0,
+    R_LDR = 0xD0,
+    R_SVR = 0xF0,
+    R_ISR = 0x100,
+    R_IRR = 0x200,
+    R_ICR = 0x300,
+    R_ICR2 = 0x310,
+    R_LVTT = 0x320,
+    R_TMICT = 0x380,
+    R_TMCCT = 0x390,
+    R_TDCR = 0x3E0,
+    R_SELF = 0x3F0,
 };
 
 #define LVT_MASKED 0x10000u
@@ -64,8 +76,8 @@ enum {
 #define QUIET_CYCLES 100000000ull
 
 struct frame {
-    uint64_t r15, r14, r13, r12, r11, r10, r9, r8, rbp, rdi, rsi, rdx, rcx,
-        rbx, rax, vector, error, rip, cs, rflags, rsp, ss;
+    uint64_t r15, r14, r13, r12, r11, r10, r9, r8, rbp, rdi, rsi, rdx, rcx, rbx,
+        rax, vector, error, rip, cs, rflags, rsp, ss;
 };
 
 struct mb_info {
@@ -98,7 +110,7 @@ static volatile int gp_expected, gp_seen;
 static volatile uint32_t low_before_eoi;
 static unsigned n_tests, n_fail;
 
-static bool x2;                        /* accesses through x2APIC MSRs */
+static bool x2;                         /* accesses through x2APIC MSRs */
 static uint64_t apic_pa = APIC_DEFAULT; /* xAPIC page in use */
 
 /* --- instructions --------------------------------------------------- */
@@ -113,8 +125,8 @@ static inline void outw(uint16_t port, uint16_t v)
     __asm__ volatile("outw %0, %1" ::"a"(v), "Nd"(port) : "memory");
 }
 
-static inline void cpuid(uint32_t leaf, uint32_t *a, uint32_t *b,
-                         uint32_t *c, uint32_t *d)
+static inline void cpuid(uint32_t leaf, uint32_t *a, uint32_t *b, uint32_t *c,
+                         uint32_t *d)
 {
     __asm__ volatile("cpuid"
                      : "=a"(*a), "=b"(*b), "=c"(*c), "=d"(*d)
@@ -133,12 +145,24 @@ static inline void write_cr8(uint64_t v)
     __asm__ volatile("mov %0, %%cr8" ::"r"(v) : "memory");
 }
 
-static inline void sti(void) { __asm__ volatile("sti" ::: "memory"); }
-static inline void cli(void) { __asm__ volatile("cli" ::: "memory"); }
-static inline void pause(void) { __asm__ volatile("pause" ::: "memory"); }
+static inline void sti(void)
+{
+    __asm__ volatile("sti" ::: "memory");
+}
+static inline void cli(void)
+{
+    __asm__ volatile("cli" ::: "memory");
+}
+static inline void pause(void)
+{
+    __asm__ volatile("pause" ::: "memory");
+}
 
 /* Any exit to the VMM: where a userspace LAPIC looks at its IRR again. */
-static inline void vm_exit(void) { (void)inb(0x3FD); }
+static inline void vm_exit(void)
+{
+    (void)inb(0x3FD);
+}
 
 static bool wrmsr_gp(uint32_t msr, uint64_t v)
 {
@@ -207,8 +231,12 @@ static void printk(const char *fmt, ...)
             fmt++;
         }
         switch (*fmt) {
-        case 's': puts_com1(va_arg(ap, const char *)); break;
-        case 'c': putc_com1((char)va_arg(ap, int)); break;
+        case 's':
+            puts_com1(va_arg(ap, const char *));
+            break;
+        case 'c':
+            putc_com1((char)va_arg(ap, int));
+            break;
         case 'd': {
             int64_t v = l ? va_arg(ap, int64_t) : va_arg(ap, int);
             if (v < 0) {
@@ -224,7 +252,9 @@ static void printk(const char *fmt, ...)
         case 'x':
             put_num(l ? va_arg(ap, uint64_t) : va_arg(ap, unsigned), 16);
             break;
-        default: putc_com1(*fmt); break;
+        default:
+            putc_com1(*fmt);
+            break;
         }
     }
     va_end(ap);
@@ -364,8 +394,10 @@ static void idt_init(void)
 
     for (unsigned v = 0; v < 256; v++) {
         uint64_t a = (uint64_t)(uintptr_t)(trap_stubs + 16u * v);
-        idt[v] = (struct idt_gate){.off0 = (uint16_t)a, .sel = 8,
-                                   .type = 0x8E, .off1 = (uint16_t)(a >> 16),
+        idt[v] = (struct idt_gate){.off0 = (uint16_t)a,
+                                   .sel = 8,
+                                   .type = 0x8E,
+                                   .off1 = (uint16_t)(a >> 16),
                                    .off2 = (uint32_t)(a >> 32)};
     }
     d.limit = sizeof(idt) - 1;
@@ -454,8 +486,7 @@ static uint64_t fw_cfg_read(uint16_t key, unsigned bytes)
 
 static void check_boot(void)
 {
-    const struct mb_info *mbi =
-        (const struct mb_info *)(uintptr_t)mb_boot_info;
+    const struct mb_info *mbi = (const struct mb_info *)(uintptr_t)mb_boot_info;
     const char *cmdline = "";
     bool want_initrd;
     uint32_t sum = 0;
@@ -562,8 +593,7 @@ static void check_apic_base(void)
         report(wrmsr_gp(0x80B, 1), "x2APIC: non-zero EOI write is #GP");
         report(wrmsr_gp(0x808, 1ull << 32), "x2APIC: high bits are #GP");
         report(wrmsr_gp(0x839, 1), "x2APIC: TMCCT write is #GP");
-        report(wrmsr_gp(MSR_APIC_BASE, b | BASE_EN),
-               "x2APIC -> xAPIC is #GP");
+        report(wrmsr_gp(MSR_APIC_BASE, b | BASE_EN), "x2APIC -> xAPIC is #GP");
         report(wrmsr_gp(MSR_APIC_BASE, b | BASE_EXTD),
                "x2APIC -> EXTD without EN is #GP");
         report(!wrmsr_gp(MSR_APIC_BASE, b), "x2APIC -> disabled");
@@ -733,8 +763,7 @@ static void check_timer(void)
            "one-shot -> periodic: TMCCT continues, not reloaded");
     /* Wait for the reload: the count goes up again past half. */
     t0 = rdtsc();
-    while ((c = apic_read(R_TMCCT)) <= tmict / 2 &&
-           rdtsc() - t0 < SPIN_CYCLES)
+    while ((c = apic_read(R_TMCCT)) <= tmict / 2 && rdtsc() - t0 < SPIN_CYCLES)
         ;
     report(c > tmict / 2, "periodic: TMCCT reloads from TMICT");
     ok = switch_at_half(tmict, T_PERIODIC, T_ONESHOT, &c);
@@ -850,12 +879,18 @@ static void check_timer(void)
 #define CM_BUS_KHZ 1000000u
 
 enum cm_access {
-    CM_TMICT_W, CM_PREV, CM_POLL, CM_LVTT_R, CM_LVTT_W, CM_LVTT_RB,
-    CM_TMCCT4, CM_TMCCT5, CM_N
+    CM_TMICT_W,
+    CM_PREV,
+    CM_POLL,
+    CM_LVTT_R,
+    CM_LVTT_W,
+    CM_LVTT_RB,
+    CM_TMCCT4,
+    CM_TMCCT5,
+    CM_N
 };
 static const char *const cm_name[CM_N] = {
-    "tmict", "prev", "poll", "lvtt_r", "lvtt_w", "lvtt_rb", "tmcct4",
-    "tmcct5",
+    "tmict", "prev", "poll", "lvtt_r", "lvtt_w", "lvtt_rb", "tmcct4", "tmcct5",
 };
 
 enum cm_kind { CM_PASS, CM_STALL, CM_DEFECT };
@@ -939,8 +974,7 @@ static uint64_t cm_cyc_to_us(uint64_t cyc)
  * @reload allows periodic reloads in between. NULL if so, else why not.
  */
 static const char *cm_check_count(uint32_t ref, const uint64_t tr[2],
-                                  uint32_t c, const uint64_t tk[2],
-                                  bool reload)
+                                  uint32_t c, const uint64_t tk[2], bool reload)
 {
     const uint64_t n = CM_TMICT;
     uint64_t hi = cm_cyc_to_ticks(tk[1] - tr[0]);
@@ -1064,12 +1098,10 @@ static void cm_classify(struct cm_rec *r)
         why = "lvtt-readback";
     else if ((why = cm_check_count(CM_TMICT, r->t[CM_TMICT_W], r->c_prev,
                                    r->t[CM_PREV], false)) ||
-             (why = cm_check_count(r->c_prev, r->t[CM_PREV], r->c2, t2,
-                                   false)) ||
-             (why = cm_check_count(r->c2, t2, r->c4, r->t[CM_TMCCT4],
-                                   true)) ||
-             (why = cm_check_count(r->c2, t2, r->c5, r->t[CM_TMCCT5],
-                                   true)))
+             (why =
+                  cm_check_count(r->c_prev, r->t[CM_PREV], r->c2, t2, false)) ||
+             (why = cm_check_count(r->c2, t2, r->c4, r->t[CM_TMCCT4], true)) ||
+             (why = cm_check_count(r->c2, t2, r->c5, r->t[CM_TMCCT5], true)))
         ;
     else if (r->c2 == 0) {
         /* The whole count ran out before step 2 (checked just above). */
@@ -1106,9 +1138,9 @@ static void cm_print_rec(unsigned i, const struct cm_rec *r)
     printk("CM-REC i=%u kind=%s why=%s c2=%u c4=%u c5=%u lvtt=%x lvtt_rb=%x "
            "polls=%u prelude=%u c_prev=%u gap_cyc=%lu gap_at=%s win_cyc=%lu "
            "need_cyc=%lu",
-           i, cm_kind_name[r->kind], r->why ? r->why : "-", r->c2, r->c4,
-           r->c5, r->lvtt, r->lvtt_rb, r->polls, r->prelude, r->c_prev,
-           r->gap, cm_name[r->gap_at], tf[1] - t2[0], cm_ticks_to_cyc(r->c2));
+           i, cm_kind_name[r->kind], r->why ? r->why : "-", r->c2, r->c4, r->c5,
+           r->lvtt, r->lvtt_rb, r->polls, r->prelude, r->c_prev, r->gap,
+           cm_name[r->gap_at], tf[1] - t2[0], cm_ticks_to_cyc(r->c2));
     for (unsigned k = 0; k < CM_N; k++)
         printk(" %s=%lu/%lu", cm_name[k], r->t[k][0] - t0, r->t[k][1] - t0);
     printk("\n");
@@ -1151,7 +1183,8 @@ static void check_changemode(const char *cmdline, uint64_t iters)
     if (!word_value(cmdline, "tsc_khz=", &cm_khz) || !cm_khz ||
         cm_khz > 100000000u || !iters || iters > CM_ITERS_MAX) {
         printk("changemode: needs tsc_khz=<guest TSC kHz> and "
-               "1 <= changemode=N <= %u\n", CM_ITERS_MAX);
+               "1 <= changemode=N <= %u\n",
+               CM_ITERS_MAX);
         report(false, "one-shot -> periodic at half, looped: arguments");
         return;
     }
@@ -1160,8 +1193,7 @@ static void check_changemode(const char *cmdline, uint64_t iters)
     half_us = (uint64_t)(CM_TMICT / 2) * 1000u / CM_BUS_KHZ;
     printk("CM-BEGIN mode=%s iters=%u tmict=%u tsc_khz=%lu half_us=%lu "
            "prelude=%u\n",
-           x2 ? "x2apic" : "xapic", n, CM_TMICT, cm_khz, half_us,
-           prelude != 0);
+           x2 ? "x2apic" : "xapic", n, CM_TMICT, cm_khz, half_us, prelude != 0);
     sti();
     apic_write(R_TMICT, 0);
     apic_write(R_TDCR, 0xB);
@@ -1226,12 +1258,23 @@ enum {
     VMCB_TSC_OFFSET = 0x050,
     VMCB_ASID = 0x058,
     VMCB_EXITCODE = 0x070,
-    VMCB_ES = 0x400, VMCB_CS = 0x410, VMCB_SS = 0x420, VMCB_DS = 0x430,
-    VMCB_GDTR = 0x460, VMCB_IDTR = 0x480,
-    VMCB_CPL = 0x4CB, VMCB_EFER = 0x4D0,
-    VMCB_CR4 = 0x548, VMCB_CR3 = 0x550, VMCB_CR0 = 0x558,
-    VMCB_DR7 = 0x560, VMCB_DR6 = 0x568, VMCB_RFLAGS = 0x570,
-    VMCB_RIP = 0x578, VMCB_RSP = 0x5D8, VMCB_G_PAT = 0x668,
+    VMCB_ES = 0x400,
+    VMCB_CS = 0x410,
+    VMCB_SS = 0x420,
+    VMCB_DS = 0x430,
+    VMCB_GDTR = 0x460,
+    VMCB_IDTR = 0x480,
+    VMCB_CPL = 0x4CB,
+    VMCB_EFER = 0x4D0,
+    VMCB_CR4 = 0x548,
+    VMCB_CR3 = 0x550,
+    VMCB_CR0 = 0x558,
+    VMCB_DR7 = 0x560,
+    VMCB_DR6 = 0x568,
+    VMCB_RFLAGS = 0x570,
+    VMCB_RIP = 0x578,
+    VMCB_RSP = 0x5D8,
+    VMCB_G_PAT = 0x668,
 };
 
 static uint8_t vmcb[4096] __attribute__((aligned(4096)));
@@ -1339,8 +1382,7 @@ static void check_svm_tsc(void)
     vmcb_put(VMCB_DR6, 0xFFFF0FF0u, 8);
     vmcb_put(VMCB_RFLAGS, 2, 8); /* IF clear: nothing interrupts it */
     vmcb_put(VMCB_RIP, (uint64_t)(uintptr_t)svm_guest, 8);
-    vmcb_put(VMCB_RSP, (uint64_t)(uintptr_t)(svm_stack + sizeof(svm_stack)),
-             8);
+    vmcb_put(VMCB_RSP, (uint64_t)(uintptr_t)(svm_stack + sizeof(svm_stack)), 8);
     vmcb_put(VMCB_G_PAT, 0x0007040600070406ull, 8);
     svm_guest_tsc = 0;
 
@@ -1408,8 +1450,8 @@ static void memsoak(void)
             uint64_t a = soak_a[i], b = soak_b[i];
 
             if (a != g || b != g) {
-                printk("FAIL: memsoak gen=%lu word %u: a=%lu b=%lu\n", g,
-                       i, a, b);
+                printk("FAIL: memsoak gen=%lu word %u: a=%lu b=%lu\n", g, i, a,
+                       b);
                 printk("SUMMARY: 1 tests, 1 failures\n");
                 debug_exit(1);
             }
@@ -1428,8 +1470,7 @@ static void memsoak(void)
 void kmain(void);
 void kmain(void)
 {
-    const struct mb_info *mbi =
-        (const struct mb_info *)(uintptr_t)mb_boot_info;
+    const struct mb_info *mbi = (const struct mb_info *)(uintptr_t)mb_boot_info;
     const char *cmdline =
         (mbi->flags & 4u) ? (const char *)(uintptr_t)mbi->cmdline : "";
 
