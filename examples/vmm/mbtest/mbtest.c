@@ -18,7 +18,8 @@
  * iterations, K the guest TSC rate in kHz. "memsoak=1" runs only the
  * memory-coherence loop for migration checks (see memsoak()). "svmtsc=1"
  * runs only the nested SVM check of the TSC (see check_svm_tsc()).
- * Interrupts are taken in 64-bit mode only.
+ * "nodl=1" runs only the checks of a CPU without TSC-deadline mode (see
+ * check_no_deadline()). Interrupts are taken in 64-bit mode only.
  */
 #include <stdarg.h>
 #include <stdbool.h>
@@ -1467,6 +1468,27 @@ static void memsoak(void)
     }
 }
 
+/*
+ * Where CPUID.01H:ECX.TSC_Deadline[bit 24] is clear (SDM vol. 3A, "TSC-
+ * Deadline Mode"), the mode does not exist: IA32_TSC_DEADLINE raises #GP on
+ * read and write, and LVTT bit 18 is reserved, so a write of mode 10 leaves
+ * a timer mode without it (one-shot), never TSC-deadline.
+ */
+static void check_no_deadline(void)
+{
+    uint32_t a, b, c, d;
+
+    cpuid(1, &a, &b, &c, &d);
+    report(!(c & (1u << 24)), "no-deadline: CPUID offers no TSC-deadline");
+    report(rdmsr_gp(MSR_TSC_DEADLINE), "no-deadline: RDMSR 0x6E0 is #GP");
+    report(wrmsr_gp(MSR_TSC_DEADLINE, rdtsc() + 1000000),
+           "no-deadline: WRMSR 0x6E0 is #GP");
+    apic_write(R_LVTT, T_TSCDL | V_TSCDL | LVT_MASKED);
+    report((apic_read(R_LVTT) & T_MODE) != T_TSCDL,
+           "no-deadline: LVTT mode 10 does not stick");
+    apic_write(R_LVTT, LVT_MASKED);
+}
+
 void kmain(void);
 void kmain(void)
 {
@@ -1486,6 +1508,17 @@ void kmain(void)
         /* Only the nested SVM check: it needs no APIC (check_svm_tsc). */
         printk("cmdline: %s\n", cmdline);
         check_svm_tsc();
+        printk("SUMMARY: %u tests, %u failures\n", n_tests, n_fail);
+        debug_exit(n_fail ? 1 : 0);
+    }
+    if (has_word(cmdline, "nodl=1")) {
+        printk("cmdline: %s\n", cmdline);
+        if (has_x2apic_cpuid())
+            enter_x2apic();
+        else
+            reset_xapic();
+        printk("mode: %s\n", x2 ? "x2apic" : "xapic");
+        check_no_deadline();
         printk("SUMMARY: %u tests, %u failures\n", n_tests, n_fail);
         debug_exit(n_fail ? 1 : 0);
     }
