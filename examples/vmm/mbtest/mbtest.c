@@ -1489,6 +1489,16 @@ static void check_no_deadline(void)
     apic_write(R_LVTT, LVT_MASKED);
 }
 
+/* The APIC mode CPUID offers (x2APIC where it can), stated on COM1. */
+static void enter_cpuid_apic_mode(void)
+{
+    if (has_x2apic_cpuid())
+        enter_x2apic();
+    else
+        reset_xapic();
+    printk("mode: %s\n", x2 ? "x2apic" : "xapic");
+}
+
 void kmain(void);
 void kmain(void)
 {
@@ -1513,11 +1523,7 @@ void kmain(void)
     }
     if (has_word(cmdline, "nodl=1")) {
         printk("cmdline: %s\n", cmdline);
-        if (has_x2apic_cpuid())
-            enter_x2apic();
-        else
-            reset_xapic();
-        printk("mode: %s\n", x2 ? "x2apic" : "xapic");
+        enter_cpuid_apic_mode();
         check_no_deadline();
         printk("SUMMARY: %u tests, %u failures\n", n_tests, n_fail);
         debug_exit(n_fail ? 1 : 0);
@@ -1525,11 +1531,7 @@ void kmain(void)
     if (word_value(cmdline, "changemode=", &cm_iters)) {
         /* Only the looped change-mode check (see check_changemode). */
         printk("cmdline: %s\n", cmdline);
-        if (has_x2apic_cpuid())
-            enter_x2apic();
-        else
-            reset_xapic();
-        printk("mode: %s\n", x2 ? "x2apic" : "xapic");
+        enter_cpuid_apic_mode();
         check_changemode(cmdline, cm_iters);
         cli();
         printk("SUMMARY: %u tests, %u failures\n", n_tests, n_fail);
