@@ -5,7 +5,7 @@
 # COMPONENTS ...) and once through pkg-config (lapict, lapict-sim,
 # lapict-kvm). All must build and run; the VMM loop may skip (exit 77: no
 # usable /dev/kvm), which is reported. With INSTALLED_PREFIX, lapict is
-# already installed there (cmake/test-packages.sh: the Debian packages
+# already installed there (ci/test-packages.sh: the Debian packages
 # unpacked with dpkg -x) and BUILD_DIR is not used.
 #
 #   cmake -DBUILD_DIR=... | -DINSTALLED_PREFIX=...

@@ -7,7 +7,7 @@
  * userspace APIC is the one lapict drives.
  *
  * Built only when CMake is given LAPICT_QEMU_DIR (the qemu gate of
- * cmake/test-all.sh does that); the directory holds qemu-system-x86_64 and
+ * ci/test-all.sh does that); the directory holds qemu-system-x86_64 and
  * guest/{vmlinuz,initrd.img}. The guest's /init reports on the serial
  * console in "LAPICT key=value ..." lines.
  */

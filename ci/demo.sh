@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-bash cmake/deps.sh demo
+bash ci/deps.sh demo
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DLAPICT_BUILD_TESTS=OFF
 cmake --build build -j2
 

@@ -4,7 +4,7 @@
 # each one LAPICT_STRESS_VALGRIND times under valgrind memcheck and
 # LAPICT_STRESS_HOG times beside a CPU hog that keeps every core busy. Prints
 # the failures per test and in total; exit status 0 only if none failed.
-# Not part of cmake/test-all.sh: at 50 + 50 on 2 cores its valgrind half
+# Not part of ci/test-all.sh: at 50 + 50 on 2 cores its valgrind half
 # took 33 minutes and its hog half 51 (split into two runs side by side,
 # beside the valgrind half). Run it after changing the adapters' threads,
 # signals or timers, or those tests.
@@ -33,7 +33,7 @@
 # build-stress), LAPICT_STRESS_TIMEOUT (seconds per run, default 600),
 # LAPICT_STRESS_DEADLINES (per kvm_stress run, default 500), CC.
 #
-#     LAPICT_STRESS_VALGRIND=3 LAPICT_STRESS_HOG=3 bash cmake/stress.sh
+#     LAPICT_STRESS_VALGRIND=3 LAPICT_STRESS_HOG=3 bash ci/stress.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

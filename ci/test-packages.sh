@@ -6,7 +6,7 @@
 # consumer project (tests/consumer) through find_package and pkg-config,
 # the installed lapict-replay, the installed man pages.
 #
-#   bash cmake/test-packages.sh        (LAPICT_PKG_DIR, default build-ci/packages)
+#   bash ci/test-packages.sh        (LAPICT_PKG_DIR, default build-ci/packages)
 #
 # dpkg-buildpackage writes its results into the parent of the tree it
 # builds, so it builds a copy inside LAPICT_PKG_DIR: nothing is written
@@ -24,7 +24,7 @@ fail() {
 
 for t in dpkg-buildpackage dh lintian scdoc cmake pkg-config man; do
     command -v "$t" >/dev/null 2>&1 ||
-        fail "$t not found (bash cmake/deps.sh installs what is needed)"
+        fail "$t not found (bash ci/deps.sh installs what is needed)"
 done
 
 # --- versions: CMakeLists.txt, debian/changelog, debian/control agree ------

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Install, with apt-get, whatever the build needs and the machine lacks.
-#   cmake/deps.sh        everything the test gates need (cmake/test-all.sh)
-#   cmake/deps.sh demo   only what the demo needs (cmake/demo.sh)
+#   ci/deps.sh        everything the test gates need (ci/test-all.sh)
+#   ci/deps.sh demo   only what the demo needs (ci/demo.sh)
 set -euo pipefail
 
 # Tools are looked for as commands (they may come from elsewhere than apt);

@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: MIT
 # The ABI gate of the shared library (CONTRIBUTING.md, "ABI").
 #
-#   bash cmake/abi.sh          check: build liblapict.so, compare it with the
-#                              baseline cmake/abi/liblapict.abi (abidiff)
-#   bash cmake/abi.sh update   regenerate the baseline (abidw) after a
+#   bash ci/abi.sh          check: build liblapict.so, compare it with the
+#                              baseline ci/abi/liblapict.abi (abidiff)
+#   bash ci/abi.sh update   regenerate the baseline (abidw) after a
 #                              compatible change, or after bumping
 #                              LAPICT_SOVERSION for an incompatible one
 #
@@ -12,7 +12,7 @@
 # ${LAPICT_ABI_DIR:-build-ci/abi}. The version moves with the ABI: the
 # project version (include/lapict/version.h and project() in CMakeLists.txt,
 # which must agree) has SONAME == LAPICT_VERSION_MAJOR from 1.0 on, and
-# against the version the baseline was made at (cmake/abi/ops.txt):
+# against the version the baseline was made at (ci/abi/ops.txt):
 #   same ABI                       pass
 #   additions only (new functions) fail until the baseline is updated, which
 #                                  needs at least a minor version bump
@@ -21,10 +21,10 @@
 #                                  SONAME; while 0.x, a minor bump)
 #   any change, new SONAME         fail until the baseline is updated
 # "Incompatible" is abidiff's ABIDIFF_ABI_INCOMPATIBLE_CHANGE bit (a removed
-# function), any changed function left after cmake/abi/lapict.abignore (a
+# function), any changed function left after ci/abi/lapict.abignore (a
 # changed parameter, return or pointed-to type such as struct lapict_stats),
 # or struct lapict_timer growing. An op appended to struct lapict_ops needs a
-# new LAPICT_OPS_VERSION (cmake/abi/ops.txt records both, with the project
+# new LAPICT_OPS_VERSION (ci/abi/ops.txt records both, with the project
 # version and SONAME). The check also looks at the last commit that changed
 # the baseline: an incompatible step there needs a major version bump.
 set -euo pipefail
@@ -34,18 +34,18 @@ mode=${1:-check}
 case $mode in
 check | update) ;;
 *)
-    echo "usage: bash cmake/abi.sh [check|update]" >&2
+    echo "usage: bash ci/abi.sh [check|update]" >&2
     exit 2
     ;;
 esac
-baseline=cmake/abi/liblapict.abi
-suppr=cmake/abi/lapict.abignore
+baseline=ci/abi/liblapict.abi
+suppr=ci/abi/lapict.abignore
 # LAPICT_OPS_VERSION and the number of fields of struct lapict_ops the
 # baseline was made with (abidiff, told that the table grows at the end,
 # does not report an appended op; a bump of the version must come with it).
-opsfile=cmake/abi/ops.txt
+opsfile=ci/abi/ops.txt
 dir=${LAPICT_ABI_DIR:-build-ci/abi}
-update_cmd="bash cmake/abi.sh update"
+update_cmd="bash ci/abi.sh update"
 
 for t in abidw abidiff gcc cmake; do
     if ! command -v "$t" >/dev/null 2>&1; then
@@ -281,7 +281,7 @@ if [ "$mode" = update ]; then
     { cat "$fresh"; echo "<!-- SPDX-License-Identifier: MIT -->"; } >"$baseline"
     {
         echo "# SPDX-License-Identifier: MIT"
-        echo "# Written by bash cmake/abi.sh update, read by bash cmake/abi.sh."
+        echo "# Written by bash ci/abi.sh update, read by bash ci/abi.sh."
         echo "ops_version $ops_version ops_fields $(ops_fields "$fresh")" \
              "version $version soname $new_soname"
     } >"$opsfile"
