@@ -618,10 +618,7 @@ static void outlier_run_survives_save_and_restore(void **state)
     assert_int_equal(b.adv_dev, a.adv_dev);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(first_sample_converges_at_any_level),
+TU_MAIN(cmocka_unit_test(first_sample_converges_at_any_level),
         cmocka_unit_test(advance_is_bounded),
         cmocka_unit_test(late_spike_ignored_late_shift_followed),
         cmocka_unit_test(early_shift_needs_three),
@@ -639,7 +636,4 @@ int main(void)
         cmocka_unit_test(spin_account_saturates),
         cmocka_unit_test(restore_keeps_the_host_policy),
         cmocka_unit_test(saturated_counters_do_not_stop_learning),
-        cmocka_unit_test(outlier_run_survives_save_and_restore),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+        cmocka_unit_test(outlier_run_survives_save_and_restore))

@@ -438,13 +438,7 @@ static void config_size_is_checked_and_a_larger_struct_grows(void **state)
     assert_int_equal(h.ninj, 1);
 }
 
-int main(int argc, char **argv)
-{
-    /* Optional test name pattern, e.g. for debugging one test. */
-    if (argc > 1)
-        cmocka_set_test_filter(argv[1]);
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(config_default_values_are_documented),
+TU_MAIN(cmocka_unit_test(config_default_values_are_documented),
         cmocka_unit_test(config_check_every_limit),
         cmocka_unit_test(
             init_every_limit_and_failed_init_leaves_instance_untouched),
@@ -456,7 +450,4 @@ int main(int argc, char **argv)
         cmocka_unit_test(init_missing_mandatory_ops_is_e_ops),
         cmocka_unit_test(config_check_names_first_bad_field),
         cmocka_unit_test(init_extreme_rates_accept_largest_count),
-        cmocka_unit_test(tsc_khz_0_and_bus_hz_over_1e10_rejected_by_init),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+        cmocka_unit_test(tsc_khz_0_and_bus_hz_over_1e10_rejected_by_init))

@@ -639,10 +639,7 @@ static void get_restore_matches_save_restore(void **state)
         cmocka_unit_test_prestate_setup_teardown(f, fx_setup, fx_teardown,     \
                                                  (void *)&tu_bases[1])
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        AT_BOTH(get_gives_the_instant_of_the_next_expiry),
+TU_MAIN(AT_BOTH(get_gives_the_instant_of_the_next_expiry),
         AT_BOTH(get_gives_none_without_a_running_count_down),
         AT_BOTH(get_gives_a_due_unprocessed_expiry_in_the_past),
         AT_BOTH(get_reports_more_than_a_count_down),
@@ -662,7 +659,4 @@ int main(void)
         AT_BOTH(restore_rejects_what_no_guest_produces_state_intact),
         AT_BOTH(restore_of_deadline_mode_needs_an_instance_offering_it),
         AT_BOTH(restore_of_a_clamped_period_keeps_the_clamp),
-        AT_BOTH(get_restore_matches_save_restore),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+        AT_BOTH(get_restore_matches_save_restore))

@@ -23,6 +23,7 @@
 #include "fuzz/fuzz_replay.c"
 #define FUZZ_COUNTDOWN_ENTRY fuzz_countdown_one
 #include "fuzz/fuzz_countdown.c"
+#include "tu_main.h"
 
 /* clang-format off */
 #include <stdarg.h>
@@ -142,13 +143,7 @@ static void replay_inputs_keep_invariants(void **state)
     fr_run("replay", fuzz_replay_one);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(regs_inputs_keep_invariants),
+TU_MAIN(cmocka_unit_test(regs_inputs_keep_invariants),
         cmocka_unit_test(restore_inputs_keep_invariants),
         cmocka_unit_test(replay_inputs_keep_invariants),
-        cmocka_unit_test(countdown_inputs_keep_invariants),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+        cmocka_unit_test(countdown_inputs_keep_invariants))

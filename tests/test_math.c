@@ -13,6 +13,7 @@
 #include "clock.h"
 #include "divide.h"
 #include "lapict_sim.h"
+#include "tu_main.h"
 
 typedef unsigned __int128 u128;
 
@@ -245,18 +246,11 @@ static void tsc_to_ns_rounds_up(void **state)
     }
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(reciprocal_division_is_exact),
-        cmocka_unit_test(udiv128_by_zero_saturates),
-        cmocka_unit_test(quotient_above_64_bits_saturates),
-        cmocka_unit_test(gcd_table),
-        cmocka_unit_test(crc32_is_ieee),
-        cmocka_unit_test(divide_table),
-        cmocka_unit_test(conversions_match_formulas),
-        cmocka_unit_test(largest_count_slowest_bus_no_wrap),
-        cmocka_unit_test(tsc_to_ns_rounds_up),
-    };
-    return cmocka_run_group_tests(tests, sim_setup, NULL);
-}
+TU_MAIN_GROUP(sim_setup, NULL, cmocka_unit_test(reciprocal_division_is_exact),
+              cmocka_unit_test(udiv128_by_zero_saturates),
+              cmocka_unit_test(quotient_above_64_bits_saturates),
+              cmocka_unit_test(gcd_table), cmocka_unit_test(crc32_is_ieee),
+              cmocka_unit_test(divide_table),
+              cmocka_unit_test(conversions_match_formulas),
+              cmocka_unit_test(largest_count_slowest_bus_no_wrap),
+              cmocka_unit_test(tsc_to_ns_rounds_up))

@@ -374,10 +374,7 @@ static void only_ops_c_calls_through_the_ops_table(void **state)
     assert_true(files > 10);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        TU_FIXED_AT_BASES(hv_timer_used_when_offered_and_running, TU_HV_ALWAYS),
+TU_MAIN(TU_FIXED_AT_BASES(hv_timer_used_when_offered_and_running, TU_HV_ALWAYS),
         TU_FIXED_AT_BASES(sw_timer_used_without_hv, TU_HV_NEVER),
         TU_FIXED_AT_BASES(vcpu_blocking_moves_hv_to_sw_and_back, TU_HV_ALWAYS),
         TU_FIXED_AT_BASES(hv_refusal_falls_back_to_sw_until_next_rearm,
@@ -388,7 +385,4 @@ int main(void)
                           TU_HV_ALWAYS),
         TU_AT_BASES(reentry_from_an_op_is_refused_without_storm),
         TU_AT_BASES(optional_ops_left_out_are_not_called),
-        cmocka_unit_test(only_ops_c_calls_through_the_ops_table),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+        cmocka_unit_test(only_ops_c_calls_through_the_ops_table))

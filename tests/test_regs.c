@@ -648,13 +648,7 @@ static void tmict_ignored_in_deadline_mode(void **state)
     assert_int_equal(h.ninj, 0);
 }
 
-int main(int argc, char **argv)
-{
-    /* Optional test name pattern, e.g. for debugging one test. */
-    if (argc > 1)
-        cmocka_set_test_filter(argv[1]);
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(registers_have_reset_values),
+TU_MAIN(cmocka_unit_test(registers_have_reset_values),
         cmocka_unit_test(lvtt_stores_vector_mask_mode_reserved_read_zero),
         cmocka_unit_test(lvtt_mode_11_keeps_previous_mode_and_counts_error),
         cmocka_unit_test(lvtt_mode_11_leaves_running_periodic_on_grid),
@@ -677,7 +671,4 @@ int main(int argc, char **argv)
         cmocka_unit_test(msr_null_arguments_are_inval),
         cmocka_unit_test(register_accessors_null_instance),
         cmocka_unit_test(tsc_deadline_msr_ignored_outside_deadline_mode),
-        cmocka_unit_test(tmict_ignored_in_deadline_mode),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+        cmocka_unit_test(tmict_ignored_in_deadline_mode))

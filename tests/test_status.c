@@ -69,15 +69,6 @@ static void strerror_unknown_values_give_fallback(void **state)
     }
 }
 
-int main(int argc, char **argv)
-{
-    /* Optional test name pattern, e.g. for debugging one test. */
-    if (argc > 1)
-        cmocka_set_test_filter(argv[1]);
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(status_codes_are_contiguous_negative),
+TU_MAIN(cmocka_unit_test(status_codes_are_contiguous_negative),
         cmocka_unit_test(strerror_every_code_distinct_nonempty),
-        cmocka_unit_test(strerror_unknown_values_give_fallback),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+        cmocka_unit_test(strerror_unknown_values_give_fallback))

@@ -53,16 +53,7 @@ static void version_string_matches_number(void **state)
     assert_true(min < 256 && pat < 256);
 }
 
-int main(int argc, char **argv)
-{
-    /* Optional test name pattern, e.g. for debugging one test. */
-    if (argc > 1)
-        cmocka_set_test_filter(argv[1]);
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(version_number_matches_header),
+TU_MAIN(cmocka_unit_test(version_number_matches_header),
         cmocka_unit_test(header_matches_project_version),
         cmocka_unit_test(version_string_matches_header),
-        cmocka_unit_test(version_string_matches_number),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+        cmocka_unit_test(version_string_matches_number))

@@ -22,6 +22,7 @@
 #include <lapict/lapict.h>
 
 #include "lapict_baremetal.h"
+#include "tu_main.h"
 
 __extension__ typedef unsigned __int128 u128;
 
@@ -1638,10 +1639,7 @@ static void preempt_scheduled_instances(void **state)
     }
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(clock_multiply_shift_matches_exact_and_inverts),
+TU_MAIN(cmocka_unit_test(clock_multiply_shift_matches_exact_and_inverts),
         cmocka_unit_test(clock_tsc_exact_inverse_over_whole_rate_range),
         cmocka_unit_test(clock_continuous_across_tsc_wrap),
         cmocka_unit_test(fires_in_deadline_order),
@@ -1661,7 +1659,4 @@ int main(void)
         cmocka_unit_test(full_cpu_refuses_node_loses_no_timer),
         cmocka_unit_test(ops_of_detached_node_are_defined),
         cmocka_unit_test(preempt_timer_is_the_core_hv_timer),
-        cmocka_unit_test(preempt_scheduled_instances),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+        cmocka_unit_test(preempt_scheduled_instances))

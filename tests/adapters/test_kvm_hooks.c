@@ -137,11 +137,14 @@ static int teardown(void **state)
  * The test's own loop. Rule: the hooks alone run a LAPIC timer interrupt
  * end to end: one interrupt, in the guest's handler, not before the
  * count-down's 100 ms (host time from the TMICT exit), and a halt waits
- * for it (ends only once the count has run out). A host slower than the
- * count gets the interrupt to the guest before its HLT: no halt then.
+ * for it (ends only once the count has run out). With a state, the VMM
+ * waits on its own until next_deadline() instead of in halt_wait(). A host
+ * slower than the count gets the interrupt to the guest before its HLT: no halt
+ * then.
  */
-static void hooks_loop(bool own_wait)
+static void hooks_loop(void **state)
 {
+    const bool own_wait = *state != NULL;
     struct lapict_kvm *k = vm.k;
     struct kvm_run *r = vm.run;
     uint64_t t_armed = 0, t_irq = 0;
@@ -191,24 +194,12 @@ static void hooks_loop(bool own_wait)
     assert_int_equal(k->st.interrupts, 1);
 }
 
-static void hooks_with_halt_wait(void **state)
-{
-    (void)state;
-    hooks_loop(false);
-}
-
-static void hooks_with_own_wait(void **state)
-{
-    (void)state;
-    hooks_loop(true);
-}
-
 int main(void)
 {
     const char *why = lt_kvm_unusable();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(hooks_with_halt_wait, setup, teardown),
-        cmocka_unit_test_setup_teardown(hooks_with_own_wait, setup, teardown),
+        {"hooks_with_halt_wait", hooks_loop, setup, teardown, NULL},
+        {"hooks_with_own_wait", hooks_loop, setup, teardown, &vm},
     };
 
     if (why) {

@@ -27,6 +27,7 @@
 
 #include "kvm_fake.h"
 #include "lapict_kvm.h"
+#include "tu_main.h"
 
 #define APIC 0xFEE00000ull
 
@@ -940,10 +941,7 @@ static void illegal_lvt_vector_esr(void **state)
     fx_free(f);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(init_failure_is_one_domain),
+TU_MAIN(cmocka_unit_test(init_failure_is_one_domain),
         cmocka_unit_test(kick_timer_arm_failure),
         cmocka_unit_test(timerfd_arm_failure),
         cmocka_unit_test(set_msrs_and_nmi_failures),
@@ -960,7 +958,4 @@ int main(void)
         cmocka_unit_test(kick_racing_destroy),
         cmocka_unit_test(tsc_instant_survives_a_stall),
         cmocka_unit_test(caller_kicks),
-        cmocka_unit_test(illegal_lvt_vector_esr),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+        cmocka_unit_test(illegal_lvt_vector_esr))

@@ -19,6 +19,7 @@
 
 #include "kvm_fake.h"
 #include "lapict_kvm.h"
+#include "tu_main.h"
 
 /* Glue internals driven directly (kvm_internal.h). */
 int lapict_kvm__deliver(struct lapict_kvm *k);
@@ -358,17 +359,11 @@ static void restore_pending_once(void **state)
     fx_free(d);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(other_msr_is_not_mine, setup, teardown),
+TU_MAIN(cmocka_unit_test_setup_teardown(other_msr_is_not_mine, setup, teardown),
         cmocka_unit_test_setup_teardown(delivery_and_window, setup, teardown),
         cmocka_unit_test_setup_teardown(refused_then_window, setup, teardown),
         cmocka_unit_test_setup_teardown(lapic_exits, setup, teardown),
         cmocka_unit_test_setup_teardown(kick_is_mine_and_not_replayed, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(hlt_outcomes, setup, teardown),
-        cmocka_unit_test_setup_teardown(restore_pending_once, setup, teardown),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+        cmocka_unit_test_setup_teardown(restore_pending_once, setup, teardown))

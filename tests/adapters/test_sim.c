@@ -15,6 +15,7 @@
 
 #include "lapict/lapict.h"
 #include "lapict_sim.h"
+#include "tu_main.h"
 
 /* Guest TSC at @ns on @s's clock. */
 static uint64_t tsc_at(struct lapict_sim *s, uint64_t ns)
@@ -262,13 +263,7 @@ static void wrap_records_faults_and_passes_on(void **state)
     assert_int_equal(w.calls[LAPICT_SIM_OP_SPIN], 0);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(tsc_to_host_ns_first_instant_in_every_lap),
+TU_MAIN(cmocka_unit_test(tsc_to_host_ns_first_instant_in_every_lap),
         cmocka_unit_test(deadline_after_a_tsc_lap_fires_at_its_instant),
         cmocka_unit_test(run_until_stops_only_on_a_livelock),
-        cmocka_unit_test(wrap_records_faults_and_passes_on),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+        cmocka_unit_test(wrap_records_faults_and_passes_on))

@@ -18,6 +18,7 @@
 
 #include "fake_host.h"
 #include "oracle.h"
+#include "tu_main.h"
 
 /* Host clock bases every time-dependent test runs at. */
 #define TU_NEAR_WRAP (UINT64_MAX - 1000000u)
