@@ -57,7 +57,7 @@ done
 # The shared library alone, nothing else of the project.
 cmake -S . -B "$dir" -DCMAKE_C_COMPILER=gcc -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DBUILD_SHARED_LIBS=ON -DLAPICT_BUILD_TESTS=OFF \
-    -DLAPICT_BUILD_EXAMPLES=OFF -DLAPICT_BUILD_ADAPTERS=OFF >/dev/null
+    -DLAPICT_BUILD_TOOLS=OFF -DLAPICT_BUILD_EXAMPLES=OFF -DLAPICT_BUILD_ADAPTERS=OFF >/dev/null
 cmake --build "$dir" -j2 --target lapict >/dev/null
 lib=$(find "$dir" -maxdepth 1 -name 'liblapict.so.*.*' -type f -print -quit)
 if [ -z "$lib" ]; then

@@ -11,8 +11,8 @@ bash ci/deps.sh demo
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DLAPICT_BUILD_TESTS=OFF
 cmake --build build -j2
 
-echo "--- build/bin/lapict-replay examples/replay/example.trace"
-build/bin/lapict-replay examples/replay/example.trace
+echo "--- build/bin/lapict-replay tools/replay/example.trace"
+build/bin/lapict-replay tools/replay/example.trace
 
 if [ ! -x build/bin/lapict-vmm ] || [ ! -r /dev/kvm ] || [ ! -w /dev/kvm ]; then
     echo "demo: /dev/kvm is not usable here: the replay above is the demo"
@@ -52,6 +52,6 @@ END {
 }' "$out" | fold -s -w 78
 echo "samples: $(pwd)/build/demo-compare-lib.csv," \
      "$(pwd)/build/demo-compare-kernel.csv (lapict-vmm(1), --csv)"
-if bash examples/vmm/plot.sh build/demo-compare >/dev/null; then
+if bash tools/vmm/plot.sh build/demo-compare >/dev/null; then
     echo "plot: $(pwd)/build/demo-compare.png (CDF of the lateness, both LAPICs)"
 fi

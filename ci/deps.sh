@@ -31,7 +31,7 @@ missing=()
 for t in "${tools[@]}"; do
     command -v "${t%%:*}" >/dev/null 2>&1 || missing+=("${t#*:}")
 done
-# The latency plots (the demo's, and the test of examples/bench/cdf.sh);
+# The latency plots (the demo's, and the test of tools/bench/cdf.sh);
 # the command is gnuplot, the package without X.
 if ! command -v gnuplot >/dev/null 2>&1; then
     missing+=(gnuplot-nox)

@@ -126,8 +126,8 @@ done
 # The installed tools run on the installed library.
 echo "test-packages: installed lapict-replay on the docs/spec/replay.md example"
 LD_LIBRARY_PATH=$libdir cmake -DCOMMAND="$root/usr/bin/lapict-replay" \
-    -DARGS="$src/examples/replay/example.trace" \
-    -DEXPECTED="$src/examples/replay/example.expected" \
+    -DARGS="$src/tools/replay/example.trace" \
+    -DEXPECTED="$src/tools/replay/example.expected" \
     -P cmake/compare_output.cmake
 for tool in lapict-replay lapict-vmm lapict-bench; do
     page=$root/usr/share/man/man1/$tool.1.gz

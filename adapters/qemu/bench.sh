@@ -36,7 +36,7 @@
 # HIST=1 (linux, advance): cyclictest also keeps a 1 us histogram in the
 # guest (lapict.hist=20000); each configuration's samples of all its runs go
 # to $OUT/<title>-<label>.txt (OUT default build/qemu/bench) and
-# examples/bench/cdf.sh draws them as one CDF per comparison,
+# tools/bench/cdf.sh draws them as one CDF per comparison,
 # $OUT/<title>.png.
 # Drift: the guest prints CLOCK_MONOTONIC at the start and the end of
 # cyclictest; the host stamps each line with its own CLOCK_MONOTONIC when it
@@ -60,8 +60,8 @@ else
 fi
 
 export PATCHED=$patched STOCK=$stock GUEST=$guest SECS=$secs WHAT=$what
-export OUT=${OUT:-$repo/build/qemu/bench} CDF=$repo/examples/bench/cdf.sh
-export MBTEST=${LAPICT_MBTEST:-$repo/build/examples/vmm/lapict-mbtest.flat}
+export OUT=${OUT:-$repo/build/qemu/bench} CDF=$repo/tools/bench/cdf.sh
+export MBTEST=${LAPICT_MBTEST:-$repo/build/tests/guests/lapict-mbtest.flat}
 exec python3 - <<'EOF'
 import os, re, subprocess, sys, tempfile, time
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * fuzz_replay: the trace parser and driver of examples/replay/replay.c,
+ * fuzz_replay: the trace parser and driver of tools/replay/replay.c,
  * in-process.
  *
  * replay.c keeps its parser inside main(), exits with exit(2) on the first
@@ -161,7 +161,7 @@ static ssize_t rp_out_write(void *cookie, const char *buf, size_t size)
 #define exit rp_exit
 #define lapict_config_default rp_config_default
 #define lapict_sim_ops rp_ops
-#include "../../examples/replay/replay.c"
+#include "../../tools/replay/replay.c"
 #undef lapict_sim_ops
 #undef lapict_config_default
 #undef exit

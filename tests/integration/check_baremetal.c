@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * examples/baremetal under KVM: lapict-vmm --lapic=kernel --guest=baremetal
+ * tests/guests/baremetal under KVM: lapict-vmm --lapic=kernel --guest=baremetal
  * boots the guest kernel, whose virtual timers (lapict instances) share
  * KVM's in-kernel TSC-deadline timer through adapters/baremetal. The
  * kernel checks every delivery itself; this test reads its RESULT line.

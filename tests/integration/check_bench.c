@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Integration suite for lapict-bench (examples/bench): the tuning study is
+ * Integration suite for lapict-bench (tools/bench): the tuning study is
  * deterministic (simulated host, integer math), so its outcome is checked
  * here, not only printed: lapict never delivers early, tracks latencies far
  * above KVM's 5 us cap, and converges faster and settles at least as tight

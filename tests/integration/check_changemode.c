@@ -38,7 +38,7 @@
 #include <unistd.h>
 
 #define ITERS 1000u
-#define TMICT 0x999999u /* as in the guest (examples/vmm/mbtest) */
+#define TMICT 0x999999u /* as in the guest (tests/guests/mbtest) */
 
 static int tsc_khz;
 

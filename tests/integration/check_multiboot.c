@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * lapict-vmm's multiboot path (examples/vmm/multiboot.c, platform.c) and
- * the project's multiboot test kernel (examples/vmm/mbtest).
+ * lapict-vmm's multiboot path (tools/vmm/multiboot.c, platform.c) and
+ * the project's multiboot test kernel (tests/guests/mbtest).
  *
  * "loader" cases (no /dev/kvm needed): the ELF32 multiboot v1 loader on
  * synthetic images, good and hostile, and the platform ports (COM1, fw_cfg,

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * lapict-bench: hot-path cost, advance tuning study, memory figures and
- * (when examples/bench/mux.c is built in) the multiplexing benchmark.
+ * (when tools/bench/mux.c is built in) the multiplexing benchmark.
  *
  *   lapict-bench [--hotpath] [--tuning] [--memory] [--mux [ARGS...]]
  *                [--smoke] [--runs=N] [--iters=N] [--dat=FILE] [--seed=S]

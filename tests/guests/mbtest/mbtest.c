@@ -26,7 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../guest/cpu.h"
+#include "../vmm/cpu.h"
 
 #define APIC_DEFAULT 0xFEE00000ull
 #define APIC_ALT 0xFED40000ull

@@ -3,7 +3,7 @@
 # Render the tuning study's advance-vs-expiry data as a PNG (gnuplot).
 #
 #   build/bin/lapict-bench --tuning --dat=tuning.dat
-#   examples/bench/plot.sh tuning.dat tuning.png
+#   tools/bench/plot.sh tuning.dat tuning.png
 #
 # One panel per scenario: the advance in force at each expiry for lapict
 # (goal latency), lapict-balanced and KVM's rule, and the host latency of

@@ -22,7 +22,7 @@
  *          rbtree_ns_per_op=<z> sorted_ns_per_op=<w>
  *          speedup_vs_best=<min(y,z)/x>
  * --callgrind runs a fixed number of operations per size and side between
- * callgrind client requests (no timing); examples/bench/mux_callgrind.sh
+ * callgrind client requests (no timing); tools/bench/mux_callgrind.sh
  * turns the dumps into instructions per operation.
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */

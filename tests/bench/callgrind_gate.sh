@@ -3,10 +3,10 @@
 # Regression gate on the hot paths' instruction counts (callgrind counts
 # instructions, not time, so the figure is the same on a busy machine).
 #
-#   examples/bench/callgrind_gate.sh BENCH CEILINGS          check
-#   examples/bench/callgrind_gate.sh BENCH CEILINGS --update rewrite CEILINGS
+#   tests/bench/callgrind_gate.sh BENCH CEILINGS          check
+#   tests/bench/callgrind_gate.sh BENCH CEILINGS --update rewrite CEILINGS
 #
-# Runs callgrind.sh on BENCH (lapict-bench) and compares each op's
+# Runs tools/bench/callgrind.sh on BENCH (lapict-bench) and compares each op's
 # instructions per call with its ceiling in CEILINGS ("op instr" lines).
 # Fails when an op is more than 10 % above its ceiling, or when the bench
 # and the file do not name the same ops. A count well below its ceiling is
@@ -26,7 +26,7 @@ if ! command -v valgrind >/dev/null || ! command -v callgrind_annotate >/dev/nul
     exit 77
 fi
 
-results=$(bash "$here/callgrind.sh" "$bench" | sed -n 's/^RESULT test=callgrind op=\([^ ]*\) instr=\([0-9-]*\) .*/\1 \2/p')
+results=$(bash "$here/../../tools/bench/callgrind.sh" "$bench" | sed -n 's/^RESULT test=callgrind op=\([^ ]*\) instr=\([0-9-]*\) .*/\1 \2/p')
 [ -n "$results" ] || { echo "callgrind_gate: no RESULT lines from callgrind.sh" >&2; exit 1; }
 
 if [ "$mode" = --update ]; then
@@ -35,8 +35,8 @@ if [ "$mode" = --update ]; then
         echo "# Instruction ceilings per hot-path op (lapict-bench --callgrind, gcc"
         echo "# RelWithDebInfo). The test command fails when an op is more than ${tolerance} %"
         echo "# above its line. Regenerate after a deliberate change with:"
-        echo "#   bash examples/bench/callgrind_gate.sh build/bin/lapict-bench \\"
-        echo "#       examples/bench/callgrind-ceilings.txt --update"
+        echo "#   bash tests/bench/callgrind_gate.sh build/bin/lapict-bench \\"
+        echo "#       tests/bench/callgrind-ceilings.txt --update"
         echo "# compiler: $(${CC:-gcc} --version | head -1)"
         echo "$results"
     } >"$ceil"

@@ -25,7 +25,7 @@
 #include <linux/kvm.h>
 
 #include "../common/lapict_tool_num.h"
-#include "guest/mailbox.h"
+#include "mailbox.h"
 #include "lapict_kvm.h"
 #include "platform.h"
 #include "vm.h"
@@ -33,7 +33,7 @@
 #ifndef LAPICT_VMM_GUEST
 #define LAPICT_VMM_GUEST "guest.bin"
 #endif
-/* --guest=baremetal: examples/baremetal's kernel (its CMakeLists sets it). */
+/* --guest=baremetal: tests/guests/baremetal's kernel (tests/guests/CMakeLists.txt sets it). */
 #ifndef LAPICT_VMM_BAREMETAL
 #define LAPICT_VMM_BAREMETAL "lapict-baremetal.bin"
 #endif

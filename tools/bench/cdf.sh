@@ -6,10 +6,10 @@
 # 99 and 99.9 % are equally spaced), as latency percentile plots draw it.
 # The percentiles' values go in the key, beside each series' name: curves
 # that run close together would put labels on the plot over each other.
-# Used by examples/vmm/plot.sh (lapict-vmm --compare) and the QEMU
+# Used by tools/vmm/plot.sh (lapict-vmm --compare) and the QEMU
 # cyclictest comparison.
 #
-#   examples/bench/cdf.sh OUT.png TITLE XLABEL LABEL=FILE[:COLUMN] ...
+#   tools/bench/cdf.sh OUT.png TITLE XLABEL LABEL=FILE[:COLUMN] ...
 #
 # Each FILE holds one sample per line, or CSV with a header line; COLUMN
 # (default: the last) picks the field. Values below 1 are drawn at 1 (log

@@ -4,7 +4,7 @@
 # CSV table on stdout: one row per line, one column per key, in the order
 # the keys first appear; a key a line lacks is empty. Fails when no line
 # is a RESULT line, so a bench that printed nothing is not a table.
-#   build/bin/lapict-bench --tuning | examples/bench/result2csv.sh > t.csv
+#   build/bin/lapict-bench --tuning | tools/bench/result2csv.sh > t.csv
 set -euo pipefail
 awk '
 /^RESULT / {

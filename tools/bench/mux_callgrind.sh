@@ -5,7 +5,7 @@
 # side and dumps the counters after each batch (client requests); this
 # script divides each dump's instruction count by its operation count.
 #
-#   sh examples/bench/mux_callgrind.sh [build/bin/lapict-bench]
+#   sh tools/bench/mux_callgrind.sh [build/bin/lapict-bench]
 #
 # Prints: RESULT test=mux_ir n=<n> ir_per_op=<x> binheap_ir_per_op=<y>
 #         rbtree_ir_per_op=<z> sorted_ir_per_op=<w>

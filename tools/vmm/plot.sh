@@ -3,7 +3,7 @@
 # Render the CSVs of a compare run (lapict-vmm --compare --csv=PREFIX.csv
 # writes PREFIX-lib.csv and PREFIX-kernel.csv) into PREFIX.png: the CDF of
 # interrupt lateness, lib vs kernel, in guest TSC cycles, on a log axis with
-# p50 / p99 / p99.9 marked (examples/bench/cdf.sh).
+# p50 / p99 / p99.9 marked (tools/bench/cdf.sh).
 # usage: plot.sh PREFIX
 set -eu
 prefix=${1:?usage: plot.sh PREFIX}

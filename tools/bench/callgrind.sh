@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # Instructions per hot-path operation, counted by valgrind's callgrind.
 #
-#   examples/bench/callgrind.sh [path/to/lapict-bench]   (default build/bin)
+#   tools/bench/callgrind.sh [path/to/lapict-bench]   (default build/bin)
 #
 # For each operation that `lapict-bench --callgrind=list` names, runs
 # `lapict-bench --callgrind=OP` under callgrind (a fixed number of calls of
