@@ -72,6 +72,13 @@ static inline void fz_fail(const char *target, const char *fmt, ...)
     abort();
 }
 
+/* A checker's assertion: @target's invariant @c holds, or fz_fail(). */
+#define FZ_CHECK(target, c, ...)                                               \
+    do {                                                                       \
+        if (!(c))                                                              \
+            fz_fail(target, __VA_ARGS__);                                      \
+    } while (0)
+
 /* CRC-32 (IEEE 802.3, reflected), for resealing mutated blobs. */
 static inline uint32_t fz_crc32(const uint8_t *p, size_t len)
 {

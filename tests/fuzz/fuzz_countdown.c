@@ -41,11 +41,7 @@
 #define FUZZ_COUNTDOWN_ENTRY LLVMFuzzerTestOneInput
 #endif
 
-#define FC_CHECK(c, ...)                                                       \
-    do {                                                                       \
-        if (!(c))                                                              \
-            fz_fail("fuzz_countdown", __VA_ARGS__);                            \
-    } while (0)
+#define FC_CHECK(...) FZ_CHECK("fuzz_countdown", __VA_ARGS__)
 
 #define FC_VEC 0x40u
 #define FC_STORED (LAPICT_LVTT_VECTOR | LAPICT_LVTT_MASK | LAPICT_LVTT_MODE)

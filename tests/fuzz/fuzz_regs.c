@@ -105,11 +105,7 @@
 #define FUZZ_REGS_ENTRY LLVMFuzzerTestOneInput
 #endif
 
-#define RG_CHECK(c, ...)                                                       \
-    do {                                                                       \
-        if (!(c))                                                              \
-            fz_fail("fuzz_regs", __VA_ARGS__);                                 \
-    } while (0)
+#define RG_CHECK(...) FZ_CHECK("fuzz_regs", __VA_ARGS__)
 
 #define RG_MAX_OPS 400
 #define RG_MAX_STEP_EXPIRIES 4096u

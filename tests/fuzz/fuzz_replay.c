@@ -47,11 +47,7 @@
 #define FUZZ_REPLAY_ENTRY LLVMFuzzerTestOneInput
 #endif
 
-#define RP_CHECK(c, ...)                                                       \
-    do {                                                                       \
-        if (!(c))                                                              \
-            fz_fail("fuzz_replay", __VA_ARGS__);                               \
-    } while (0)
+#define RP_CHECK(...) FZ_CHECK("fuzz_replay", __VA_ARGS__)
 
 #define RP_MAX_ARMS 100000u
 #define RP_BUDGET_STATUS 1000

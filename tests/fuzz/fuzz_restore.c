@@ -61,11 +61,7 @@
 #define FUZZ_RESTORE_ENTRY LLVMFuzzerTestOneInput
 #endif
 
-#define RS_CHECK(c, ...)                                                       \
-    do {                                                                       \
-        if (!(c))                                                              \
-            fz_fail("fuzz_restore", __VA_ARGS__);                              \
-    } while (0)
+#define RS_CHECK(...) FZ_CHECK("fuzz_restore", __VA_ARGS__)
 
 struct rs_regs {
     uint32_t lvtt, tdcr, tmict, tmcct;
