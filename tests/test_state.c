@@ -1594,8 +1594,8 @@ static void clamp_period_field_is_checked(void **state)
 /* ---- Golden blobs: every released format keeps loading ---- */
 
 /*
- * How each golden blob of tests/state_golden_v1.h was captured (host clock
- * from 0, guest TSC 1 GHz from 0, vector 0x31 unless said): the same
+ * How each golden blob of tests/data/state_golden_v1.hex was captured (host
+ * clock from 0, guest TSC 1 GHz from 0, vector 0x31 unless said): the same
  * scenarios re-run by golden_blobs_are_what_save_writes, and the behaviour
  * each must restore to is checked by golden_blobs_restore_to_their_state.
  */
@@ -1690,19 +1690,64 @@ static void golden_capture(enum golden g, uint8_t *blob)
     save(&t, blob);
 }
 
-#include "state_golden_v1.h"
+/*
+ * The golden blobs of version 1, read from tests/data/state_golden_v1.hex:
+ * "= name" lines in the order of enum golden, each followed by its bytes
+ * as hex pairs; '#' lines are comments.
+ */
+static uint8_t golden_v1[G_COUNT][SZ];
 
-/* `test_state --dump-golden`: the blobs of today's save, as C. */
+static void golden_load(void)
+{
+    static bool loaded;
+    char line[128], name[32];
+    size_t n = 0;
+    int g = -1;
+    FILE *f;
+
+    if (loaded)
+        return;
+    f = fopen(LAPICT_TEST_DATA_DIR "/state_golden_v1.hex", "r");
+    assert_non_null(f);
+    while (fgets(line, sizeof(line), f)) {
+        const char *p = line;
+        unsigned byte;
+        int used;
+
+        if (line[0] == '#')
+            continue;
+        if (sscanf(line, "= %31s", name) == 1) {
+            assert_true(g < 0 || n == SZ);
+            g++;
+            assert_true(g < G_COUNT);
+            assert_string_equal(name, golden_names[g]);
+            n = 0;
+            continue;
+        }
+        assert_true(g >= 0);
+        while (sscanf(p, "%2x%n", &byte, &used) == 1) {
+            assert_true(n < SZ);
+            golden_v1[g][n++] = (uint8_t)byte;
+            p += used;
+        }
+    }
+    fclose(f);
+    assert_int_equal(g, G_COUNT - 1);
+    assert_int_equal(n, SZ);
+    loaded = true;
+}
+
+/* `test_state --dump-golden`: today's blobs in the data file's format. */
 static void golden_dump(void)
 {
     int g, i;
     for (g = 0; g < G_COUNT; g++) {
         uint8_t b[SZ];
         golden_capture((enum golden)g, b);
-        printf("/* %s */\n{", golden_names[g]);
+        printf("= %s", golden_names[g]);
         for (i = 0; i < (int)SZ; i++)
-            printf("%s0x%02x,", i % 12 ? " " : "\n    ", b[i]);
-        printf("\n},\n");
+            printf("%s%02x", i % 16 ? " " : "\n", b[i]);
+        printf("\n");
     }
 }
 
@@ -1717,6 +1762,7 @@ static void golden_blobs_are_what_save_writes(void **state)
     (void)state;
     int g;
     assert_int_equal(LAPICT_STATE_VERSION, 1);
+    golden_load();
     for (g = 0; g < G_COUNT; g++) {
         uint8_t b[SZ];
         print_message("golden %s\n", golden_names[g]);
@@ -1769,6 +1815,7 @@ static void golden_blobs_restore_to_their_state(void **state)
     uint64_t r = tu_bases[1 - b] + 4242;
     struct lapict_stats st;
 
+    golden_load();
     /* one-shot /16: 312500 ticks done, 687500 left (11 ms). */
     golden_restore(G_ONESHOT_MID, &h, &t, r, 0);
     assert_int_equal(lapict_tmcct_read(&t), 687500);
