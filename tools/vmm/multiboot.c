@@ -6,6 +6,7 @@
  * image is bounds-checked: the file is untrusted input.
  */
 #include "platform.h"
+#include "vm.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -195,20 +196,9 @@ int lapict_vmm_mb_enter(int vcpu_fd, const struct lapict_vmm_mb_boot *boot)
 {
     struct kvm_sregs s;
     struct kvm_regs r;
-    struct kvm_segment cs = {.base = 0,
-                             .limit = 0xFFFFFFFF,
-                             .selector = 8,
-                             .type = 11,
-                             .present = 1,
-                             .dpl = 0,
-                             .db = 1,
-                             .s = 1,
-                             .l = 0,
-                             .g = 1};
-    struct kvm_segment ds = cs;
+    struct kvm_segment cs = lapict_vmm_flat_segment(8, 11, false);
+    struct kvm_segment ds = lapict_vmm_flat_segment(16, 3, false);
 
-    ds.selector = 16;
-    ds.type = 3;
     if (ioctl(vcpu_fd, KVM_GET_SREGS, &s) < 0)
         return -errno;
     s.cs = cs;

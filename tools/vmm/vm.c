@@ -176,31 +176,30 @@ void lapict_vmm_vm_destroy(struct lapict_vmm_vm *v)
     v->kvm = v->vm = v->vcpu = -1;
 }
 
+struct kvm_segment lapict_vmm_flat_segment(uint16_t selector, uint8_t type,
+                                           bool long_mode)
+{
+    struct kvm_segment seg = {.base = 0,
+                              .limit = 0xFFFFFFFF,
+                              .selector = selector,
+                              .type = type,
+                              .present = 1,
+                              .dpl = 0,
+                              .db = !long_mode,
+                              .s = 1,
+                              .l = long_mode,
+                              .g = 1};
+
+    return seg;
+}
+
 int lapict_vmm_vm_long_mode(struct lapict_vmm_vm *v, uint64_t rip, uint64_t rsp)
 {
     uint64_t *pml4 = (uint64_t *)(v->mem + 0x2000);
     uint64_t *pdpt = (uint64_t *)(v->mem + 0x3000);
     uint64_t *gdt = (uint64_t *)(v->mem + 0x1000);
-    struct kvm_segment cs = {.base = 0,
-                             .limit = 0xFFFFFFFF,
-                             .selector = 8,
-                             .type = 11,
-                             .present = 1,
-                             .dpl = 0,
-                             .db = 0,
-                             .s = 1,
-                             .l = 1,
-                             .g = 1};
-    struct kvm_segment ds = {.base = 0,
-                             .limit = 0xFFFFFFFF,
-                             .selector = 16,
-                             .type = 3,
-                             .present = 1,
-                             .dpl = 0,
-                             .db = 1,
-                             .s = 1,
-                             .l = 0,
-                             .g = 1};
+    struct kvm_segment cs = lapict_vmm_flat_segment(8, 11, true);
+    struct kvm_segment ds = lapict_vmm_flat_segment(16, 3, false);
     struct kvm_segment tr = {.base = 0,
                              .limit = 0x67,
                              .selector = 24,

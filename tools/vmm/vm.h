@@ -123,6 +123,23 @@ int lapict_vmm_vm_lapic(struct lapict_vmm_vm *v,
 void lapict_vmm_vm_destroy(struct lapict_vmm_vm *v);
 
 /**
+ * lapict_vmm_flat_segment() - a flat ring-0 segment for a segment register.
+ * @selector: its GDT selector.
+ * @type: the descriptor type (11: code, execute/read, accessed; 3: data,
+ *        read/write, accessed).
+ * @long_mode: a 64-bit code segment (L set, D/B clear); otherwise D/B is
+ *             set (32-bit operands).
+ *
+ * Base 0, limit 4 GiB in pages, present, a code or data descriptor: the
+ * one shape every entry state of the VM layer loads, 64-bit and
+ * protected-mode alike.
+ *
+ * Return: the segment, for KVM_SET_SREGS.
+ */
+struct kvm_segment lapict_vmm_flat_segment(uint16_t selector, uint8_t type,
+                                           bool long_mode);
+
+/**
  * lapict_vmm_vm_long_mode() - 64-bit entry state.
  * @v: the VM (RAM of at least 1 MiB).
  * @rip: entry point.

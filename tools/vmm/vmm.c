@@ -33,7 +33,7 @@
 #ifndef LAPICT_VMM_GUEST
 #define LAPICT_VMM_GUEST "guest.bin"
 #endif
-/* --guest=baremetal: tests/guests/baremetal's kernel (tests/guests/CMakeLists.txt sets it). */
+/* --guest=baremetal: tests/guests/baremetal's kernel (CMake sets it). */
 #ifndef LAPICT_VMM_BAREMETAL
 #define LAPICT_VMM_BAREMETAL "lapict-baremetal.bin"
 #endif
