@@ -6,45 +6,20 @@
  */
 #include "testutil.h"
 
-#include <stdlib.h>
-
 #define VEC 0x30u
 /* A 3 MHz bus: a tick is 333.3 ns, so every instant is rounded. */
 #define BUS 3000000ull
 
-struct fx {
-    uint64_t base;
-    struct lapict_config cfg;
-    struct fake_host h;
-    struct lapict_timer t;
-};
-
-static int fx_setup(void **state)
+/* The fixture of every rule here: a tu_fix on the 3 MHz bus. */
+static int bus_3mhz_setup(void **state)
 {
-    uint64_t base = *(const uint64_t *)*state;
-    struct fx *f = calloc(1, sizeof(*f));
-
-    if (!f)
-        return -1;
-    f->base = base;
-    f->cfg = tu_cfg();
-    f->cfg.bus_hz = BUS;
-    tu_setup(&f->h, &f->t, &f->cfg, base, false);
-    *state = f;
-    return 0;
-}
-
-static int fx_teardown(void **state)
-{
-    struct fx *f = *state;
-
-    tu_check_host(&f->h);
-    free(f);
-    return 0;
+    struct lapict_config c = tu_cfg();
+    c.bus_hz = BUS;
+    return tu_fix_setup_cfg(state, &c);
 }
 
 /* A second instance of the same configuration, on a host at @now. */
-static void fx_twin(const struct fx *f, struct fake_host *h,
+static void fx_twin(const struct tu_fix *f, struct fake_host *h,
                     struct lapict_timer *t, uint64_t now)
 {
     tu_setup(h, t, &f->cfg, now, false);
@@ -79,7 +54,7 @@ static struct lapict_countdown cd_of(uint32_t lvtt, uint32_t tdcr,
 
 static void get_gives_the_instant_of_the_next_expiry(void **state)
 {
-    struct fx *f = *state;
+    struct tu_fix *f = *state;
     struct lapict_countdown cd;
     uint64_t calls;
 
@@ -104,7 +79,7 @@ static void get_gives_the_instant_of_the_next_expiry(void **state)
 
 static void get_gives_none_without_a_running_count_down(void **state)
 {
-    struct fx *f = *state;
+    struct tu_fix *f = *state;
     struct lapict_countdown cd;
 
     assert_int_equal(lapict_countdown_get(&f->t, f->h.now_ns, &cd), LAPICT_OK);
@@ -123,7 +98,7 @@ static void get_gives_none_without_a_running_count_down(void **state)
 
 static void get_gives_a_due_unprocessed_expiry_in_the_past(void **state)
 {
-    struct fx *f = *state;
+    struct tu_fix *f = *state;
     struct lapict_countdown cd;
     uint64_t at = f->base + ns_for(40, 0xB);
 
@@ -138,7 +113,7 @@ static void get_gives_a_due_unprocessed_expiry_in_the_past(void **state)
 
 static void get_reports_more_than_a_count_down(void **state)
 {
-    struct fx *f = *state;
+    struct tu_fix *f = *state;
     struct lapict_countdown cd;
     uint64_t t0;
 
@@ -168,7 +143,7 @@ static void get_reports_more_than_a_count_down(void **state)
 
 static void get_reports_an_expiry_injected_ahead(void **state)
 {
-    struct fx *f = *state;
+    struct tu_fix *f = *state;
     struct lapict_countdown cd;
     struct fake_host h;
     struct lapict_timer t;
@@ -193,7 +168,7 @@ static void get_reports_an_expiry_injected_ahead(void **state)
 
 static void restore_resumes_at_the_count_left_to_next_ns(void **state)
 {
-    struct fx *f = *state;
+    struct tu_fix *f = *state;
     struct lapict_countdown cd;
     uint64_t next = f->base + 999000; /* 2997 ticks at /1 */
     unsigned calls = f->h.ninj;
@@ -216,7 +191,7 @@ static void restore_resumes_at_the_count_left_to_next_ns(void **state)
 
 static void restore_anchors_on_next_ns_to_the_nanosecond(void **state)
 {
-    struct fx *f = *state;
+    struct tu_fix *f = *state;
     uint64_t d;
 
     /* Every offset within a few ticks: the expiry exactly at next_ns. */
@@ -243,7 +218,7 @@ static void restore_anchors_on_next_ns_to_the_nanosecond(void **state)
 
 static void restore_continues_the_periodic_grid_from_next_ns(void **state)
 {
-    struct fx *f = *state;
+    struct tu_fix *f = *state;
     struct lapict_countdown cd;
     uint64_t next = f->base + 250, period = ns_for(600, 0x0);
     unsigned i;
@@ -264,7 +239,7 @@ static void restore_continues_the_periodic_grid_from_next_ns(void **state)
 
 static void restore_cuts_next_ns_to_the_whole_count(void **state)
 {
-    struct fx *f = *state;
+    struct tu_fix *f = *state;
     struct lapict_countdown cd;
     uint64_t full = ns_for(200, 0x3);
 
@@ -285,7 +260,7 @@ static void restore_cuts_next_ns_to_the_whole_count(void **state)
 
 static void restore_holds_due_expiries_pending_never_injects(void **state)
 {
-    struct fx *f = *state;
+    struct tu_fix *f = *state;
     struct lapict_countdown cd;
     uint64_t now;
 
@@ -306,7 +281,7 @@ static void restore_holds_due_expiries_pending_never_injects(void **state)
 
 static void restore_applies_the_missed_tick_policy_to_due_ticks(void **state)
 {
-    struct fx *f = *state;
+    struct tu_fix *f = *state;
     struct fake_host h;
     struct lapict_timer t;
     struct lapict_config c = f->cfg;
@@ -347,7 +322,7 @@ static void restore_applies_the_missed_tick_policy_to_due_ticks(void **state)
 
 static void restore_takes_a_due_expiry_beyond_the_horizon_as_due(void **state)
 {
-    struct fx *f = *state;
+    struct tu_fix *f = *state;
     struct lapict_countdown cd;
 
     /* 2^63 - 1 ns behind: past by the horizon rule, one interrupt. */
@@ -369,7 +344,7 @@ static void restore_takes_a_due_expiry_beyond_the_horizon_as_due(void **state)
 
 static void restore_without_count_down_stops_the_timer(void **state)
 {
-    struct fx *f = *state;
+    struct tu_fix *f = *state;
     struct lapict_countdown cd;
 
     arm(&f->t, 0xB, LAPICT_LVTT_PERIODIC, 100);
@@ -394,7 +369,7 @@ static void restore_without_count_down_stops_the_timer(void **state)
 
 static void restore_replaces_deadline_and_pending_state(void **state)
 {
-    struct fx *f = *state;
+    struct tu_fix *f = *state;
     struct lapict_countdown cd, back;
 
     /* Pending interrupt and a deadline before: both gone after. */
@@ -417,7 +392,7 @@ static void restore_replaces_deadline_and_pending_state(void **state)
 
 static void restore_masks_lvtt_while_software_disabled(void **state)
 {
-    struct fx *f = *state;
+    struct tu_fix *f = *state;
     struct lapict_countdown cd;
 
     assert_int_equal(lapict_svr_write(&f->t, false), LAPICT_OK);
@@ -436,7 +411,7 @@ static void restore_masks_lvtt_while_software_disabled(void **state)
 
 static void restore_reports_an_illegal_vector_due_once(void **state)
 {
-    struct fx *f = *state;
+    struct tu_fix *f = *state;
     struct lapict_countdown cd;
 
     fake_advance(&f->h, 1000);
@@ -453,7 +428,7 @@ static void restore_reports_an_illegal_vector_due_once(void **state)
 
 static void restore_rejects_what_no_guest_produces_state_intact(void **state)
 {
-    struct fx *f = *state;
+    struct tu_fix *f = *state;
     static const struct {
         uint32_t lvtt, tdcr, tmict;
         int next; /* 0 none, 1 ahead */
@@ -497,7 +472,7 @@ static void restore_rejects_what_no_guest_produces_state_intact(void **state)
 
 static void restore_of_deadline_mode_needs_an_instance_offering_it(void **state)
 {
-    struct fx *f = *state;
+    struct tu_fix *f = *state;
     struct fake_host h;
     struct lapict_timer t, before;
     struct lapict_config c = f->cfg;
@@ -515,7 +490,7 @@ static void restore_of_deadline_mode_needs_an_instance_offering_it(void **state)
 
 static void restore_of_a_clamped_period_keeps_the_clamp(void **state)
 {
-    struct fx *f = *state;
+    struct tu_fix *f = *state;
     struct fake_host h;
     struct lapict_timer t;
     struct lapict_config c = f->cfg;
@@ -539,7 +514,7 @@ static void restore_of_a_clamped_period_keeps_the_clamp(void **state)
 /* Near the sentinel: an instant of UINT64_MAX is given one ns later. */
 static void get_never_gives_the_sentinel_for_an_instant(void **state)
 {
-    struct fx *f = *state;
+    struct tu_fix *f = *state;
     struct fake_host h;
     struct lapict_timer t;
     struct lapict_countdown cd;
@@ -567,7 +542,7 @@ static void get_never_gives_the_sentinel_for_an_instant(void **state)
  */
 static void get_restore_matches_save_restore(void **state)
 {
-    struct fx *f = *state;
+    struct tu_fix *f = *state;
     static const struct {
         uint32_t mode, tdcr, n;
         uint64_t run;
@@ -633,11 +608,7 @@ static void get_restore_matches_save_restore(void **state)
     }
 }
 
-#define AT_BOTH(f)                                                             \
-    cmocka_unit_test_prestate_setup_teardown(f, fx_setup, fx_teardown,         \
-                                             (void *)&tu_bases[0]),            \
-        cmocka_unit_test_prestate_setup_teardown(f, fx_setup, fx_teardown,     \
-                                                 (void *)&tu_bases[1])
+#define AT_BOTH(f) TU_FIXED_AT_BASES_WITH(f, TU_HV_NEVER, bus_3mhz_setup)
 
 TU_MAIN(AT_BOTH(get_gives_the_instant_of_the_next_expiry),
         AT_BOTH(get_gives_none_without_a_running_count_down),

@@ -115,35 +115,32 @@ static void fr_run(const char *target, fr_entry entry)
     assert_true(n > 0);
 }
 
-/* Register/MSR/MMIO sequences keep every invariant of fuzz_regs. */
-static void regs_inputs_keep_invariants(void **state)
+/*
+ * What each target's inputs keep: register/MSR/MMIO sequences every
+ * invariant of fuzz_regs; blobs: rejected ones change nothing, accepted
+ * ones round-trip; count-downs: rejected ones change nothing, accepted
+ * ones are never early; traces: the replay parser neither crashes nor
+ * leaks nor misorders.
+ */
+struct fr_target {
+    const char *name;
+    fr_entry entry;
+};
+static struct fr_target fr_regs = {"regs", fuzz_regs_one},
+                        fr_restore = {"restore", fuzz_restore_one},
+                        fr_replay = {"replay", fuzz_replay_one},
+                        fr_countdown = {"countdown", fuzz_countdown_one};
+
+static void inputs_keep_invariants(void **state)
 {
-    (void)state;
-    fr_run("regs", fuzz_regs_one);
+    const struct fr_target *t = *state;
+    fr_run(t->name, t->entry);
 }
 
-/* Blobs: rejected ones change nothing, accepted ones round-trip. */
-static void restore_inputs_keep_invariants(void **state)
-{
-    (void)state;
-    fr_run("restore", fuzz_restore_one);
-}
+/* clang-format off */
+#define FR_TEST(t)                                                             \
+    { #t "_inputs_keep_invariants", inputs_keep_invariants, NULL, NULL,        \
+      &fr_##t }
+/* clang-format on */
 
-/* Count-downs: rejected ones change nothing, accepted ones never early. */
-static void countdown_inputs_keep_invariants(void **state)
-{
-    (void)state;
-    fr_run("countdown", fuzz_countdown_one);
-}
-
-/* Traces: the replay parser neither crashes nor leaks nor misorders. */
-static void replay_inputs_keep_invariants(void **state)
-{
-    (void)state;
-    fr_run("replay", fuzz_replay_one);
-}
-
-TU_MAIN(cmocka_unit_test(regs_inputs_keep_invariants),
-        cmocka_unit_test(restore_inputs_keep_invariants),
-        cmocka_unit_test(replay_inputs_keep_invariants),
-        cmocka_unit_test(countdown_inputs_keep_invariants))
+TU_MAIN(FR_TEST(regs), FR_TEST(restore), FR_TEST(replay), FR_TEST(countdown))

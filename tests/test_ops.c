@@ -34,9 +34,7 @@ static uint32_t lcg(uint32_t *s)
 
 static void hv_timer_used_when_offered_and_running(void **state)
 {
-    struct tu_fix *f = *state;
-    struct fake_host *h = &f->h;
-    struct lapict_timer *t = &f->t;
+    TU_FIX(state);
     uint64_t a;
     a = h->now_ns;
     countdown(t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000000);
@@ -52,9 +50,7 @@ static void hv_timer_used_when_offered_and_running(void **state)
 
 static void sw_timer_used_without_hv(void **state)
 {
-    struct tu_fix *f = *state;
-    struct fake_host *h = &f->h;
-    struct lapict_timer *t = &f->t;
+    TU_FIX(state);
     uint64_t a = h->now_ns;
     countdown(t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000000);
     assert_true(h->sw_armed);
@@ -71,9 +67,7 @@ static void sw_timer_used_without_hv(void **state)
 
 static void vcpu_blocking_moves_hv_to_sw_and_back(void **state)
 {
-    struct tu_fix *f = *state;
-    struct fake_host *h = &f->h;
-    struct lapict_timer *t = &f->t;
+    TU_FIX(state);
     struct lapict_stats s;
     uint64_t a;
     a = h->now_ns;
@@ -110,9 +104,7 @@ static void vcpu_blocking_moves_hv_to_sw_and_back(void **state)
 
 static void hv_refusal_falls_back_to_sw_until_next_rearm(void **state)
 {
-    struct tu_fix *f = *state;
-    struct fake_host *h = &f->h;
-    struct lapict_timer *t = &f->t;
+    TU_FIX(state);
     uint64_t a;
     a = h->now_ns;
     h->hv_refuse = true;
@@ -136,9 +128,7 @@ static void hv_refusal_falls_back_to_sw_until_next_rearm(void **state)
 
 static void hv_refuses_beyond_range_uses_sw(void **state)
 {
-    struct tu_fix *f = *state;
-    struct fake_host *h = &f->h;
-    struct lapict_timer *t = &f->t;
+    TU_FIX(state);
     uint64_t a = h->now_ns;
     h->hv_max_ahead_ns = 1000000;
     countdown(t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 5000000);
@@ -198,9 +188,7 @@ static void periodic_drift_across_hw_sw_switches(void **state)
 /* Behaviour choice: the host timer is re-armed only when its target moves. */
 static void host_timer_rearmed_only_when_target_changes(void **state)
 {
-    struct tu_fix *f = *state;
-    struct fake_host *h = &f->h;
-    struct lapict_timer *t = &f->t;
+    TU_FIX(state);
     int i;
     countdown(t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000000);
     assert_int_equal(h->hv_arms, 1);

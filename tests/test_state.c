@@ -115,9 +115,7 @@ static void save_and_restore_take_the_same_buffer_sizes(void **state)
 /* The documented little-endian layout of version 1 (state.h). */
 static void blob_layout_matches_state_h(void **state)
 {
-    struct tu_fix *f = *state;
-    struct fake_host *h = &f->h;
-    struct lapict_timer *t = &f->t;
+    TU_FIX(state);
     size_t i;
     uint8_t blob[SZ];
     /* /16, N 5000: 80 us period; expiries at 80 and 160 us. */

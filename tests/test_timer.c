@@ -171,9 +171,7 @@ static void periodic_reload_is_drift_free(void **state)
 
 static void tmict_zero_stops_timer_and_drops_pending(void **state)
 {
-    struct tu_fix *f = *state;
-    struct fake_host *h = &f->h;
-    struct lapict_timer *t = &f->t;
+    TU_FIX(state);
     countdown(t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 300000);
     fake_window(h, false);
     fake_advance(h, 300000);
@@ -190,9 +188,7 @@ static void tmict_zero_stops_timer_and_drops_pending(void **state)
 
 static void tmict_write_reanchors_and_drops_pending(void **state)
 {
-    struct tu_fix *f = *state;
-    struct fake_host *h = &f->h;
-    struct lapict_timer *t = &f->t;
+    TU_FIX(state);
     uint64_t a2;
     countdown(t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 300000);
     fake_window(h, false);
@@ -255,9 +251,7 @@ static void tdcr_write_preserves_count_and_reanchors(void **state)
 
 static void tdcr_write_while_stopped_just_stores(void **state)
 {
-    struct tu_fix *f = *state;
-    struct fake_host *h = &f->h;
-    struct lapict_timer *t = &f->t;
+    TU_FIX(state);
     uint64_t a = h->now_ns;
     assert_int_equal(lapict_tdcr_write(t, 0xA), LAPICT_OK);
     assert_int_equal(lapict_tmcct_read(t), 0);
@@ -398,9 +392,7 @@ static void min_period_not_applied_at_or_above_min(void **state)
 
 static void min_period_never_clamps_oneshot_or_deadline(void **state)
 {
-    struct tu_fix *f = *state;
-    struct fake_host *h = &f->h;
-    struct lapict_timer *t = &f->t;
+    TU_FIX(state);
     struct lapict_stats s;
     countdown(t, 0x0, LAPICT_LVTT_ONESHOT, VEC, 7);
     fake_advance(h, 13);
@@ -638,9 +630,7 @@ static void deadline_max_at_slow_tsc_saturates(void **state)
 
 static void deadline_zero_disarms(void **state)
 {
-    struct tu_fix *f = *state;
-    struct fake_host *h = &f->h;
-    struct lapict_timer *t = &f->t;
+    TU_FIX(state);
     lapict_lvtt_write(t, LAPICT_LVTT_TSC_DEADLINE | VEC);
     lapict_tsc_deadline_write(t, fake_tsc(h) + 100000);
     assert_true(fake_armed(h));
@@ -653,9 +643,7 @@ static void deadline_zero_disarms(void **state)
 
 static void deadline_write_drops_pending(void **state)
 {
-    struct tu_fix *f = *state;
-    struct fake_host *h = &f->h;
-    struct lapict_timer *t = &f->t;
+    TU_FIX(state);
     uint64_t a;
     lapict_lvtt_write(t, LAPICT_LVTT_TSC_DEADLINE | VEC);
     fake_window(h, false);
@@ -675,9 +663,7 @@ static void deadline_write_drops_pending(void **state)
 
 static void deadline_rewrite_replaces_previous(void **state)
 {
-    struct tu_fix *f = *state;
-    struct fake_host *h = &f->h;
-    struct lapict_timer *t = &f->t;
+    TU_FIX(state);
     uint64_t a, tsc0;
     a = h->now_ns;
     tsc0 = fake_tsc(h);
@@ -699,9 +685,7 @@ static void deadline_rewrite_replaces_previous(void **state)
 
 static void masked_timer_keeps_counting_and_drops_expiries(void **state)
 {
-    struct tu_fix *f = *state;
-    struct fake_host *h = &f->h;
-    struct lapict_timer *t = &f->t;
+    TU_FIX(state);
     struct lapict_stats s;
     uint64_t a;
     a = h->now_ns;
@@ -727,9 +711,7 @@ static void masked_timer_keeps_counting_and_drops_expiries(void **state)
 
 static void pending_expiry_masked_before_delivery_is_dropped(void **state)
 {
-    struct tu_fix *f = *state;
-    struct fake_host *h = &f->h;
-    struct lapict_timer *t = &f->t;
+    TU_FIX(state);
     countdown(t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000);
     fake_window(h, false);
     fake_advance(h, 1000);
@@ -748,9 +730,7 @@ static void pending_expiry_masked_before_delivery_is_dropped(void **state)
 
 static void pending_expiry_delivered_with_new_vector(void **state)
 {
-    struct tu_fix *f = *state;
-    struct fake_host *h = &f->h;
-    struct lapict_timer *t = &f->t;
+    TU_FIX(state);
     countdown(t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000);
     fake_window(h, false);
     fake_advance(h, 1000);
@@ -814,9 +794,7 @@ static void illegal_vector_without_report_op(void **state)
 
 static void refused_expiry_is_pending_and_delivered_once(void **state)
 {
-    struct tu_fix *f = *state;
-    struct fake_host *h = &f->h;
-    struct lapict_timer *t = &f->t;
+    TU_FIX(state);
     struct lapict_stats s;
     uint64_t a;
     a = h->now_ns;
@@ -847,9 +825,7 @@ static void refused_expiry_is_pending_and_delivered_once(void **state)
  * has not fired yet processes the expiry right there. */
 static void register_access_after_instant_processes_expiry(void **state)
 {
-    struct tu_fix *f = *state;
-    struct fake_host *h = &f->h;
-    struct lapict_timer *t = &f->t;
+    TU_FIX(state);
     uint64_t a;
     a = h->now_ns;
     countdown(t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000000);
@@ -879,9 +855,7 @@ static void register_access_after_instant_processes_expiry(void **state)
 
 static void early_late_duplicate_stale_callbacks_are_harmless(void **state)
 {
-    struct tu_fix *f = *state;
-    struct fake_host *h = &f->h;
-    struct lapict_timer *t = &f->t;
+    TU_FIX(state);
     uint64_t a;
     a = h->now_ns;
     countdown(t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000000);
@@ -937,9 +911,7 @@ before_guest_entry_without_advanced_injection_does_not_spin(void **state)
 
 static void coalesce_keeps_at_most_one_pending(void **state)
 {
-    struct tu_fix *f = *state;
-    struct fake_host *h = &f->h;
-    struct lapict_timer *t = &f->t;
+    TU_FIX(state);
     struct lapict_stats s;
     uint64_t a;
     a = h->now_ns;
@@ -1107,9 +1079,7 @@ static void long_stall_gives_one_interrupt_with_o1_host_work(void **state)
 {
     static const uint64_t stalls[] = {3600000000000ull, 1ull << 62};
     const uint64_t P = 1000000;
-    struct tu_fix *f = *state;
-    struct fake_host *h = &f->h;
-    struct lapict_timer *t = &f->t;
+    TU_FIX(state);
     struct lapict_stats s0, s;
     uint64_t a;
     size_t i;
@@ -1142,9 +1112,7 @@ static void long_stall_gives_one_interrupt_with_o1_host_work(void **state)
 
 static void fixed_advance_injects_early_and_spins_to_instant(void **state)
 {
-    struct tu_fix *f = *state;
-    struct fake_host *h = &f->h;
-    struct lapict_timer *t = &f->t;
+    TU_FIX(state);
     struct lapict_stats s;
     uint64_t a, k;
     a = h->now_ns;
@@ -1176,9 +1144,7 @@ static void fixed_advance_injects_early_and_spins_to_instant(void **state)
 /* Behaviour choice: only lapict_expire() applies the advance. */
 static void only_expire_applies_advance(void **state)
 {
-    struct tu_fix *f = *state;
-    struct fake_host *h = &f->h;
-    struct lapict_timer *t = &f->t;
+    TU_FIX(state);
     uint64_t a = h->now_ns;
     countdown(t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000000);
     fake_stall(h, 1000000 - 100);
@@ -1218,9 +1184,7 @@ static void no_spin_op_means_no_advance(void **state)
  * the guest still sees it no earlier than its instant. */
 static void deadline_closer_than_advance_fires_at_once(void **state)
 {
-    struct tu_fix *f = *state;
-    struct fake_host *h = &f->h;
-    struct lapict_timer *t = &f->t;
+    TU_FIX(state);
     size_t b = f->b;
     uint64_t a, D;
     h->tsc_offset = b ? UINT64_MAX - 3000 : 0;
@@ -1402,9 +1366,7 @@ static void slow_guest_tsc_never_delivers_early(void **state)
 
 static void reset_restores_reset_values_and_cancels_everything(void **state)
 {
-    struct tu_fix *f = *state;
-    struct fake_host *h = &f->h;
-    struct lapict_timer *t = &f->t;
+    TU_FIX(state);
     struct lapict_stats s;
     countdown(t, 0x3, LAPICT_LVTT_PERIODIC, VEC, 100000);
     fake_window(h, false);
@@ -1433,9 +1395,7 @@ static void reset_restores_reset_values_and_cancels_everything(void **state)
 
 static void reset_with_hw_timer_armed_cancels_it(void **state)
 {
-    struct tu_fix *f = *state;
-    struct fake_host *h = &f->h;
-    struct lapict_timer *t = &f->t;
+    TU_FIX(state);
     countdown(t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000000);
     assert_true(h->hv_armed);
     assert_int_equal(lapict_reset(t), LAPICT_OK);
@@ -1747,9 +1707,7 @@ static void stall_beyond_2p63_gives_no_callback_storm(void **state)
  * interrupt is still delivered once: the expiry does not inject again. */
 static void tsc_going_back_before_entry_ends_wait_without_double(void **state)
 {
-    struct tu_fix *f = *state;
-    struct fake_host *h = &f->h;
-    struct lapict_timer *t = &f->t;
+    TU_FIX(state);
     uint64_t D;
     lapict_lvtt_write(t, LAPICT_LVTT_TSC_DEADLINE | VEC);
     D = fake_tsc(h) + 1000;
@@ -1831,9 +1789,7 @@ static void fini_of_an_idle_instance_calls_no_op(void **state)
  * lateness when nothing was injected ahead. */
 static void stats_tell_guest_entry_from_host_arrival(void **state)
 {
-    struct tu_fix *f = *state;
-    struct fake_host *h = &f->h;
-    struct lapict_timer *t = &f->t;
+    TU_FIX(state);
     struct lapict_stats s;
     /* Count-down injected ahead: ready 5 us early, entered on time. */
     countdown(t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 100000);

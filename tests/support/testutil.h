@@ -92,7 +92,9 @@ static inline void tu_check_host(const struct fake_host *h)
 struct tu_fix {
     struct fake_host h;
     struct lapict_timer t;
-    size_t b; /* index into tu_bases */
+    size_t b;                 /* index into tu_bases */
+    uint64_t base;            /* tu_bases[b] */
+    struct lapict_config cfg; /* the instance's */
 };
 
 enum tu_hv { TU_HV_NEVER, TU_HV_ALWAYS, TU_HV_AT_0, TU_HV_NEAR_2_64 };
@@ -106,6 +108,8 @@ static inline int tu_fix_setup_cfg(void **state, const struct lapict_config *c)
     struct tu_fix *f = test_malloc(sizeof(*f));
 
     f->b = b;
+    f->base = tu_bases[b];
+    f->cfg = *c;
     tu_setup(&f->h, &f->t, c, tu_bases[b],
              hv == TU_HV_ALWAYS || (hv == TU_HV_AT_0 && b == 0) ||
                  (hv == TU_HV_NEAR_2_64 && b == 1));
@@ -126,6 +130,16 @@ static inline int tu_fix_teardown(void **state)
     test_free(f);
     return 0;
 }
+
+/*
+ * TU_FIX(state) in a test of TU_FIXED_AT_BASES declares f, the fixture,
+ * and h and t, its host and instance.
+ */
+#define TU_FIX(state)                                                          \
+    struct tu_fix *f = *(state);                                               \
+    struct fake_host *h = &f->h;                                               \
+    struct lapict_timer *t = &f->t;                                            \
+    (void)f, (void)h, (void)t
 
 /* clang-format off */
 #define TU_FIX_ENTRY(fn, name, i, hv, setup)                                   \
