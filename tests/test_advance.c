@@ -86,59 +86,55 @@ static void advance_is_bounded(void **state)
     }
 }
 
+/*
+ * Outlier rules as sample sequences on a fresh adaptive tuner (bound
+ * MAXA): each step feeds @times samples of @lat ns, then adv_ns must be
+ * @expect (unless NONE).
+ */
+#define NONE UINT32_MAX
+struct tune_step {
+    uint32_t times, lat, expect;
+};
+
 /* Rule: a single late outlier (a spike) changes nothing; two in a row are
  * a level shift the guest is seeing, and reseed the estimate. */
-static void late_spike_ignored_late_shift_followed(void **state)
-{
-    struct fake_host h;
-    struct lapict_timer t;
-    int k;
-    (void)state;
-    setup(&h, &t, LAPICT_ADVANCE_ADAPTIVE, 1000, MAXA, true);
-    for (k = 0; k < 10; k++)
-        sample(&t, 2000);
-    assert_int_equal(t.adv_ns, 2000);
-    sample(&t, 102000);
-    assert_int_equal(t.adv_ns, 2000);
-    sample(&t, 2000);
-    assert_int_equal(t.adv_ns, 2000);
-    sample(&t, 80000);
-    assert_int_equal(t.adv_ns, 2000);
-    sample(&t, 80000);
-    assert_int_equal(t.adv_ns, 80000);
-    sample(&t, 80000);
-    assert_int_equal(t.adv_ns, 80000);
-}
+static const struct tune_step late_spike_ignored_late_shift_followed[] = {
+    {10, 2000, 2000},  {1, 102000, 2000}, {1, 2000, 2000}, {1, 80000, 2000},
+    {1, 80000, 80000}, {1, 80000, 80000}, {0, 0, 0}};
 
 /* Rule: early outliers only cost host spin: three in a row reseed. */
-static void early_shift_needs_three(void **state)
+static const struct tune_step early_shift_needs_three[] = {
+    {1, 80000, NONE}, {2, 20000, 80000}, {1, 20000, 20000}, {0, 0, 0}};
+
+/* Rule: an outlier run broken by the other side starts counting again:
+ * two early outliers, a late one, an early one again. */
+static const struct tune_step outlier_direction_change_restarts_count[] = {
+    {1, 40000, NONE},
+    {2, 5000, NONE},
+    {1, 100000, NONE},
+    {1, 5000, 40000},
+    {0, 0, 0}};
+
+static void tuner_follows_the_steps(void **state)
 {
+    const struct tune_step *s;
     struct fake_host h;
     struct lapict_timer t;
-    (void)state;
+    uint32_t k;
+
     setup(&h, &t, LAPICT_ADVANCE_ADAPTIVE, 1000, MAXA, true);
-    sample(&t, 80000);
-    sample(&t, 20000);
-    sample(&t, 20000);
-    assert_int_equal(t.adv_ns, 80000);
-    sample(&t, 20000);
-    assert_int_equal(t.adv_ns, 20000);
+    for (s = *state; s->times; s++) {
+        for (k = 0; k < s->times; k++)
+            sample(&t, s->lat);
+        if (s->expect != NONE)
+            assert_int_equal(t.adv_ns, s->expect);
+    }
 }
 
-/* Rule: an outlier run broken by the other side starts counting again. */
-static void outlier_direction_change_restarts_count(void **state)
-{
-    struct fake_host h;
-    struct lapict_timer t;
-    (void)state;
-    setup(&h, &t, LAPICT_ADVANCE_ADAPTIVE, 1000, MAXA, true);
-    sample(&t, 40000);
-    sample(&t, 5000);   /* early outlier 1 */
-    sample(&t, 5000);   /* early outlier 2 */
-    sample(&t, 100000); /* late outlier 1: early run broken */
-    sample(&t, 5000);   /* early outlier 1 again */
-    assert_int_equal(t.adv_ns, 40000);
-}
+/* clang-format off */
+#define TUNE_TEST(steps)                                                       \
+    { #steps, tuner_follows_the_steps, NULL, NULL, (void *)(steps) }
+/* clang-format on */
 
 /* Rule: a late in-gate sample is covered at once (guest-visible), and
  * quiet spells lower the advance slowly, towards est + 2 dev. */
@@ -620,9 +616,9 @@ static void outlier_run_survives_save_and_restore(void **state)
 
 TU_MAIN(cmocka_unit_test(first_sample_converges_at_any_level),
         cmocka_unit_test(advance_is_bounded),
-        cmocka_unit_test(late_spike_ignored_late_shift_followed),
-        cmocka_unit_test(early_shift_needs_three),
-        cmocka_unit_test(outlier_direction_change_restarts_count),
+        TUNE_TEST(late_spike_ignored_late_shift_followed),
+        TUNE_TEST(early_shift_needs_three),
+        TUNE_TEST(outlier_direction_change_restarts_count),
         cmocka_unit_test(late_sample_raises_at_once_quiet_lowers_slowly),
         cmocka_unit_test(uniform_noise_is_covered),
         cmocka_unit_test(only_adaptive_with_spin_tunes),

@@ -488,27 +488,30 @@ static void restore_of_deadline_mode_needs_an_instance_offering_it(void **state)
     tu_check_host(&h);
 }
 
+/* The clamp's fixture: a 100 us minimum period on the 3 MHz bus. */
+static int clamp_100us_setup(void **state)
+{
+    struct lapict_config c = tu_cfg();
+    c.bus_hz = BUS;
+    c.min_period_ns = 100000;
+    return tu_fix_setup_cfg(state, &c);
+}
+
 static void restore_of_a_clamped_period_keeps_the_clamp(void **state)
 {
-    struct tu_fix *f = *state;
-    struct fake_host h;
-    struct lapict_timer t;
-    struct lapict_config c = f->cfg;
+    TU_FIX(state);
     struct lapict_countdown cd;
 
     /* 30 ticks at /1 = 10 us, clamped to 100 us. */
-    c.min_period_ns = 100000;
-    tu_setup(&h, &t, &c, f->base, false);
     cd = cd_of(LAPICT_LVTT_PERIODIC | VEC, 0xB, 30, f->base + 500000);
-    assert_int_equal(lapict_countdown_restore(&t, &cd, h.now_ns), LAPICT_OK);
+    assert_int_equal(lapict_countdown_restore(t, &cd, h->now_ns), LAPICT_OK);
     /* Cut to one clamped period; then one every 100 us. */
-    assert_int_equal(lapict_tmcct_read(&t), 30);
-    fake_advance(&h, 300000);
-    assert_int_equal(h.ninj, 3);
-    assert_true(h.inj[0].ns == f->base + 100000);
-    assert_true(h.inj[2].ns == f->base + 300000);
-    assert_true(tu_stats(&t).clamps >= 1);
-    tu_check_host(&h);
+    assert_int_equal(lapict_tmcct_read(t), 30);
+    fake_advance(h, 300000);
+    assert_int_equal(h->ninj, 3);
+    assert_true(h->inj[0].ns == f->base + 100000);
+    assert_true(h->inj[2].ns == f->base + 300000);
+    assert_true(tu_stats(t).clamps >= 1);
 }
 
 /* Near the sentinel: an instant of UINT64_MAX is given one ns later. */
@@ -629,5 +632,6 @@ TU_MAIN(AT_BOTH(get_gives_the_instant_of_the_next_expiry),
         AT_BOTH(restore_reports_an_illegal_vector_due_once),
         AT_BOTH(restore_rejects_what_no_guest_produces_state_intact),
         AT_BOTH(restore_of_deadline_mode_needs_an_instance_offering_it),
-        AT_BOTH(restore_of_a_clamped_period_keeps_the_clamp),
+        TU_FIXED_AT_BASES_WITH(restore_of_a_clamped_period_keeps_the_clamp,
+                               TU_HV_NEVER, clamp_100us_setup),
         AT_BOTH(get_restore_matches_save_restore))

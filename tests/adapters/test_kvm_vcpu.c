@@ -117,20 +117,29 @@ static void sleep_ns(long ns)
         ;
 }
 
+/*
+ * A one-shot of 1 us (TDCR /1 at 1 GHz) with @vector on a software-enabled
+ * APIC, the guest's IF as @if_flag, run out and serviced.
+ */
+static void expire_one_shot(struct fx *f, uint32_t vector, bool if_flag)
+{
+    mmio_wr(f, 0xF0, 0x1FF);
+    mmio_wr(f, 0x3E0, 0xB);
+    mmio_wr(f, 0x320, vector);
+    f->run.if_flag = if_flag;
+    f->run.ready_for_interrupt_injection = if_flag;
+    mmio_wr(f, 0x380, 1000);
+    sleep_ns(2000000);
+    lapict_expire(&f->k.timer);
+}
+
 /* Rule: an expiry sets IRR; the interrupt is injected (KVM_INTERRUPT) only
  * with IF set, else an interrupt window is requested; EOI clears ISR. */
 static void delivery_and_window(void **state)
 {
     struct fx *f = *state;
 
-    mmio_wr(f, 0xF0, 0x1FF);
-    mmio_wr(f, 0x3E0, 0xB);
-    mmio_wr(f, 0x320, 0x40);
-    f->run.if_flag = 1;
-    f->run.ready_for_interrupt_injection = 1;
-    mmio_wr(f, 0x380, 1000); /* 1 us at 1 GHz */
-    sleep_ns(2000000);
-    lapict_expire(&f->k.timer);
+    expire_one_shot(f, 0x40, true);
     assert_int_equal(mmio_rd(f, 0x220) & 1, 1); /* IRR bit 0x40 */
     f->run.if_flag = 0;
     assert_int_equal(lapict_kvm__deliver(&f->k), -1);
@@ -151,13 +160,7 @@ static void refused_then_window(void **state)
 {
     struct fx *f = *state;
 
-    mmio_wr(f, 0xF0, 0x1FF);
-    mmio_wr(f, 0x3E0, 0xB);
-    mmio_wr(f, 0x320, 0x41);
-    f->run.if_flag = 0;
-    mmio_wr(f, 0x380, 1000);
-    sleep_ns(2000000);
-    lapict_expire(&f->k.timer);
+    expire_one_shot(f, 0x41, false);
     assert_int_equal(mmio_rd(f, 0x220) & 2, 0);
     assert_true(f->k.timer_refused);
     lapict_kvm__deliver(&f->k);
