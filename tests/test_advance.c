@@ -23,6 +23,16 @@ static void setup(struct fake_host *h, struct lapict_timer *t, uint32_t mode,
     assert_int_equal(fake_attach(h, t, &c), LAPICT_OK);
 }
 
+/* The fixture of tuner rules: adaptive from 1 us, bound MAXA, spin op. */
+static int adaptive_setup(void **state)
+{
+    struct lapict_config c = tu_cfg();
+    c.advance_mode = LAPICT_ADVANCE_ADAPTIVE;
+    c.advance_ns = 1000;
+    c.advance_max_ns = MAXA;
+    return tu_fix_setup_cfg(state, &c);
+}
+
 /* An arrival @err ns after the instant, the timer armed adv_ns early. */
 static void tune_err(struct lapict_timer *t, int64_t err)
 {
@@ -140,46 +150,40 @@ static void tuner_follows_the_steps(void **state)
  * quiet spells lower the advance slowly, towards est + 2 dev. */
 static void late_sample_raises_at_once_quiet_lowers_slowly(void **state)
 {
-    struct fake_host h;
-    struct lapict_timer t;
+    TU_FIX(state);
     uint32_t prev;
     int k;
-    (void)state;
-    setup(&h, &t, LAPICT_ADVANCE_ADAPTIVE, 1000, MAXA, true);
-    sample(&t, 10000);
-    sample(&t, 12000);
-    assert_true(t.adv_ns >= 12000);
-    prev = t.adv_ns;
+    sample(t, 10000);
+    sample(t, 12000);
+    assert_true(t->adv_ns >= 12000);
+    prev = t->adv_ns;
     for (k = 0; k < 400; k++) {
-        sample(&t, 10000);
-        assert_true(t.adv_ns <= prev);
+        sample(t, 10000);
+        assert_true(t->adv_ns <= prev);
         /* Bounded step down: at most a quarter of the gap at once. */
-        assert_true(prev - t.adv_ns <= (prev - 10000) / 4 + 1);
-        prev = t.adv_ns;
+        assert_true(prev - t->adv_ns <= (prev - 10000) / 4 + 1);
+        prev = t->adv_ns;
     }
-    assert_true(t.adv_ns < 10100);
-    assert_true(t.adv_ns >= 10000);
+    assert_true(t->adv_ns < 10100);
+    assert_true(t->adv_ns >= 10000);
 }
 
 /* Rule: under uniform noise the advance settles above the noise, so after
  * a short start no arrival is late by more than 100 ns. */
 static void uniform_noise_is_covered(void **state)
 {
-    struct fake_host h;
-    struct lapict_timer t;
+    TU_FIX(state);
     uint32_t seed = 3, late = 0;
     int k;
-    (void)state;
-    setup(&h, &t, LAPICT_ADVANCE_ADAPTIVE, 1000, MAXA, true);
     for (k = 0; k < 2000; k++) {
         uint32_t lat = 10000u + lcg(&seed) % 20001u;
-        if (k >= 50 && lat > t.adv_ns + 100u)
+        if (k >= 50 && lat > t->adv_ns + 100u)
             late++;
-        sample(&t, lat);
+        sample(t, lat);
     }
-    print_message("late after warm-up: %u, advance %u\n", late, t.adv_ns);
+    print_message("late after warm-up: %u, advance %u\n", late, t->adv_ns);
     assert_int_equal(late, 0);
-    assert_true(t.adv_ns <= 40000);
+    assert_true(t->adv_ns <= 40000);
 }
 
 /* Rule: only the adaptive mode with a spin op tunes; without a spin op
@@ -619,8 +623,10 @@ TU_MAIN(cmocka_unit_test(first_sample_converges_at_any_level),
         TUNE_TEST(late_spike_ignored_late_shift_followed),
         TUNE_TEST(early_shift_needs_three),
         TUNE_TEST(outlier_direction_change_restarts_count),
-        cmocka_unit_test(late_sample_raises_at_once_quiet_lowers_slowly),
-        cmocka_unit_test(uniform_noise_is_covered),
+        TU_FIXED_AT_BASES_WITH(late_sample_raises_at_once_quiet_lowers_slowly,
+                               TU_HV_NEVER, adaptive_setup),
+        TU_FIXED_AT_BASES_WITH(uniform_noise_is_covered, TU_HV_NEVER,
+                               adaptive_setup),
         cmocka_unit_test(only_adaptive_with_spin_tunes),
         cmocka_unit_test(balanced_budget_holds_over_the_study),
         cmocka_unit_test(balanced_never_early_and_cheaper_than_latency),

@@ -34,6 +34,15 @@ static int advance_5000_setup(void **state)
     return tu_fix_setup_cfg(state, &c);
 }
 
+/* A fixed 10 us advance. */
+static int advance_10000_setup(void **state)
+{
+    struct lapict_config c = tu_cfg();
+    c.advance_mode = LAPICT_ADVANCE_FIXED;
+    c.advance_ns = 10000;
+    return tu_fix_setup_cfg(state, &c);
+}
+
 static uint32_t lcg(uint32_t *s)
 {
     *s = *s * 1664525u + 1013904223u;
@@ -891,23 +900,44 @@ static void early_late_duplicate_stale_callbacks_are_harmless(void **state)
 static void
 before_guest_entry_without_advanced_injection_does_not_spin(void **state)
 {
-    (void)state;
-    struct fake_host h;
-    struct lapict_timer t;
-    struct lapict_config c = tu_cfg();
+    TU_FIX(state);
     uint64_t now;
-    tu_setup(&h, &t, &c, 0, false);
-    countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000);
-    fake_advance(&h, 1000);
-    now = h.now_ns;
-    assert_int_equal(fake_enter(&h), LAPICT_OK);
-    assert_int_equal(h.spins, 0);
-    assert_int_equal(h.now_ns, now);
-    assert_int_equal(tu_stats(&t).spins, 0);
-    assert_int_equal(h.ndlv, 1);
+    countdown(t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000);
+    fake_advance(h, 1000);
+    now = h->now_ns;
+    assert_int_equal(fake_enter(h), LAPICT_OK);
+    assert_int_equal(h->spins, 0);
+    assert_int_equal(h->now_ns, now);
+    assert_int_equal(tu_stats(t).spins, 0);
+    assert_int_equal(h->ndlv, 1);
 }
 
 /* ---- Section 6: missed ticks ---------------------------------------- */
+
+/* The fixture of the catch-up rules. */
+static int catch_up_setup(void **state)
+{
+    struct lapict_config c = tu_cfg();
+    c.missed_policy = LAPICT_MISSED_CATCH_UP;
+    return tu_fix_setup_cfg(state, &c);
+}
+
+/* Catch-up bounded to 3 pending. */
+static int catch_up_3_setup(void **state)
+{
+    struct lapict_config c = tu_cfg();
+    c.missed_policy = LAPICT_MISSED_CATCH_UP;
+    c.catch_up_max = 3;
+    return tu_fix_setup_cfg(state, &c);
+}
+
+/* The fixture of the drop rules. */
+static int drop_setup(void **state)
+{
+    struct lapict_config c = tu_cfg();
+    c.missed_policy = LAPICT_MISSED_DROP;
+    return tu_fix_setup_cfg(state, &c);
+}
 
 static void coalesce_keeps_at_most_one_pending(void **state)
 {
@@ -937,85 +967,68 @@ static void coalesce_keeps_at_most_one_pending(void **state)
 
 static void catch_up_delivers_each_missed_tick_one_per_acceptance(void **state)
 {
-    size_t b = tu_base_index(state);
-    struct fake_host h;
-    struct lapict_timer t;
-    struct lapict_config c = tu_cfg();
+    TU_FIX(state);
     struct lapict_stats s;
     uint64_t a;
     unsigned calls;
-    c.missed_policy = LAPICT_MISSED_CATCH_UP;
-    tu_setup(&h, &t, &c, tu_bases[b], b == 0);
-    a = h.now_ns;
-    countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1000000);
-    fake_window(&h, false);
-    fake_advance_to(&h, a + 5000000);
-    s = tu_stats(&t);
-    assert_int_equal(h.ninj, 0);
+    a = h->now_ns;
+    countdown(t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1000000);
+    fake_window(h, false);
+    fake_advance_to(h, a + 5000000);
+    s = tu_stats(t);
+    assert_int_equal(h->ninj, 0);
     assert_int_equal(s.pending, 5);
     assert_int_equal(s.coalesced, 0);
     assert_int_equal(s.dropped, 0);
-    assert_int_equal(lapict_lvtt_read(&t) & LAPICT_LVTT_PENDING,
+    assert_int_equal(lapict_lvtt_read(t) & LAPICT_LVTT_PENDING,
                      LAPICT_LVTT_PENDING);
-    calls = h.inject_calls;
-    fake_window(&h, true);
-    assert_int_equal(h.ninj, 5);
-    assert_int_equal(h.inject_calls - calls, 5);
-    s = tu_stats(&t);
+    calls = h->inject_calls;
+    fake_window(h, true);
+    assert_int_equal(h->ninj, 5);
+    assert_int_equal(h->inject_calls - calls, 5);
+    s = tu_stats(t);
     assert_int_equal(s.pending, 0);
     assert_int_equal(s.injections, 5);
     /* The host accepts one, then refuses: one delivered per accept. */
-    fake_window(&h, false);
-    fake_advance_to(&h, a + 8000000);
-    assert_int_equal(tu_stats(&t).pending, 3);
-    h.accept_limited = true;
-    h.accept_budget = 1;
-    fake_window(&h, true);
-    assert_int_equal(h.ninj, 6);
-    assert_int_equal(tu_stats(&t).pending, 2);
-    h.accept_budget = 2;
-    fake_window(&h, true);
-    assert_int_equal(h.ninj, 8);
-    assert_int_equal(tu_stats(&t).pending, 0);
-    tu_check_host(&h);
+    fake_window(h, false);
+    fake_advance_to(h, a + 8000000);
+    assert_int_equal(tu_stats(t).pending, 3);
+    h->accept_limited = true;
+    h->accept_budget = 1;
+    fake_window(h, true);
+    assert_int_equal(h->ninj, 6);
+    assert_int_equal(tu_stats(t).pending, 2);
+    h->accept_budget = 2;
+    fake_window(h, true);
+    assert_int_equal(h->ninj, 8);
+    assert_int_equal(tu_stats(t).pending, 0);
 }
 
 static void catch_up_bound_drops_excess(void **state)
 {
-    (void)state;
-    struct fake_host h;
-    struct lapict_timer t;
-    struct lapict_config c = tu_cfg();
+    TU_FIX(state);
     struct lapict_stats s;
-    c.missed_policy = LAPICT_MISSED_CATCH_UP;
-    c.catch_up_max = 3;
-    tu_setup(&h, &t, &c, TU_NEAR_WRAP, false);
-    countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1000000);
-    fake_window(&h, false);
-    fake_advance(&h, 5000000);
-    s = tu_stats(&t);
+    countdown(t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1000000);
+    fake_window(h, false);
+    fake_advance(h, 5000000);
+    s = tu_stats(t);
     assert_int_equal(s.pending, 3);
     assert_int_equal(s.dropped, 2);
-    fake_window(&h, true);
-    assert_int_equal(h.ninj, 3);
+    fake_window(h, true);
+    assert_int_equal(h->ninj, 3);
 }
 
 static void catch_up_after_stall_delivers_all_missed_in_loop(void **state)
 {
-    (void)state;
-    struct fake_host h;
-    struct lapict_timer t;
-    struct lapict_config c = tu_cfg();
+    TU_FIX(state);
     uint64_t a;
-    c.missed_policy = LAPICT_MISSED_CATCH_UP;
-    tu_setup(&h, &t, &c, TU_NEAR_WRAP, false);
-    a = h.now_ns;
-    countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1000000);
-    fake_stall(&h, 5500000);
-    fake_run_due(&h);
-    assert_int_equal(h.ninj, 5);
-    assert_int_equal(tu_stats(&t).pending, 0);
-    assert_int_equal(fake_armed_at(&h), a + 6000000);
+    a = h->now_ns;
+    countdown(t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1000000);
+    fake_stall(h, 5500000);
+    fake_run_due(h);
+    assert_int_equal(h->ninj, 5);
+    assert_int_equal(tu_stats(t).pending, 0);
+    assert_int_equal(fake_armed_at(h), a + 6000000);
 }
 
 static void
@@ -1048,22 +1061,17 @@ drop_policy_delivers_none_when_several_grid_points_passed(void **state)
 
 static void drop_policy_delivers_merely_late_single_expiry(void **state)
 {
-    (void)state;
-    struct fake_host h;
-    struct lapict_timer t;
-    struct lapict_config c = tu_cfg();
+    TU_FIX(state);
     uint64_t a;
-    c.missed_policy = LAPICT_MISSED_DROP;
-    tu_setup(&h, &t, &c, 0, false);
-    a = h.now_ns;
-    countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1000000);
-    fake_stall(&h, 1500000);
-    fake_run_due(&h);
-    assert_int_equal(h.ninj, 1);
-    assert_int_equal(h.inj[0].ns, a + 1500000);
-    assert_int_equal(tu_stats(&t).dropped, 0);
-    fake_advance_to(&h, a + 2000000);
-    assert_int_equal(h.ninj, 2);
+    a = h->now_ns;
+    countdown(t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1000000);
+    fake_stall(h, 1500000);
+    fake_run_due(h);
+    assert_int_equal(h->ninj, 1);
+    assert_int_equal(h->inj[0].ns, a + 1500000);
+    assert_int_equal(tu_stats(t).dropped, 0);
+    fake_advance_to(h, a + 2000000);
+    assert_int_equal(h->ninj, 2);
 }
 
 /* Regression: an hour-long host stall under a 1 ms periodic timer must be
@@ -1854,9 +1862,7 @@ static void stats_guest_ns_is_negative_only_when_really_early(void **state)
  * this library's. */
 static void stats_get_writes_no_more_than_the_callers_size(void **state)
 {
-    struct fake_host h;
-    struct lapict_timer t;
-    struct lapict_config c = tu_cfg();
+    TU_FIX(state);
     struct {
         struct lapict_stats s;
         uint64_t newer[2];
@@ -1864,23 +1870,21 @@ static void stats_get_writes_no_more_than_the_callers_size(void **state)
     } big;
     struct lapict_stats s;
     size_t i;
-    (void)state;
     assert_int_equal(LAPICT_STATS_SIZE_1_0, sizeof(struct lapict_stats));
-    tu_setup(&h, &t, &c, 0, false);
-    countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 100);
-    fake_advance(&h, 100);
+    countdown(t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 100);
+    fake_advance(h, 100);
     memset(&big, 0xEE, sizeof(big));
-    assert_int_equal(lapict_stats_get(&t, &big.s, sizeof(s) - 1),
+    assert_int_equal(lapict_stats_get(t, &big.s, sizeof(s) - 1),
                      LAPICT_E_INVAL);
-    assert_int_equal(lapict_stats_get(&t, &big.s, 0), LAPICT_E_INVAL);
+    assert_int_equal(lapict_stats_get(t, &big.s, 0), LAPICT_E_INVAL);
     for (i = 0; i < sizeof(big); i++)
         assert_int_equal(((uint8_t *)&big)[i], 0xEE);
-    assert_int_equal(lapict_stats_get(&t, &big.s, sizeof(s)), LAPICT_OK);
+    assert_int_equal(lapict_stats_get(t, &big.s, sizeof(s)), LAPICT_OK);
     assert_int_equal(big.s.size, sizeof(s));
     assert_int_equal(big.s.injections, 1);
     assert_int_equal(big.newer[0], 0xEEEEEEEEEEEEEEEEull);
     assert_int_equal(
-        lapict_stats_get(&t, &big.s, sizeof(big) - sizeof(big.canary)),
+        lapict_stats_get(t, &big.s, sizeof(big) - sizeof(big.canary)),
         LAPICT_OK);
     assert_int_equal(big.s.size, sizeof(s));
     assert_int_equal(big.s.injections, 1);
@@ -2026,37 +2030,32 @@ static void tsc_rate_right_reports_nothing_host_exact_is_on_time(void **state)
  * it reaches D, late by at most the last wait. */
 static void tsc_that_stops_rearms_a_bounded_number_of_times(void **state)
 {
-    struct fake_host h;
-    struct lapict_timer t;
-    struct lapict_config c = tu_cfg();
+    TU_FIX(state);
     uint64_t D, fires, resume;
-    (void)state;
-    tu_setup(&h, &t, &c, 0, false);
-    lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
-    D = fake_tsc(&h) + 100000u;
-    lapict_tsc_deadline_write(&t, D);
-    fake_advance(&h, 50000u);
+    lapict_lvtt_write(t, LAPICT_LVTT_TSC_DEADLINE | VEC);
+    D = fake_tsc(h) + 100000u;
+    lapict_tsc_deadline_write(t, D);
+    fake_advance(h, 50000u);
     /* The TSC stops 50 us short of D. */
-    h.tsc_offset = fake_tsc(&h);
-    h.start_ns = h.now_ns;
-    h.tsc_num_khz = 0;
-    fake_advance(&h, 1000000000u);
-    fires = h.sw_fires;
+    h->tsc_offset = fake_tsc(h);
+    h->start_ns = h->now_ns;
+    h->tsc_num_khz = 0;
+    fake_advance(h, 1000000000u);
+    fires = h->sw_fires;
     print_message("%llu fires in 1 s\n", (unsigned long long)fires);
     assert_true(fires <= 8 + 31);
-    assert_int_equal(h.ninj, 0);
+    assert_int_equal(h->ninj, 0);
     /* It runs again: D is 50 us away on the TSC. */
-    resume = h.now_ns;
-    h.start_ns = h.now_ns;
-    h.tsc_num_khz = 1000000u;
-    fake_advance(&h, 3000000000u);
-    assert_int_equal(h.ninj, 1);
-    assert_true(h.inj[0].tsc >= D);
-    assert_true(h.inj[0].ns - resume <= 50000u + 1100000000u);
-    assert_true(h.sw_fires - fires <= 3);
-    assert_int_equal(h.nrep, 1);
-    assert_int_equal(h.rep[0].status, LAPICT_E_TSC_RATE);
-    tu_check_host(&h);
+    resume = h->now_ns;
+    h->start_ns = h->now_ns;
+    h->tsc_num_khz = 1000000u;
+    fake_advance(h, 3000000000u);
+    assert_int_equal(h->ninj, 1);
+    assert_true(h->inj[0].tsc >= D);
+    assert_true(h->inj[0].ns - resume <= 50000u + 1100000000u);
+    assert_true(h->sw_fires - fires <= 3);
+    assert_int_equal(h->nrep, 1);
+    assert_int_equal(h->rep[0].status, LAPICT_E_TSC_RATE);
 }
 
 /* timer.md section 7: once the TSC was found off tsc_khz, a host without
@@ -2107,12 +2106,8 @@ static void tsc_off_rate_stops_deadlines_injected_ahead(void **state)
 
 static void timer_calls_null_instance_are_inval(void **state)
 {
-    (void)state;
+    TU_FIX(state);
     struct lapict_stats s;
-    struct fake_host h;
-    struct lapict_timer t;
-    struct lapict_config c = tu_cfg();
-    tu_setup(&h, &t, &c, 0, false);
     assert_int_equal(lapict_reset(NULL), LAPICT_E_INVAL);
     assert_int_equal(lapict_expire(NULL), LAPICT_E_INVAL);
     assert_int_equal(lapict_irq_window_open(NULL), LAPICT_E_INVAL);
@@ -2120,7 +2115,7 @@ static void timer_calls_null_instance_are_inval(void **state)
     assert_int_equal(lapict_vcpu_unblocked(NULL), LAPICT_E_INVAL);
     assert_int_equal(lapict_before_guest_entry(NULL), LAPICT_E_INVAL);
     assert_int_equal(lapict_stats_get(NULL, &s, sizeof(s)), LAPICT_E_INVAL);
-    assert_int_equal(lapict_stats_get(&t, NULL, sizeof(s)), LAPICT_E_INVAL);
+    assert_int_equal(lapict_stats_get(t, NULL, sizeof(s)), LAPICT_E_INVAL);
 }
 
 static void stats_start_at_zero(void **state)
@@ -2185,37 +2180,30 @@ static void stall_beyond_2p64_ticks_keeps_the_policy_count(void **state)
  */
 static void late_due_expiry_is_not_held_back_by_the_next_one(void **state)
 {
-    size_t b = tu_base_index(state);
-    struct fake_host h;
-    struct lapict_timer t;
-    struct lapict_config c = tu_cfg();
+    TU_FIX(state);
     uint64_t a;
-    c.advance_mode = LAPICT_ADVANCE_FIXED;
-    c.advance_ns = 10000;
-    tu_setup(&h, &t, &c, tu_bases[b], b == 1);
-    a = h.now_ns;
-    countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 100000);
-    fake_advance_to(&h, a + 90000);
-    assert_int_equal(h.ninj, 1);
-    fake_enter(&h);
-    assert_int_equal(h.dlv[0].ns, a + 100000);
+    a = h->now_ns;
+    countdown(t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 100000);
+    fake_advance_to(h, a + 90000);
+    assert_int_equal(h->ninj, 1);
+    fake_enter(h);
+    assert_int_equal(h->dlv[0].ns, a + 100000);
     /* The host sleeps through the second's advance and instant. */
-    fake_stall(&h, a + 292000 - h.now_ns);
-    fake_run_due(&h);
-    assert_int_equal(h.ninj, 2);
-    fake_enter(&h);
-    assert_int_equal(h.ndlv, 2);
-    assert_int_equal(h.dlv[1].ns, a + 292000);
+    fake_stall(h, a + 292000 - h->now_ns);
+    fake_run_due(h);
+    assert_int_equal(h->ninj, 2);
+    fake_enter(h);
+    assert_int_equal(h->ndlv, 2);
+    assert_int_equal(h->dlv[1].ns, a + 292000);
     /* The third: never early, given once. */
-    fake_advance_to(&h, a + 300000);
-    fake_enter(&h);
-    assert_int_equal(h.ninj, 3);
-    assert_int_equal(h.ndlv, 3);
-    assert_true(fake_diff(a + 300000, h.dlv[2].ns) >= 0);
-    fake_advance_to(&h, a + 385000);
-    fake_enter(&h);
-    assert_int_equal(h.ninj, 3);
-    tu_check_host(&h);
+    fake_advance_to(h, a + 300000);
+    fake_enter(h);
+    assert_int_equal(h->ninj, 3);
+    assert_int_equal(h->ndlv, 3);
+    assert_true(fake_diff(a + 300000, h->dlv[2].ns) >= 0);
+    fake_advance_to(h, a + 385000);
+    fake_enter(h);
+    assert_int_equal(h->ninj, 3);
 }
 
 /*
@@ -2291,14 +2279,20 @@ TU_MAIN(
                       TU_HV_AT_0),
     TU_FIXED_AT_BASES(early_late_duplicate_stale_callbacks_are_harmless,
                       TU_HV_NEVER),
-    cmocka_unit_test(
-        before_guest_entry_without_advanced_injection_does_not_spin),
+    TU_FIXED_AT_BASES(
+        before_guest_entry_without_advanced_injection_does_not_spin,
+        TU_HV_NEVER),
     TU_FIXED_AT_BASES(coalesce_keeps_at_most_one_pending, TU_HV_NEAR_2_64),
-    TU_AT_BASES(catch_up_delivers_each_missed_tick_one_per_acceptance),
-    cmocka_unit_test(catch_up_bound_drops_excess),
-    cmocka_unit_test(catch_up_after_stall_delivers_all_missed_in_loop),
+    TU_FIXED_AT_BASES_WITH(
+        catch_up_delivers_each_missed_tick_one_per_acceptance, TU_HV_AT_0,
+        catch_up_setup),
+    TU_FIXED_AT_BASES_WITH(catch_up_bound_drops_excess, TU_HV_NEVER,
+                           catch_up_3_setup),
+    TU_FIXED_AT_BASES_WITH(catch_up_after_stall_delivers_all_missed_in_loop,
+                           TU_HV_NEVER, catch_up_setup),
     cmocka_unit_test(drop_policy_delivers_none_when_several_grid_points_passed),
-    cmocka_unit_test(drop_policy_delivers_merely_late_single_expiry),
+    TU_FIXED_AT_BASES_WITH(drop_policy_delivers_merely_late_single_expiry,
+                           TU_HV_NEVER, drop_setup),
     TU_FIXED_AT_BASES(long_stall_gives_one_interrupt_with_o1_host_work,
                       TU_HV_NEAR_2_64),
     TU_FIXED_AT_BASES_WITH(fixed_advance_injects_early_and_spins_to_instant,
@@ -2332,11 +2326,14 @@ TU_MAIN(
     TU_AT_BASES(tsc_khz_too_low_is_reported_with_the_measured_rate),
     cmocka_unit_test(tsc_khz_too_high_rearms_once_never_early_and_reports),
     cmocka_unit_test(tsc_rate_right_reports_nothing_host_exact_is_on_time),
-    cmocka_unit_test(tsc_that_stops_rearms_a_bounded_number_of_times),
+    TU_FIXED_AT_BASES(tsc_that_stops_rearms_a_bounded_number_of_times,
+                      TU_HV_NEVER),
     cmocka_unit_test(tsc_off_rate_stops_deadlines_injected_ahead),
-    cmocka_unit_test(stats_get_writes_no_more_than_the_callers_size),
-    cmocka_unit_test(timer_calls_null_instance_are_inval),
+    TU_FIXED_AT_BASES(stats_get_writes_no_more_than_the_callers_size,
+                      TU_HV_NEVER),
+    TU_FIXED_AT_BASES(timer_calls_null_instance_are_inval, TU_HV_NEVER),
     TU_FIXED_AT_BASES(stats_start_at_zero, TU_HV_ALWAYS),
     cmocka_unit_test(stall_beyond_2p64_ticks_keeps_the_policy_count),
-    TU_AT_BASES(late_due_expiry_is_not_held_back_by_the_next_one),
+    TU_FIXED_AT_BASES_WITH(late_due_expiry_is_not_held_back_by_the_next_one,
+                           TU_HV_NEAR_2_64, advance_10000_setup),
     cmocka_unit_test(illegal_vector_dropped_at_expiry_with_window_shut))
