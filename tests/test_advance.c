@@ -24,14 +24,8 @@ static void setup(struct fake_host *h, struct lapict_timer *t, uint32_t mode,
 }
 
 /* The fixture of tuner rules: adaptive from 1 us, bound MAXA, spin op. */
-static int adaptive_setup(void **state)
-{
-    struct lapict_config c = tu_cfg();
-    c.advance_mode = LAPICT_ADVANCE_ADAPTIVE;
-    c.advance_ns = 1000;
-    c.advance_max_ns = MAXA;
-    return tu_fix_setup_cfg(state, &c);
-}
+TU_SETUP(adaptive_setup, c.advance_mode = LAPICT_ADVANCE_ADAPTIVE;
+         c.advance_ns = 1000; c.advance_max_ns = MAXA)
 
 /* An arrival @err ns after the instant, the timer armed adv_ns early. */
 static void tune_err(struct lapict_timer *t, int64_t err)

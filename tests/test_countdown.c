@@ -11,12 +11,7 @@
 #define BUS 3000000ull
 
 /* The fixture of every rule here: a tu_fix on the 3 MHz bus. */
-static int bus_3mhz_setup(void **state)
-{
-    struct lapict_config c = tu_cfg();
-    c.bus_hz = BUS;
-    return tu_fix_setup_cfg(state, &c);
-}
+TU_SETUP(bus_3mhz_setup, c.bus_hz = BUS)
 
 /* A second instance of the same configuration, on a host at @now. */
 static void fx_twin(const struct tu_fix *f, struct fake_host *h,
@@ -489,13 +484,7 @@ static void restore_of_deadline_mode_needs_an_instance_offering_it(void **state)
 }
 
 /* The clamp's fixture: a 100 us minimum period on the 3 MHz bus. */
-static int clamp_100us_setup(void **state)
-{
-    struct lapict_config c = tu_cfg();
-    c.bus_hz = BUS;
-    c.min_period_ns = 100000;
-    return tu_fix_setup_cfg(state, &c);
-}
+TU_SETUP(clamp_100us_setup, c.bus_hz = BUS; c.min_period_ns = 100000)
 
 static void restore_of_a_clamped_period_keeps_the_clamp(void **state)
 {

@@ -26,22 +26,12 @@ static void countdown(struct lapict_timer *t, uint32_t tdcr, uint32_t mode,
 }
 
 /* The fixture of the rules of a fixed 5 us advance. */
-static int advance_5000_setup(void **state)
-{
-    struct lapict_config c = tu_cfg();
-    c.advance_mode = LAPICT_ADVANCE_FIXED;
-    c.advance_ns = 5000;
-    return tu_fix_setup_cfg(state, &c);
-}
+TU_SETUP(advance_5000_setup, c.advance_mode = LAPICT_ADVANCE_FIXED;
+         c.advance_ns = 5000)
 
 /* A fixed 10 us advance. */
-static int advance_10000_setup(void **state)
-{
-    struct lapict_config c = tu_cfg();
-    c.advance_mode = LAPICT_ADVANCE_FIXED;
-    c.advance_ns = 10000;
-    return tu_fix_setup_cfg(state, &c);
-}
+TU_SETUP(advance_10000_setup, c.advance_mode = LAPICT_ADVANCE_FIXED;
+         c.advance_ns = 10000)
 
 static uint32_t lcg(uint32_t *s)
 {
@@ -379,12 +369,7 @@ static void min_period_clamp_slows_periodic_to_min_period(void **state)
 }
 
 /* The fixture of the rules of a 200 us minimum period. */
-static int min_period_200us_setup(void **state)
-{
-    struct lapict_config c = tu_cfg();
-    c.min_period_ns = 200000;
-    return tu_fix_setup_cfg(state, &c);
-}
+TU_SETUP(min_period_200us_setup, c.min_period_ns = 200000)
 
 static void min_period_not_applied_at_or_above_min(void **state)
 {
@@ -915,29 +900,14 @@ before_guest_entry_without_advanced_injection_does_not_spin(void **state)
 /* ---- Section 6: missed ticks ---------------------------------------- */
 
 /* The fixture of the catch-up rules. */
-static int catch_up_setup(void **state)
-{
-    struct lapict_config c = tu_cfg();
-    c.missed_policy = LAPICT_MISSED_CATCH_UP;
-    return tu_fix_setup_cfg(state, &c);
-}
+TU_SETUP(catch_up_setup, c.missed_policy = LAPICT_MISSED_CATCH_UP)
 
 /* Catch-up bounded to 3 pending. */
-static int catch_up_3_setup(void **state)
-{
-    struct lapict_config c = tu_cfg();
-    c.missed_policy = LAPICT_MISSED_CATCH_UP;
-    c.catch_up_max = 3;
-    return tu_fix_setup_cfg(state, &c);
-}
+TU_SETUP(catch_up_3_setup, c.missed_policy = LAPICT_MISSED_CATCH_UP;
+         c.catch_up_max = 3)
 
 /* The fixture of the drop rules. */
-static int drop_setup(void **state)
-{
-    struct lapict_config c = tu_cfg();
-    c.missed_policy = LAPICT_MISSED_DROP;
-    return tu_fix_setup_cfg(state, &c);
-}
+TU_SETUP(drop_setup, c.missed_policy = LAPICT_MISSED_DROP)
 
 static void coalesce_keeps_at_most_one_pending(void **state)
 {

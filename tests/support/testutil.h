@@ -141,6 +141,18 @@ static inline int tu_fix_teardown(void **state)
     struct lapict_timer *t = &f->t;                                            \
     (void)f, (void)h, (void)t
 
+/*
+ * TU_SETUP(name, changes...) defines the fixture setup @name: tu_cfg()
+ * as c, changed by the statements @changes, bound by tu_fix_setup_cfg().
+ */
+#define TU_SETUP(name, ...)                                                    \
+    static int name(void **state)                                              \
+    {                                                                          \
+        struct lapict_config c = tu_cfg();                                     \
+        __VA_ARGS__;                                                           \
+        return tu_fix_setup_cfg(state, &c);                                    \
+    }
+
 /* clang-format off */
 #define TU_FIX_ENTRY(fn, name, i, hv, setup)                                   \
     { #fn name, fn, setup, tu_fix_teardown,                                    \
