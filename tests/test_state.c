@@ -315,24 +315,20 @@ static void save_mid_oneshot_resumes_remainder(void **state)
 
 static void save_mid_periodic_keeps_grid_relative(void **state)
 {
-    (void)state;
-    struct fake_host ha, hb;
-    struct lapict_timer ta, tb;
-    struct lapict_config c = tu_cfg();
+    TU_PAIR(state);
     uint8_t blob[SZ];
     uint64_t r;
-    tu_setup(&ha, &ta, &c, 0, false);
-    countdown(&ta, 0xB, LAPICT_LVTT_PERIODIC, 300000);
-    fake_advance(&ha, 1000000); /* 3 expiries, 100 us into the 4th */
-    save(&ta, blob);
-    tu_setup(&hb, &tb, &c, TU_NEAR_WRAP, false);
-    r = hb.now_ns;
-    assert_int_equal(lapict_state_restore(&tb, blob, SZ), LAPICT_OK);
-    assert_int_equal(lapict_tmcct_read(&tb), 200000);
-    fake_advance(&hb, 500000);
-    assert_int_equal(hb.ninj, 2);
-    assert_int_equal(hb.inj[0].ns, r + 200000);
-    assert_int_equal(hb.inj[1].ns, r + 500000);
+    countdown(ta, 0xB, LAPICT_LVTT_PERIODIC, 300000);
+    fake_advance(ha, 1000000); /* 3 expiries, 100 us into the 4th */
+    save(ta, blob);
+    tu_setup(hb, tb, c, tu_bases[1 - p->b], false);
+    r = hb->now_ns;
+    assert_int_equal(lapict_state_restore(tb, blob, SZ), LAPICT_OK);
+    assert_int_equal(lapict_tmcct_read(tb), 200000);
+    fake_advance(hb, 500000);
+    assert_int_equal(hb->ninj, 2);
+    assert_int_equal(hb->inj[0].ns, r + 200000);
+    assert_int_equal(hb->inj[1].ns, r + 500000);
 }
 
 static void
@@ -440,99 +436,83 @@ static void save_after_delivery_never_redelivers(void **state)
 
 static void pending_at_save_delivered_once_after_restore(void **state)
 {
-    size_t b = tu_base_index(state);
-    struct fake_host ha, hb;
-    struct lapict_timer ta, tb;
-    struct lapict_config c = tu_cfg();
+    TU_PAIR(state);
     uint8_t blob[SZ];
-    tu_setup(&ha, &ta, &c, tu_bases[b], false);
-    countdown(&ta, 0xB, LAPICT_LVTT_ONESHOT, 1000);
-    fake_window(&ha, false);
-    fake_advance(&ha, 5000);
-    assert_int_equal(tu_stats(&ta).pending, 1);
-    save(&ta, blob);
+    countdown(ta, 0xB, LAPICT_LVTT_ONESHOT, 1000);
+    fake_window(ha, false);
+    fake_advance(ha, 5000);
+    assert_int_equal(tu_stats(ta).pending, 1);
+    save(ta, blob);
     assert_int_equal(oracle_get32(blob, 48), 1);
-    tu_setup(&hb, &tb, &c, tu_bases[1 - b], true);
-    hb.window_open = false;
-    assert_int_equal(lapict_state_restore(&tb, blob, SZ), LAPICT_OK);
-    assert_int_equal(lapict_lvtt_read(&tb) & LAPICT_LVTT_PENDING,
+    hb->window_open = false;
+    assert_int_equal(lapict_state_restore(tb, blob, SZ), LAPICT_OK);
+    assert_int_equal(lapict_lvtt_read(tb) & LAPICT_LVTT_PENDING,
                      LAPICT_LVTT_PENDING);
-    fake_advance(&hb, 1000);
-    assert_int_equal(hb.ninj, 0);
-    fake_window(&hb, true);
-    assert_int_equal(hb.ninj, 1);
-    assert_int_equal(hb.inj[0].vector, VEC);
-    fake_window(&hb, true);
-    fake_advance(&hb, 10000000);
-    assert_int_equal(hb.ninj, 1);
-    assert_int_equal(ha.ninj, 0);
+    fake_advance(hb, 1000);
+    assert_int_equal(hb->ninj, 0);
+    fake_window(hb, true);
+    assert_int_equal(hb->ninj, 1);
+    assert_int_equal(hb->inj[0].vector, VEC);
+    fake_window(hb, true);
+    fake_advance(hb, 10000000);
+    assert_int_equal(hb->ninj, 1);
+    assert_int_equal(ha->ninj, 0);
 }
+
+TU_PAIR_SETUP(catch_up_pair_setup, c.missed_policy = LAPICT_MISSED_CATCH_UP)
 
 /* Catch-up: every pending tick survives the migration. */
 static void catch_up_pending_count_survives_restore(void **state)
 {
-    (void)state;
-    struct fake_host ha, hb;
-    struct lapict_timer ta, tb;
-    struct lapict_config c = tu_cfg();
+    TU_PAIR(state);
     uint8_t blob[SZ];
-    c.missed_policy = LAPICT_MISSED_CATCH_UP;
-    tu_setup(&ha, &ta, &c, 0, false);
-    countdown(&ta, 0xB, LAPICT_LVTT_PERIODIC, 1000000);
-    fake_window(&ha, false);
-    fake_advance(&ha, 4500000);
-    assert_int_equal(tu_stats(&ta).pending, 4);
-    save(&ta, blob);
+    countdown(ta, 0xB, LAPICT_LVTT_PERIODIC, 1000000);
+    fake_window(ha, false);
+    fake_advance(ha, 4500000);
+    assert_int_equal(tu_stats(ta).pending, 4);
+    save(ta, blob);
     assert_int_equal(oracle_get32(blob, 48), 4);
-    tu_setup(&hb, &tb, &c, TU_NEAR_WRAP, false);
-    assert_int_equal(lapict_state_restore(&tb, blob, SZ), LAPICT_OK);
-    fake_window(&hb, true);
-    assert_int_equal(hb.ninj, 4);
+    tu_setup(hb, tb, c, tu_bases[1 - p->b], false);
+    assert_int_equal(lapict_state_restore(tb, blob, SZ), LAPICT_OK);
+    fake_window(hb, true);
+    assert_int_equal(hb->ninj, 4);
 }
 
 static void restore_with_hw_timer_armed_cancels_it(void **state)
 {
-    size_t b = tu_base_index(state);
-    struct fake_host ha, hb;
-    struct lapict_timer ta, tb;
-    struct lapict_config c = tu_cfg();
+    TU_PAIR(state);
     uint8_t blob[SZ];
-    tu_setup(&ha, &ta, &c, tu_bases[b], false);
-    save(&ta, blob); /* reset state: nothing running */
-    tu_setup(&hb, &tb, &c, tu_bases[b], true);
-    countdown(&tb, 0xB, LAPICT_LVTT_ONESHOT, 1000000);
-    assert_true(hb.hv_armed);
-    assert_int_equal(lapict_state_restore(&tb, blob, SZ), LAPICT_OK);
-    assert_true(hb.hv_cancels >= 1);
-    assert_false(hb.hv_armed);
-    assert_false(hb.sw_armed);
-    fake_advance(&hb, 1000000);
-    fake_fire_hv(&hb); /* stale */
-    fake_advance(&hb, 1000000);
-    assert_int_equal(hb.ninj, 0);
-    assert_int_equal(lapict_lvtt_read(&tb), LAPICT_LVTT_RESET);
-    assert_int_equal(lapict_tmict_read(&tb), 0);
+    save(ta, blob); /* reset state: nothing running */
+    tu_setup(hb, tb, c, tu_bases[p->b], true);
+    countdown(tb, 0xB, LAPICT_LVTT_ONESHOT, 1000000);
+    assert_true(hb->hv_armed);
+    assert_int_equal(lapict_state_restore(tb, blob, SZ), LAPICT_OK);
+    assert_true(hb->hv_cancels >= 1);
+    assert_false(hb->hv_armed);
+    assert_false(hb->sw_armed);
+    fake_advance(hb, 1000000);
+    fake_fire_hv(hb); /* stale */
+    fake_advance(hb, 1000000);
+    assert_int_equal(hb->ninj, 0);
+    assert_int_equal(lapict_lvtt_read(tb), LAPICT_LVTT_RESET);
+    assert_int_equal(lapict_tmict_read(tb), 0);
 }
 
 /* A restore replaces a pending interrupt of the destination instance. */
 static void restore_drops_destination_pending(void **state)
 {
-    (void)state;
-    struct fake_host ha, hb;
-    struct lapict_timer ta, tb;
-    struct lapict_config c = tu_cfg();
+    TU_PAIR(state);
     uint8_t blob[SZ];
-    tu_setup(&ha, &ta, &c, 0, false);
-    save(&ta, blob);
-    tu_setup(&hb, &tb, &c, 0, false);
-    countdown(&tb, 0xB, LAPICT_LVTT_ONESHOT, 1000);
-    fake_window(&hb, false);
-    fake_advance(&hb, 1000);
-    assert_int_equal(tu_stats(&tb).pending, 1);
-    assert_int_equal(lapict_state_restore(&tb, blob, SZ), LAPICT_OK);
-    assert_int_equal(tu_stats(&tb).pending, 0);
-    fake_window(&hb, true);
-    assert_int_equal(hb.ninj, 0);
+    save(ta, blob);
+    tu_setup(hb, tb, c, 0, false);
+    countdown(tb, 0xB, LAPICT_LVTT_ONESHOT, 1000);
+    fake_window(hb, false);
+    fake_advance(hb, 1000);
+    assert_int_equal(tu_stats(tb).pending, 1);
+    assert_int_equal(lapict_state_restore(tb, blob, SZ), LAPICT_OK);
+    assert_int_equal(tu_stats(tb).pending, 0);
+    fake_window(hb, true);
+    assert_int_equal(hb->ninj, 0);
 }
 
 /* A rejected blob: same code, instance bit-for-bit unchanged, no op. */
@@ -1598,22 +1578,54 @@ static void clamp_period_field_is_checked(void **state)
  * each must restore to is checked by golden_blobs_restore_to_their_state.
  */
 enum golden {
-    G_ONESHOT_MID, /* one-shot /16 N=1000000, saved 5 ms in */
-    G_PERIODIC,    /* periodic /1 N=300000, saved 1 ms in (3 expiries) */
-    G_DEADLINE,    /* TSC deadline 5 000 000 armed, saved at TSC 1 000 000 */
-    G_PENDING,     /* one-shot /1 N=1000 expired, window shut: pending */
-    G_CLAMPED,     /* periodic /1 N=100, min period 200 us, saved 150 us in */
-    G_PREINJ,      /* periodic /1 N=1000000, fixed advance 3 us, injected
-                      ahead at 997 us, saved at 998 us */
-    G_SVR_OFF,     /* periodic /4 N=100000, APIC software-disabled */
-    G_CATCH_UP,    /* catch-up periodic /1 N=1000000, window shut 4.5 ms */
-    G_ADAPTIVE,    /* adaptive advance, tuner seeded, one-shot armed */
+    G_ONESHOT_MID,
+    G_PERIODIC,
+    G_DEADLINE,
+    G_PENDING,
+    G_CLAMPED,
+    G_PREINJ,
+    G_SVR_OFF,
+    G_CATCH_UP,
+    G_ADAPTIVE,
     G_COUNT
 };
 
-static const char *const golden_names[G_COUNT] = {
-    "oneshot_mid", "periodic", "deadline", "pending", "clamped",
-    "preinjected", "svr_off",  "catch_up", "adaptive"};
+/*
+ * A golden state's count-down: TDCR, LVTT (vector 0x31) and TMICT written
+ * (unless TMICT is 0), the APIC software-disabled if @svr_off, the window
+ * shut if @shut, then @run_ns of host time before the save.
+ */
+struct golden_case {
+    const char *name;
+    uint32_t tdcr, lvtt, tmict;
+    bool svr_off, shut;
+    uint64_t run_ns;
+};
+
+#define OS (LAPICT_LVTT_ONESHOT | 0x1u)
+#define PER (LAPICT_LVTT_PERIODIC | 0x1u)
+static const struct golden_case golden_cases[G_COUNT] = {
+    /* one-shot /16, saved 5 ms in */
+    [G_ONESHOT_MID] = {"oneshot_mid", 0x3, OS, 1000000, false, false, 5000000},
+    /* periodic /1, saved 1 ms in (3 expiries) */
+    [G_PERIODIC] = {"periodic", 0xB, PER, 300000, false, false, 1000000},
+    /* TSC deadline 5 000 000 armed (below), saved at TSC 1 000 000 */
+    [G_DEADLINE] = {"deadline", 0, 0, 0, false, false, 1000000},
+    /* one-shot /1 expired, window shut: pending */
+    [G_PENDING] = {"pending", 0xB, OS, 1000, false, true, 5000},
+    /* periodic /1 under a 200 us minimum period, saved 150 us in */
+    [G_CLAMPED] = {"clamped", 0xB, PER, 100, false, false, 150000},
+    /* fixed advance 3 us: injected ahead at 997 us, saved at 998 us */
+    [G_PREINJ] = {"preinjected", 0xB, PER, 1000000, false, false, 998000},
+    /* periodic /4, APIC software-disabled */
+    [G_SVR_OFF] = {"svr_off", 0x1, PER, 100000, true, false, 123456},
+    /* catch-up periodic /1, window shut 4.5 ms */
+    [G_CATCH_UP] = {"catch_up", 0xB, PER, 1000000, false, true, 4500000},
+    /* adaptive advance, tuner seeded (below), one-shot armed */
+    [G_ADAPTIVE] = {"adaptive", 0xB, OS, 700000, false, false, 100000},
+};
+#undef OS
+#undef PER
 
 static struct lapict_config golden_cfg(enum golden g)
 {
@@ -1635,56 +1647,28 @@ static struct lapict_config golden_cfg(enum golden g)
 
 static void golden_capture(enum golden g, uint8_t *blob)
 {
+    const struct golden_case *gc = &golden_cases[g];
     struct fake_host h;
     struct lapict_timer t;
     struct lapict_config c = golden_cfg(g);
     tu_setup(&h, &t, &c, 0, false);
-    switch (g) {
-    case G_ONESHOT_MID:
-        countdown(&t, 0x3, LAPICT_LVTT_ONESHOT | 0x1u, 1000000);
-        fake_advance(&h, 5000000);
-        break;
-    case G_PERIODIC:
-        countdown(&t, 0xB, LAPICT_LVTT_PERIODIC | 0x1u, 300000);
-        fake_advance(&h, 1000000);
-        break;
-    case G_DEADLINE:
+    if (g == G_DEADLINE) {
         lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | 0x31u);
         lapict_tsc_deadline_write(&t, 5000000);
-        fake_advance(&h, 1000000);
-        break;
-    case G_PENDING:
-        countdown(&t, 0xB, LAPICT_LVTT_ONESHOT | 0x1u, 1000);
-        fake_window(&h, false);
-        fake_advance(&h, 5000);
-        break;
-    case G_CLAMPED:
-        countdown(&t, 0xB, LAPICT_LVTT_PERIODIC | 0x1u, 100);
-        fake_advance(&h, 150000);
-        break;
-    case G_PREINJ:
-        countdown(&t, 0xB, LAPICT_LVTT_PERIODIC | 0x1u, 1000000);
-        fake_advance(&h, 998000);
-        break;
-    case G_SVR_OFF:
-        countdown(&t, 0x1, LAPICT_LVTT_PERIODIC | 0x1u, 100000);
-        lapict_svr_write(&t, false);
-        fake_advance(&h, 123456);
-        break;
-    case G_CATCH_UP:
-        countdown(&t, 0xB, LAPICT_LVTT_PERIODIC | 0x1u, 1000000);
-        fake_window(&h, false);
-        fake_advance(&h, 4500000);
-        break;
-    default:
+    }
+    if (g == G_ADAPTIVE) {
         /* A pre-injected expiry and its entry seed the tuner. */
         countdown(&t, 0xB, LAPICT_LVTT_ONESHOT | 0x1u, 100000);
         fake_advance(&h, 200000);
         fake_enter(&h);
-        countdown(&t, 0xB, LAPICT_LVTT_ONESHOT | 0x1u, 700000);
-        fake_advance(&h, 100000);
-        break;
     }
+    if (gc->tmict)
+        countdown(&t, gc->tdcr, gc->lvtt, gc->tmict);
+    if (gc->svr_off)
+        lapict_svr_write(&t, false);
+    if (gc->shut)
+        fake_window(&h, false);
+    fake_advance(&h, gc->run_ns);
     save(&t, blob);
 }
 
@@ -1718,7 +1702,7 @@ static void golden_load(void)
             assert_true(g < 0 || n == SZ);
             g++;
             assert_true(g < G_COUNT);
-            assert_string_equal(name, golden_names[g]);
+            assert_string_equal(name, golden_cases[g].name);
             n = 0;
             continue;
         }
@@ -1742,7 +1726,7 @@ static void golden_dump(void)
     for (g = 0; g < G_COUNT; g++) {
         uint8_t b[SZ];
         golden_capture((enum golden)g, b);
-        printf("= %s", golden_names[g]);
+        printf("= %s", golden_cases[g].name);
         for (i = 0; i < (int)SZ; i++)
             printf("%s%02x", i % 16 ? " " : "\n", b[i]);
         printf("\n");
@@ -1763,7 +1747,7 @@ static void golden_blobs_are_what_save_writes(void **state)
     golden_load();
     for (g = 0; g < G_COUNT; g++) {
         uint8_t b[SZ];
-        print_message("golden %s\n", golden_names[g]);
+        print_message("golden %s\n", golden_cases[g].name);
         golden_capture((enum golden)g, b);
         assert_memory_equal(b, golden_v1[g], SZ);
     }
@@ -2168,16 +2152,17 @@ int main(int argc, char **argv)
         cmocka_unit_test(blob_carries_tsc_deadline_and_advance),
         TU_AT_BASES(round_trip_at_same_instant_changes_nothing_observable),
         TU_AT_BASES(save_mid_oneshot_resumes_remainder),
-        cmocka_unit_test(save_mid_periodic_keeps_grid_relative),
+        TU_PAIR_AT_BASES(save_mid_periodic_keeps_grid_relative),
         cmocka_unit_test(
             tsc_deadline_restored_fires_when_destination_tsc_reaches_it),
         cmocka_unit_test(
             save_after_expiry_before_delivery_delivers_exactly_once),
         TU_AT_BASES(save_after_delivery_never_redelivers),
-        TU_AT_BASES(pending_at_save_delivered_once_after_restore),
-        cmocka_unit_test(catch_up_pending_count_survives_restore),
-        TU_AT_BASES(restore_with_hw_timer_armed_cancels_it),
-        cmocka_unit_test(restore_drops_destination_pending),
+        TU_PAIR_AT_BASES(pending_at_save_delivered_once_after_restore),
+        TU_PAIR_AT_BASES_WITH(catch_up_pending_count_survives_restore,
+                              catch_up_pair_setup),
+        TU_PAIR_AT_BASES(restore_with_hw_timer_armed_cancels_it),
+        TU_PAIR_AT_BASES(restore_drops_destination_pending),
         cmocka_unit_test(
             every_single_bit_flip_is_rejected_and_instance_unchanged),
         cmocka_unit_test(

@@ -164,6 +164,73 @@ static inline int tu_fix_teardown(void **state)
         TU_FIX_ENTRY(fn, " near 2^64", 1, hv, setup)
 #define TU_FIXED_AT_BASES(fn, hv) TU_FIXED_AT_BASES_WITH(fn, hv, tu_fix_setup)
 
+/*
+ * The fixture of a save/restore rule: two simulated hosts, each with its
+ * own clock and guest TSC, and an instance on each with the config c.
+ * The source ha/ta runs at a base of tu_bases with the software timer
+ * only; the destination hb/tb at the other base, offering the hardware
+ * timer too. A test that wants another destination binds tb again with
+ * tu_setup(). TU_PAIR(state) declares p, ha, hb, ta, tb and c in a test;
+ * TU_PAIR_AT_BASES(fn) gives fn one entry per source base, and
+ * TU_PAIR_SETUP(name, changes...) a setup whose config is tu_cfg() changed
+ * by the statements @changes.
+ */
+struct tu_pair {
+    struct fake_host ha, hb;
+    struct lapict_timer ta, tb;
+    struct lapict_config c;
+    size_t b; /* the source's index into tu_bases */
+};
+
+static inline int tu_pair_setup_cfg(void **state, const struct lapict_config *c)
+{
+    size_t b = (size_t)((uintptr_t)*state - 1);
+    struct tu_pair *p = test_malloc(sizeof(*p));
+
+    p->b = b;
+    p->c = *c;
+    tu_setup(&p->ha, &p->ta, c, tu_bases[b], false);
+    tu_setup(&p->hb, &p->tb, c, tu_bases[1 - b], true);
+    *state = p;
+    return 0;
+}
+
+static inline int tu_pair_teardown(void **state)
+{
+    struct tu_pair *p = *state;
+    tu_check_host(&p->ha);
+    tu_check_host(&p->hb);
+    test_free(p);
+    return 0;
+}
+
+#define TU_PAIR_SETUP(name, ...)                                               \
+    static int name(void **state)                                              \
+    {                                                                          \
+        struct lapict_config c = tu_cfg();                                     \
+        __VA_ARGS__;                                                           \
+        return tu_pair_setup_cfg(state, &c);                                   \
+    }
+static inline int tu_pair_setup(void **state)
+{
+    struct lapict_config c = tu_cfg();
+    return tu_pair_setup_cfg(state, &c);
+}
+
+#define TU_PAIR(state)                                                         \
+    struct tu_pair *p = *(state);                                              \
+    struct fake_host *ha = &p->ha, *hb = &p->hb;                               \
+    struct lapict_timer *ta = &p->ta, *tb = &p->tb;                            \
+    struct lapict_config *c = &p->c;                                           \
+    (void)ha, (void)hb, (void)ta, (void)tb, (void)c
+
+/* clang-format off */
+#define TU_PAIR_AT_BASES_WITH(fn, setup)                                       \
+    { #fn " at 0", fn, setup, tu_pair_teardown, (void *)(uintptr_t)1 },        \
+    { #fn " near 2^64", fn, setup, tu_pair_teardown, (void *)(uintptr_t)2 }
+/* clang-format on */
+#define TU_PAIR_AT_BASES(fn) TU_PAIR_AT_BASES_WITH(fn, tu_pair_setup)
+
 /* Everything a guest can read of the timer, for before/after comparisons. */
 struct tu_regs {
     uint32_t lvtt, tdcr, tmict, tmcct;
