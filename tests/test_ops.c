@@ -35,8 +35,7 @@ static uint32_t lcg(uint32_t *s)
 static void hv_timer_used_when_offered_and_running(void **state)
 {
     TU_FIX(state);
-    uint64_t a;
-    a = h->now_ns;
+    uint64_t a = h->now_ns;
     countdown(t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000000);
     assert_true(h->hv_armed);
     assert_int_equal(h->hv_at, a + 1000000);
@@ -69,8 +68,7 @@ static void vcpu_blocking_moves_hv_to_sw_and_back(void **state)
 {
     TU_FIX(state);
     struct lapict_stats s;
-    uint64_t a;
-    a = h->now_ns;
+    uint64_t a = h->now_ns;
     countdown(t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000000);
     fake_advance(h, 100000);
     assert_int_equal(fake_block(h), LAPICT_OK);
@@ -105,8 +103,7 @@ static void vcpu_blocking_moves_hv_to_sw_and_back(void **state)
 static void hv_refusal_falls_back_to_sw_until_next_rearm(void **state)
 {
     TU_FIX(state);
-    uint64_t a;
-    a = h->now_ns;
+    uint64_t a = h->now_ns;
     h->hv_refuse = true;
     countdown(t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1000000);
     assert_int_equal(h->hv_refusals, 1);

@@ -681,8 +681,7 @@ static void masked_timer_keeps_counting_and_drops_expiries(void **state)
 {
     TU_FIX(state);
     struct lapict_stats s;
-    uint64_t a;
-    a = h->now_ns;
+    uint64_t a = h->now_ns;
     countdown(t, 0xB, LAPICT_LVTT_PERIODIC | LAPICT_LVTT_MASK, VEC, 1000000);
     fake_advance_to(h, a + 3500000);
     assert_int_equal(h->ninj, 0);
@@ -790,8 +789,7 @@ static void refused_expiry_is_pending_and_delivered_once(void **state)
 {
     TU_FIX(state);
     struct lapict_stats s;
-    uint64_t a;
-    a = h->now_ns;
+    uint64_t a = h->now_ns;
     countdown(t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000);
     fake_window(h, false);
     fake_advance(h, 1000);
@@ -820,8 +818,7 @@ static void refused_expiry_is_pending_and_delivered_once(void **state)
 static void register_access_after_instant_processes_expiry(void **state)
 {
     TU_FIX(state);
-    uint64_t a;
-    a = h->now_ns;
+    uint64_t a = h->now_ns;
     countdown(t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000000);
     fake_stall(h, 1500000);
     assert_int_equal(lapict_tmcct_read(t), 0);
@@ -850,8 +847,7 @@ static void register_access_after_instant_processes_expiry(void **state)
 static void early_late_duplicate_stale_callbacks_are_harmless(void **state)
 {
     TU_FIX(state);
-    uint64_t a;
-    a = h->now_ns;
+    uint64_t a = h->now_ns;
     countdown(t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000000);
     /* Early callback: re-armed for the instant, nothing injected. */
     fake_stall(h, 400000);
@@ -913,8 +909,7 @@ static void coalesce_keeps_at_most_one_pending(void **state)
 {
     TU_FIX(state);
     struct lapict_stats s;
-    uint64_t a;
-    a = h->now_ns;
+    uint64_t a = h->now_ns;
     countdown(t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1000000);
     fake_window(h, false);
     fake_advance_to(h, a + 5000000);
@@ -939,9 +934,8 @@ static void catch_up_delivers_each_missed_tick_one_per_acceptance(void **state)
 {
     TU_FIX(state);
     struct lapict_stats s;
-    uint64_t a;
     unsigned calls;
-    a = h->now_ns;
+    uint64_t a = h->now_ns;
     countdown(t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1000000);
     fake_window(h, false);
     fake_advance_to(h, a + 5000000);
@@ -991,8 +985,7 @@ static void catch_up_bound_drops_excess(void **state)
 static void catch_up_after_stall_delivers_all_missed_in_loop(void **state)
 {
     TU_FIX(state);
-    uint64_t a;
-    a = h->now_ns;
+    uint64_t a = h->now_ns;
     countdown(t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1000000);
     fake_stall(h, 5500000);
     fake_run_due(h);
@@ -1032,8 +1025,7 @@ drop_policy_delivers_none_when_several_grid_points_passed(void **state)
 static void drop_policy_delivers_merely_late_single_expiry(void **state)
 {
     TU_FIX(state);
-    uint64_t a;
-    a = h->now_ns;
+    uint64_t a = h->now_ns;
     countdown(t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1000000);
     fake_stall(h, 1500000);
     fake_run_due(h);
@@ -2151,8 +2143,7 @@ static void stall_beyond_2p64_ticks_keeps_the_policy_count(void **state)
 static void late_due_expiry_is_not_held_back_by_the_next_one(void **state)
 {
     TU_FIX(state);
-    uint64_t a;
-    a = h->now_ns;
+    uint64_t a = h->now_ns;
     countdown(t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 100000);
     fake_advance_to(h, a + 90000);
     assert_int_equal(h->ninj, 1);

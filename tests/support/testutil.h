@@ -144,14 +144,16 @@ static inline int tu_fix_teardown(void **state)
 /*
  * TU_SETUP(name, changes...) defines the fixture setup @name: tu_cfg()
  * as c, changed by the statements @changes, bound by tu_fix_setup_cfg().
+ * TU_SETUP_WITH(name, bind, changes...) binds with @bind instead.
  */
-#define TU_SETUP(name, ...)                                                    \
+#define TU_SETUP_WITH(name, bind, ...)                                         \
     static int name(void **state)                                              \
     {                                                                          \
         struct lapict_config c = tu_cfg();                                     \
         __VA_ARGS__;                                                           \
-        return tu_fix_setup_cfg(state, &c);                                    \
+        return bind(state, &c);                                                \
     }
+#define TU_SETUP(name, ...) TU_SETUP_WITH(name, tu_fix_setup_cfg, __VA_ARGS__)
 
 /* clang-format off */
 #define TU_FIX_ENTRY(fn, name, i, hv, setup)                                   \
@@ -205,12 +207,8 @@ static inline int tu_pair_teardown(void **state)
 }
 
 #define TU_PAIR_SETUP(name, ...)                                               \
-    static int name(void **state)                                              \
-    {                                                                          \
-        struct lapict_config c = tu_cfg();                                     \
-        __VA_ARGS__;                                                           \
-        return tu_pair_setup_cfg(state, &c);                                   \
-    }
+    TU_SETUP_WITH(name, tu_pair_setup_cfg, __VA_ARGS__)
+
 static inline int tu_pair_setup(void **state)
 {
     struct lapict_config c = tu_cfg();
