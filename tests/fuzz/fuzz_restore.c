@@ -70,8 +70,7 @@ struct rs_regs {
 
 static struct rs_regs rs_read(struct lapict_timer *t)
 {
-    struct rs_regs r;
-    r.lvtt = lapict_lvtt_read(t);
+    struct rs_regs r = {.lvtt = lapict_lvtt_read(t)};
     r.tdcr = lapict_tdcr_read(t);
     r.tmict = lapict_tmict_read(t);
     r.tmcct = lapict_tmcct_read(t);

@@ -42,9 +42,8 @@ static void op_sw_arm(void *ctx, uint64_t host_ns)
 
 static void op_sw_cancel(void *ctx)
 {
-    struct fake_host *h = host_of(ctx);
-    h->sw_armed = false;
-    h->sw_cancels++;
+    host_of(ctx)->sw_armed = false;
+    host_of(ctx)->sw_cancels++;
 }
 
 static bool op_hv_arm(void *ctx, uint64_t host_ns)
@@ -66,9 +65,8 @@ static bool op_hv_arm(void *ctx, uint64_t host_ns)
 
 static void op_hv_cancel(void *ctx)
 {
-    struct fake_host *h = host_of(ctx);
-    h->hv_armed = false;
-    h->hv_cancels++;
+    host_of(ctx)->hv_armed = false;
+    host_of(ctx)->hv_cancels++;
 }
 
 static bool op_inject(void *ctx, uint8_t vector)
@@ -110,22 +108,26 @@ static void op_report(void *ctx, int status, uint32_t detail)
     h->nrep++;
 }
 
+static const struct lapict_ops fake_ops = {
+    .version = LAPICT_OPS_VERSION,
+    .now_ns = op_now_ns,
+    .guest_tsc = op_guest_tsc,
+    .sw_timer_arm = op_sw_arm,
+    .sw_timer_cancel = op_sw_cancel,
+    .hv_timer_arm = op_hv_arm,
+    .hv_timer_cancel = op_hv_cancel,
+    .inject = op_inject,
+    .spin_until = op_spin_until,
+    .report = op_report,
+};
+
 void fake_host_init(struct fake_host *h, uint64_t start_ns, uint32_t tsc_khz,
                     uint64_t tsc_offset, bool offer_hv)
 {
     memset(h, 0, sizeof(*h));
-    h->ops.version = LAPICT_OPS_VERSION;
-    h->ops.now_ns = op_now_ns;
-    h->ops.guest_tsc = op_guest_tsc;
-    h->ops.sw_timer_arm = op_sw_arm;
-    h->ops.sw_timer_cancel = op_sw_cancel;
-    if (offer_hv) {
-        h->ops.hv_timer_arm = op_hv_arm;
-        h->ops.hv_timer_cancel = op_hv_cancel;
-    }
-    h->ops.inject = op_inject;
-    h->ops.spin_until = op_spin_until;
-    h->ops.report = op_report;
+    h->ops = fake_ops;
+    if (!offer_hv)
+        lapict_sim_ops_remove(&h->ops, FAKE_OP_HV_ARM | FAKE_OP_HV_CANCEL);
     h->now_ns = start_ns;
     h->start_ns = start_ns;
     h->tsc_offset = tsc_offset;
