@@ -7,25 +7,15 @@
 
 #define VEC 0x30u
 
-static void setup(struct fake_host *h, struct lapict_timer *t,
-                  const struct lapict_config *c, uint64_t base)
-{
-    tu_setup(h, t, c, base, false);
-}
-
 /* Observable register file, to prove that a refused access changed nothing. */
 static void registers_have_reset_values(void **state)
 {
-    (void)state;
-    struct fake_host h;
-    struct lapict_timer t;
-    struct lapict_config c = tu_cfg();
-    setup(&h, &t, &c, 0);
-    assert_int_equal(lapict_lvtt_read(&t), 0x00010000u);
-    assert_int_equal(lapict_tdcr_read(&t), 0);
-    assert_int_equal(lapict_tmict_read(&t), 0);
-    assert_int_equal(lapict_tmcct_read(&t), 0);
-    assert_int_equal(lapict_tsc_deadline_read(&t), 0);
+    TU_FIX(state);
+    assert_int_equal(lapict_lvtt_read(t), 0x00010000u);
+    assert_int_equal(lapict_tdcr_read(t), 0);
+    assert_int_equal(lapict_tmict_read(t), 0);
+    assert_int_equal(lapict_tmcct_read(t), 0);
+    assert_int_equal(lapict_tsc_deadline_read(t), 0);
     assert_int_equal(LAPICT_LVTT_RESET, 0x00010000u);
 }
 
@@ -56,7 +46,7 @@ static void lvtt_stores_vector_mask_mode_reserved_read_zero(void **state)
         struct fake_host h;
         struct lapict_timer t;
         struct lapict_config c = tu_cfg();
-        setup(&h, &t, &c, 0);
+        tu_setup(&h, &t, &c, 0, false);
         print_message("write 0x%08x\n", lvtt_cases[i].write);
         assert_int_equal(lapict_lvtt_write(&t, lvtt_cases[i].write), LAPICT_OK);
         assert_int_equal(lapict_lvtt_read(&t), lvtt_cases[i].read);
@@ -77,7 +67,7 @@ static void lvtt_mode_11_keeps_previous_mode_and_counts_error(void **state)
         struct lapict_config c = tu_cfg();
         struct lapict_stats s;
         uint32_t w = 0x00060000u | LAPICT_LVTT_MASK | 0x41u | 0x1000u;
-        setup(&h, &t, &c, 0);
+        tu_setup(&h, &t, &c, 0, false);
         assert_int_equal(lapict_lvtt_write(&t, prev[i] | VEC), LAPICT_OK);
         assert_int_equal(lapict_lvtt_write(&t, w), LAPICT_OK);
         /* Previous mode, the other fields applied. */
@@ -99,7 +89,7 @@ static void lvtt_mode_11_leaves_running_periodic_on_grid(void **state)
     struct fake_host h;
     struct lapict_timer t;
     struct lapict_config c = tu_cfg();
-    setup(&h, &t, &c, TU_NEAR_WRAP);
+    tu_setup(&h, &t, &c, TU_NEAR_WRAP, false);
     uint64_t a = h.now_ns;
     lapict_tdcr_write(&t, 0xB);
     lapict_lvtt_write(&t, LAPICT_LVTT_PERIODIC | VEC);
@@ -116,25 +106,23 @@ static void lvtt_mode_11_leaves_running_periodic_on_grid(void **state)
     tu_check_host(&h);
 }
 
+/* A host whose CPUID does not offer TSC-deadline mode. */
+TU_SETUP(no_tsc_deadline_setup, c.tsc_deadline = false)
+
 static void lvtt_bit18_reserved_without_tsc_deadline(void **state)
 {
-    (void)state;
-    struct fake_host h;
-    struct lapict_timer t;
-    struct lapict_config c = tu_cfg();
-    c.tsc_deadline = false;
-    setup(&h, &t, &c, 0);
-    assert_int_equal(lapict_lvtt_write(&t, 0x00040030u), LAPICT_OK);
-    assert_int_equal(lapict_lvtt_read(&t), 0x00000030u); /* 10 -> 00 */
-    assert_int_equal(lapict_lvtt_write(&t, 0x00060030u), LAPICT_OK);
-    assert_int_equal(lapict_lvtt_read(&t), 0x00020030u); /* 11 -> 01 */
-    assert_int_equal(tu_stats(&t).mode_errors, 0);
-    assert_int_equal(h.nrep, 0);
+    TU_FIX(state);
+    assert_int_equal(lapict_lvtt_write(t, 0x00040030u), LAPICT_OK);
+    assert_int_equal(lapict_lvtt_read(t), 0x00000030u); /* 10 -> 00 */
+    assert_int_equal(lapict_lvtt_write(t, 0x00060030u), LAPICT_OK);
+    assert_int_equal(lapict_lvtt_read(t), 0x00020030u); /* 11 -> 01 */
+    assert_int_equal(tu_stats(t).mode_errors, 0);
+    assert_int_equal(h->nrep, 0);
     /* Without the mode the MSR does not exist (below): never armed. */
-    assert_int_equal(lapict_tsc_deadline_write(&t, 5000), LAPICT_E_GP);
-    assert_int_equal(lapict_tsc_deadline_read(&t), 0);
-    fake_advance(&h, 1000000);
-    assert_int_equal(h.ninj, 0);
+    assert_int_equal(lapict_tsc_deadline_write(t, 5000), LAPICT_E_GP);
+    assert_int_equal(lapict_tsc_deadline_read(t), 0);
+    fake_advance(h, 1000000);
+    assert_int_equal(h->ninj, 0);
 }
 
 /* regs.h, timer.md section 4: without CPUID.01H:ECX.TSC_Deadline
@@ -152,7 +140,7 @@ static void tsc_deadline_msr_is_gp_without_the_cpuid_bit(void **state)
     unsigned arms;
     (void)state;
     c.tsc_deadline = false;
-    setup(&h, &t, &c, 0);
+    tu_setup(&h, &t, &c, 0, false);
     lapict_tdcr_write(&t, 0xB);
     lapict_lvtt_write(&t, LAPICT_LVTT_PERIODIC | VEC);
     lapict_tmict_write(&t, 1000);
@@ -172,7 +160,7 @@ static void tsc_deadline_msr_is_gp_without_the_cpuid_bit(void **state)
     assert_int_equal(h.ninj, 1);
     /* Offered, outside the mode: the MSR exists, writes are ignored. */
     c.tsc_deadline = true;
-    setup(&h, &t, &c, 0);
+    tu_setup(&h, &t, &c, 0, false);
     assert_int_equal(lapict_msr_write(&t, LAPICT_MSR_TSC_DEADLINE, 5000),
                      LAPICT_OK);
     assert_int_equal(lapict_msr_read(&t, LAPICT_MSR_TSC_DEADLINE, &v),
@@ -183,46 +171,38 @@ static void tsc_deadline_msr_is_gp_without_the_cpuid_bit(void **state)
 
 static void lvtt_bit12_reads_pending_while_refused(void **state)
 {
-    (void)state;
-    struct fake_host h;
-    struct lapict_timer t;
-    struct lapict_config c = tu_cfg();
-    setup(&h, &t, &c, 0);
-    lapict_tdcr_write(&t, 0xB);
-    lapict_lvtt_write(&t, VEC);
-    lapict_tmict_write(&t, 1000);
-    fake_window(&h, false);
-    fake_advance(&h, 1000);
-    assert_true(h.refusals >= 1);
-    assert_int_equal(h.ninj, 0);
-    assert_int_equal(lapict_lvtt_read(&t), VEC | LAPICT_LVTT_PENDING);
-    assert_int_equal(tu_stats(&t).pending, 1);
+    TU_FIX(state);
+    lapict_tdcr_write(t, 0xB);
+    lapict_lvtt_write(t, VEC);
+    lapict_tmict_write(t, 1000);
+    fake_window(h, false);
+    fake_advance(h, 1000);
+    assert_true(h->refusals >= 1);
+    assert_int_equal(h->ninj, 0);
+    assert_int_equal(lapict_lvtt_read(t), VEC | LAPICT_LVTT_PENDING);
+    assert_int_equal(tu_stats(t).pending, 1);
     /* Writing bit 12 does nothing. */
-    lapict_lvtt_write(&t, VEC);
-    assert_int_equal(lapict_lvtt_read(&t), VEC | LAPICT_LVTT_PENDING);
-    assert_int_equal(fake_window(&h, true), LAPICT_OK);
-    assert_int_equal(h.ninj, 1);
-    assert_int_equal(h.inj[0].vector, VEC);
-    assert_int_equal(lapict_lvtt_read(&t), VEC);
-    assert_int_equal(tu_stats(&t).pending, 0);
+    lapict_lvtt_write(t, VEC);
+    assert_int_equal(lapict_lvtt_read(t), VEC | LAPICT_LVTT_PENDING);
+    assert_int_equal(fake_window(h, true), LAPICT_OK);
+    assert_int_equal(h->ninj, 1);
+    assert_int_equal(h->inj[0].vector, VEC);
+    assert_int_equal(lapict_lvtt_read(t), VEC);
+    assert_int_equal(tu_stats(t).pending, 0);
 }
 
 static void tdcr_stores_bits_3_1_0(void **state)
 {
-    (void)state;
-    struct fake_host h;
-    struct lapict_timer t;
-    struct lapict_config c = tu_cfg();
+    TU_FIX(state);
     uint32_t v;
-    setup(&h, &t, &c, 0);
     for (v = 0; v < 16; v++) {
-        assert_int_equal(lapict_tdcr_write(&t, v), LAPICT_OK);
-        assert_int_equal(lapict_tdcr_read(&t), v & 0xBu);
+        assert_int_equal(lapict_tdcr_write(t, v), LAPICT_OK);
+        assert_int_equal(lapict_tdcr_read(t), v & 0xBu);
     }
-    assert_int_equal(lapict_tdcr_write(&t, 0xFFFFFFF4u), LAPICT_OK);
-    assert_int_equal(lapict_tdcr_read(&t), 0);
-    assert_int_equal(lapict_tdcr_write(&t, 0xFFFFFFFFu), LAPICT_OK);
-    assert_int_equal(lapict_tdcr_read(&t), 0xB);
+    assert_int_equal(lapict_tdcr_write(t, 0xFFFFFFF4u), LAPICT_OK);
+    assert_int_equal(lapict_tdcr_read(t), 0);
+    assert_int_equal(lapict_tdcr_write(t, 0xFFFFFFFFu), LAPICT_OK);
+    assert_int_equal(lapict_tdcr_read(t), 0xB);
 }
 
 /* Every TDCR value, timed: a one-shot expires at a + ns_for(N), not 1 ns
@@ -239,7 +219,7 @@ static void tdcr_every_value_selects_divide_table(void **state)
             struct lapict_config c = tu_cfg();
             uint64_t a, at;
             c.bus_hz = buses[bi];
-            setup(&h, &t, &c, tu_bases[b]);
+            tu_setup(&h, &t, &c, tu_bases[b], false);
             fake_advance(&h, 7);
             a = h.now_ns;
             lapict_tdcr_write(&t, v);
@@ -263,48 +243,40 @@ static void tdcr_every_value_selects_divide_table(void **state)
 
 static void tmict_stores_31_0(void **state)
 {
-    (void)state;
-    struct fake_host h;
-    struct lapict_timer t;
-    struct lapict_config c = tu_cfg();
-    setup(&h, &t, &c, 0);
-    assert_int_equal(lapict_tmict_write(&t, 0xFFFFFFFFu), LAPICT_OK);
-    assert_int_equal(lapict_tmict_read(&t), 0xFFFFFFFFu);
-    assert_int_equal(lapict_tmcct_read(&t), 0xFFFFFFFFu);
-    assert_int_equal(lapict_tmict_write(&t, 0), LAPICT_OK);
-    assert_int_equal(lapict_tmict_read(&t), 0);
-    assert_int_equal(lapict_tmcct_read(&t), 0);
+    TU_FIX(state);
+    assert_int_equal(lapict_tmict_write(t, 0xFFFFFFFFu), LAPICT_OK);
+    assert_int_equal(lapict_tmict_read(t), 0xFFFFFFFFu);
+    assert_int_equal(lapict_tmcct_read(t), 0xFFFFFFFFu);
+    assert_int_equal(lapict_tmict_write(t, 0), LAPICT_OK);
+    assert_int_equal(lapict_tmict_read(t), 0);
+    assert_int_equal(lapict_tmcct_read(t), 0);
 }
 
 static void svr_disable_forces_mask_reenable_keeps_it(void **state)
 {
-    (void)state;
-    struct fake_host h;
-    struct lapict_timer t;
-    struct lapict_config c = tu_cfg();
-    setup(&h, &t, &c, 0);
-    lapict_lvtt_write(&t, LAPICT_LVTT_PERIODIC | VEC);
-    assert_int_equal(lapict_lvtt_read(&t), LAPICT_LVTT_PERIODIC | VEC);
-    assert_int_equal(lapict_svr_write(&t, false), LAPICT_OK);
-    assert_int_equal(lapict_lvtt_read(&t),
+    TU_FIX(state);
+    lapict_lvtt_write(t, LAPICT_LVTT_PERIODIC | VEC);
+    assert_int_equal(lapict_lvtt_read(t), LAPICT_LVTT_PERIODIC | VEC);
+    assert_int_equal(lapict_svr_write(t, false), LAPICT_OK);
+    assert_int_equal(lapict_lvtt_read(t),
                      LAPICT_LVTT_PERIODIC | LAPICT_LVTT_MASK | VEC);
     /* Every write while disabled is forced masked. */
-    lapict_lvtt_write(&t, LAPICT_LVTT_PERIODIC | 0x41u);
-    assert_int_equal(lapict_lvtt_read(&t),
+    lapict_lvtt_write(t, LAPICT_LVTT_PERIODIC | 0x41u);
+    assert_int_equal(lapict_lvtt_read(t),
                      LAPICT_LVTT_PERIODIC | LAPICT_LVTT_MASK | 0x41u);
     /* A count-down still runs; its expiries are masked. */
-    lapict_tdcr_write(&t, 0xB);
-    lapict_tmict_write(&t, 300000);
-    fake_advance(&h, 600000);
-    assert_int_equal(h.ninj, 0);
-    assert_int_equal(tu_stats(&t).masked, 2);
-    assert_int_equal(lapict_svr_write(&t, true), LAPICT_OK);
-    assert_int_equal(lapict_lvtt_read(&t),
+    lapict_tdcr_write(t, 0xB);
+    lapict_tmict_write(t, 300000);
+    fake_advance(h, 600000);
+    assert_int_equal(h->ninj, 0);
+    assert_int_equal(tu_stats(t).masked, 2);
+    assert_int_equal(lapict_svr_write(t, true), LAPICT_OK);
+    assert_int_equal(lapict_lvtt_read(t),
                      LAPICT_LVTT_PERIODIC | LAPICT_LVTT_MASK | 0x41u);
-    lapict_lvtt_write(&t, LAPICT_LVTT_PERIODIC | 0x41u);
-    assert_int_equal(lapict_lvtt_read(&t), LAPICT_LVTT_PERIODIC | 0x41u);
-    fake_advance(&h, 300000);
-    assert_int_equal(h.ninj, 1);
+    lapict_lvtt_write(t, LAPICT_LVTT_PERIODIC | 0x41u);
+    assert_int_equal(lapict_lvtt_read(t), LAPICT_LVTT_PERIODIC | 0x41u);
+    fake_advance(h, 300000);
+    assert_int_equal(h->ninj, 1);
 }
 
 /* regs.h, SVR: a VMM that routes every APIC write through the library
@@ -315,105 +287,92 @@ static void svr_disable_forces_mask_reenable_keeps_it(void **state)
  * nothing. Reads are the host's. */
 static void svr_write_through_apic_access_soft_disables_timer(void **state)
 {
-    struct fake_host h;
-    struct lapict_timer t;
-    struct lapict_config c = tu_cfg();
+    TU_FIX(state);
     uint32_t v32 = 7;
     uint64_t v64 = 7;
-    (void)state;
-    setup(&h, &t, &c, 0);
-    lapict_tdcr_write(&t, 0xB);
-    lapict_lvtt_write(&t, LAPICT_LVTT_PERIODIC | VEC);
-    lapict_tmict_write(&t, 1000);
-    fake_advance(&h, 1000);
-    assert_int_equal(h.ninj, 1);
+    lapict_tdcr_write(t, 0xB);
+    lapict_lvtt_write(t, LAPICT_LVTT_PERIODIC | VEC);
+    lapict_tmict_write(t, 1000);
+    fake_advance(h, 1000);
+    assert_int_equal(h->ninj, 1);
     /* xAPIC: bit 8 clear soft-disables; the other bits are not the timer's. */
-    assert_int_equal(lapict_xapic_write(&t, 0xF0, 0x0FFu), LAPICT_E_NOREG);
-    assert_int_equal(lapict_lvtt_read(&t),
+    assert_int_equal(lapict_xapic_write(t, 0xF0, 0x0FFu), LAPICT_E_NOREG);
+    assert_int_equal(lapict_lvtt_read(t),
                      LAPICT_LVTT_PERIODIC | LAPICT_LVTT_MASK | VEC);
-    fake_advance(&h, 3000);
-    assert_int_equal(h.ninj, 1);
-    assert_int_equal(tu_stats(&t).masked, 3);
+    fake_advance(h, 3000);
+    assert_int_equal(h->ninj, 1);
+    assert_int_equal(tu_stats(t).masked, 3);
     /* Enabled again: the mask stays until the guest clears it. */
-    assert_int_equal(lapict_xapic_write(&t, 0xF0, 0x1FFu), LAPICT_E_NOREG);
-    assert_int_equal(lapict_lvtt_read(&t),
+    assert_int_equal(lapict_xapic_write(t, 0xF0, 0x1FFu), LAPICT_E_NOREG);
+    assert_int_equal(lapict_lvtt_read(t),
                      LAPICT_LVTT_PERIODIC | LAPICT_LVTT_MASK | VEC);
-    lapict_lvtt_write(&t, LAPICT_LVTT_PERIODIC | VEC);
-    fake_advance(&h, 1000);
-    assert_int_equal(h.ninj, 2);
+    lapict_lvtt_write(t, LAPICT_LVTT_PERIODIC | VEC);
+    fake_advance(h, 1000);
+    assert_int_equal(h->ninj, 2);
     /* x2APIC: the same through MSR 0x80F. */
-    assert_int_equal(lapict_msr_write(&t, 0x80F, 0xFFu), LAPICT_E_NOREG);
-    assert_int_equal(lapict_lvtt_read(&t),
+    assert_int_equal(lapict_msr_write(t, 0x80F, 0xFFu), LAPICT_E_NOREG);
+    assert_int_equal(lapict_lvtt_read(t),
                      LAPICT_LVTT_PERIODIC | LAPICT_LVTT_MASK | VEC);
     /* While disabled an LVTT write is forced masked. */
-    lapict_lvtt_write(&t, LAPICT_LVTT_PERIODIC | VEC);
-    assert_int_equal(lapict_lvtt_read(&t),
+    lapict_lvtt_write(t, LAPICT_LVTT_PERIODIC | VEC);
+    assert_int_equal(lapict_lvtt_read(t),
                      LAPICT_LVTT_PERIODIC | LAPICT_LVTT_MASK | VEC);
     /* Reserved bits 63:32: #GP, still disabled. */
-    assert_int_equal(lapict_msr_write(&t, 0x80F, (1ull << 32) | 0x1FFu),
+    assert_int_equal(lapict_msr_write(t, 0x80F, (1ull << 32) | 0x1FFu),
                      LAPICT_E_GP);
-    lapict_lvtt_write(&t, LAPICT_LVTT_PERIODIC | VEC);
-    assert_int_equal(lapict_lvtt_read(&t),
+    lapict_lvtt_write(t, LAPICT_LVTT_PERIODIC | VEC);
+    assert_int_equal(lapict_lvtt_read(t),
                      LAPICT_LVTT_PERIODIC | LAPICT_LVTT_MASK | VEC);
-    assert_int_equal(lapict_msr_write(&t, 0x80F, 0x1FFu), LAPICT_E_NOREG);
-    lapict_lvtt_write(&t, LAPICT_LVTT_PERIODIC | VEC);
-    assert_int_equal(lapict_lvtt_read(&t), LAPICT_LVTT_PERIODIC | VEC);
+    assert_int_equal(lapict_msr_write(t, 0x80F, 0x1FFu), LAPICT_E_NOREG);
+    lapict_lvtt_write(t, LAPICT_LVTT_PERIODIC | VEC);
+    assert_int_equal(lapict_lvtt_read(t), LAPICT_LVTT_PERIODIC | VEC);
     /* The register's value is the host's: reads are not the library's. */
-    assert_int_equal(lapict_xapic_read(&t, 0xF0, &v32), LAPICT_E_NOREG);
-    assert_int_equal(lapict_msr_read(&t, 0x80F, &v64), LAPICT_E_NOREG);
+    assert_int_equal(lapict_xapic_read(t, 0xF0, &v32), LAPICT_E_NOREG);
+    assert_int_equal(lapict_msr_read(t, 0x80F, &v64), LAPICT_E_NOREG);
     assert_int_equal(v32, 7);
     assert_int_equal(v64, 7);
     assert_int_equal(lapict_xapic_write(NULL, 0xF0, 0), LAPICT_E_INVAL);
-    tu_check_host(&h);
 }
 
 static void xapic_offsets_reach_timer_registers(void **state)
 {
-    (void)state;
-    struct fake_host h;
-    struct lapict_timer t;
-    struct lapict_config c = tu_cfg();
+    TU_FIX(state);
     uint32_t v = 0xDEAD;
-    setup(&h, &t, &c, 0);
-    assert_int_equal(lapict_xapic_write(&t, 0x320, 0x00020055u), LAPICT_OK);
-    assert_int_equal(lapict_lvtt_read(&t), 0x00020055u);
-    assert_int_equal(lapict_xapic_read(&t, 0x320, &v), LAPICT_OK);
+    assert_int_equal(lapict_xapic_write(t, 0x320, 0x00020055u), LAPICT_OK);
+    assert_int_equal(lapict_lvtt_read(t), 0x00020055u);
+    assert_int_equal(lapict_xapic_read(t, 0x320, &v), LAPICT_OK);
     assert_int_equal(v, 0x00020055u);
-    assert_int_equal(lapict_xapic_write(&t, 0x3E0, 0xFu), LAPICT_OK);
-    assert_int_equal(lapict_tdcr_read(&t), 0xB);
-    assert_int_equal(lapict_xapic_read(&t, 0x3E0, &v), LAPICT_OK);
+    assert_int_equal(lapict_xapic_write(t, 0x3E0, 0xFu), LAPICT_OK);
+    assert_int_equal(lapict_tdcr_read(t), 0xB);
+    assert_int_equal(lapict_xapic_read(t, 0x3E0, &v), LAPICT_OK);
     assert_int_equal(v, 0xB);
-    assert_int_equal(lapict_xapic_write(&t, 0x380, 500000), LAPICT_OK);
-    assert_int_equal(lapict_tmict_read(&t), 500000);
-    assert_int_equal(lapict_xapic_read(&t, 0x380, &v), LAPICT_OK);
+    assert_int_equal(lapict_xapic_write(t, 0x380, 500000), LAPICT_OK);
+    assert_int_equal(lapict_tmict_read(t), 500000);
+    assert_int_equal(lapict_xapic_read(t, 0x380, &v), LAPICT_OK);
     assert_int_equal(v, 500000);
-    fake_advance(&h, 1234);
-    assert_int_equal(lapict_xapic_read(&t, 0x390, &v), LAPICT_OK);
+    fake_advance(h, 1234);
+    assert_int_equal(lapict_xapic_read(t, 0x390, &v), LAPICT_OK);
     assert_int_equal(v, 500000 - 1234);
 }
 
 static void xapic_tmcct_write_is_ignored(void **state)
 {
-    (void)state;
-    struct fake_host h;
-    struct lapict_timer t;
-    struct lapict_config c = tu_cfg();
+    TU_FIX(state);
     struct tu_regs before;
     unsigned arms;
-    setup(&h, &t, &c, 0);
-    lapict_tdcr_write(&t, 0xB);
-    lapict_lvtt_write(&t, VEC);
-    lapict_tmict_write(&t, 500000);
-    fake_advance(&h, 1000);
-    before = tu_read_regs(&t);
-    arms = h.sw_arms + h.hv_arms;
-    assert_int_equal(lapict_xapic_write(&t, 0x390, 7), LAPICT_OK);
-    assert_int_equal(lapict_xapic_write(&t, 0x390, 0), LAPICT_OK);
-    tu_assert_regs_equal(before, tu_read_regs(&t));
-    assert_int_equal(h.sw_arms + h.hv_arms, arms);
-    fake_advance(&h, 499000);
-    assert_int_equal(h.ninj, 1);
-    assert_int_equal(h.inj[0].ns, 500000);
+    lapict_tdcr_write(t, 0xB);
+    lapict_lvtt_write(t, VEC);
+    lapict_tmict_write(t, 500000);
+    fake_advance(h, 1000);
+    before = tu_read_regs(t);
+    arms = h->sw_arms + h->hv_arms;
+    assert_int_equal(lapict_xapic_write(t, 0x390, 7), LAPICT_OK);
+    assert_int_equal(lapict_xapic_write(t, 0x390, 0), LAPICT_OK);
+    tu_assert_regs_equal(before, tu_read_regs(t));
+    assert_int_equal(h->sw_arms + h->hv_arms, arms);
+    fake_advance(h, 499000);
+    assert_int_equal(h->ninj, 1);
+    assert_int_equal(h->inj[0].ns, f->base + 500000);
 }
 
 static const uint32_t xapic_noregs[] = {
@@ -426,75 +385,63 @@ static const uint32_t xapic_noregs[] = {
 
 static void xapic_other_offsets_are_noreg(void **state)
 {
-    (void)state;
-    struct fake_host h;
-    struct lapict_timer t;
-    struct lapict_config c = tu_cfg();
+    TU_FIX(state);
     struct tu_regs before;
     size_t i;
-    setup(&h, &t, &c, 0);
-    lapict_tdcr_write(&t, 0x3);
-    lapict_lvtt_write(&t, LAPICT_LVTT_PERIODIC | VEC);
-    lapict_tmict_write(&t, 700000);
-    before = tu_read_regs(&t);
+    lapict_tdcr_write(t, 0x3);
+    lapict_lvtt_write(t, LAPICT_LVTT_PERIODIC | VEC);
+    lapict_tmict_write(t, 700000);
+    before = tu_read_regs(t);
     for (i = 0; i < sizeof(xapic_noregs) / sizeof(xapic_noregs[0]); i++) {
         uint32_t v = 0x12345678u;
         print_message("offset 0x%x\n", xapic_noregs[i]);
-        assert_int_equal(lapict_xapic_read(&t, xapic_noregs[i], &v),
+        assert_int_equal(lapict_xapic_read(t, xapic_noregs[i], &v),
                          LAPICT_E_NOREG);
-        assert_int_equal(lapict_xapic_write(&t, xapic_noregs[i], 0),
+        assert_int_equal(lapict_xapic_write(t, xapic_noregs[i], 0),
                          LAPICT_E_NOREG);
-        assert_int_equal(lapict_xapic_write(&t, xapic_noregs[i], 0xFFFFFFFFu),
+        assert_int_equal(lapict_xapic_write(t, xapic_noregs[i], 0xFFFFFFFFu),
                          LAPICT_E_NOREG);
     }
-    tu_assert_regs_equal(before, tu_read_regs(&t));
+    tu_assert_regs_equal(before, tu_read_regs(t));
 }
 
 static void xapic_null_arguments_are_inval(void **state)
 {
-    (void)state;
-    struct fake_host h;
-    struct lapict_timer t;
-    struct lapict_config c = tu_cfg();
+    TU_FIX(state);
     uint32_t v;
-    setup(&h, &t, &c, 0);
     assert_int_equal(lapict_xapic_read(NULL, 0x320, &v), LAPICT_E_INVAL);
-    assert_int_equal(lapict_xapic_read(&t, 0x320, NULL), LAPICT_E_INVAL);
+    assert_int_equal(lapict_xapic_read(t, 0x320, NULL), LAPICT_E_INVAL);
     assert_int_equal(lapict_xapic_write(NULL, 0x320, 0), LAPICT_E_INVAL);
 }
 
 static void msr_helpers_reach_timer_registers(void **state)
 {
-    (void)state;
-    struct fake_host h;
-    struct lapict_timer t;
-    struct lapict_config c = tu_cfg();
+    TU_FIX(state);
     uint64_t v = 0xDEAD;
-    setup(&h, &t, &c, 0);
-    assert_int_equal(lapict_msr_write(&t, 0x832, 0x000100ABu), LAPICT_OK);
-    assert_int_equal(lapict_lvtt_read(&t), 0x000100ABu);
-    assert_int_equal(lapict_msr_read(&t, 0x832, &v), LAPICT_OK);
+    assert_int_equal(lapict_msr_write(t, 0x832, 0x000100ABu), LAPICT_OK);
+    assert_int_equal(lapict_lvtt_read(t), 0x000100ABu);
+    assert_int_equal(lapict_msr_read(t, 0x832, &v), LAPICT_OK);
     assert_int_equal(v, 0x000100ABu);
-    assert_int_equal(lapict_msr_write(&t, 0x83E, 0x9), LAPICT_OK);
-    assert_int_equal(lapict_msr_read(&t, 0x83E, &v), LAPICT_OK);
+    assert_int_equal(lapict_msr_write(t, 0x83E, 0x9), LAPICT_OK);
+    assert_int_equal(lapict_msr_read(t, 0x83E, &v), LAPICT_OK);
     assert_int_equal(v, 0x9);
-    assert_int_equal(lapict_msr_write(&t, 0x838, 0xFFFFFFFFu), LAPICT_OK);
-    assert_int_equal(lapict_msr_read(&t, 0x838, &v), LAPICT_OK);
+    assert_int_equal(lapict_msr_write(t, 0x838, 0xFFFFFFFFu), LAPICT_OK);
+    assert_int_equal(lapict_msr_read(t, 0x838, &v), LAPICT_OK);
     assert_int_equal(v, 0xFFFFFFFFu);
-    fake_advance(&h, 64 * 10 + 5); /* /64 at 1 GHz: 10 ticks */
-    assert_int_equal(lapict_msr_read(&t, 0x839, &v), LAPICT_OK);
+    fake_advance(h, 64 * 10 + 5); /* /64 at 1 GHz: 10 ticks */
+    assert_int_equal(lapict_msr_read(t, 0x839, &v), LAPICT_OK);
     assert_int_equal(v, 0xFFFFFFFFu - 10);
     /* Not TSC-deadline mode: IA32_TSC_DEADLINE reads 0, writes ignored. */
-    assert_int_equal(lapict_msr_write(&t, 0x6E0, 777), LAPICT_OK);
-    assert_int_equal(lapict_msr_read(&t, 0x6E0, &v), LAPICT_OK);
+    assert_int_equal(lapict_msr_write(t, 0x6E0, 777), LAPICT_OK);
+    assert_int_equal(lapict_msr_read(t, 0x6E0, &v), LAPICT_OK);
     assert_int_equal(v, 0);
     /* TSC-deadline mode: the full 64 bits are stored, no #GP. */
-    assert_int_equal(lapict_msr_write(&t, 0x832, 0x00040000u | VEC), LAPICT_OK);
-    assert_int_equal(lapict_msr_write(&t, 0x6E0, 0xFFFFFFFFFFFFFFFFull),
+    assert_int_equal(lapict_msr_write(t, 0x832, 0x00040000u | VEC), LAPICT_OK);
+    assert_int_equal(lapict_msr_write(t, 0x6E0, 0xFFFFFFFFFFFFFFFFull),
                      LAPICT_OK);
-    assert_int_equal(lapict_msr_read(&t, 0x6E0, &v), LAPICT_OK);
+    assert_int_equal(lapict_msr_read(t, 0x6E0, &v), LAPICT_OK);
     assert_int_equal(v, 0xFFFFFFFFFFFFFFFFull);
-    assert_int_equal(lapict_tsc_deadline_read(&t), 0xFFFFFFFFFFFFFFFFull);
+    assert_int_equal(lapict_tsc_deadline_read(t), 0xFFFFFFFFFFFFFFFFull);
 }
 
 static void msr_high_bits_are_gp_and_change_nothing(void **state)
@@ -511,7 +458,7 @@ static void msr_high_bits_are_gp_and_change_nothing(void **state)
             struct lapict_config c = tu_cfg();
             struct tu_regs before;
             unsigned arms;
-            setup(&h, &t, &c, 0);
+            tu_setup(&h, &t, &c, 0, false);
             lapict_tdcr_write(&t, 0x1);
             lapict_lvtt_write(&t, LAPICT_LVTT_PERIODIC | VEC);
             lapict_tmict_write(&t, 400000);
@@ -530,20 +477,16 @@ static void msr_high_bits_are_gp_and_change_nothing(void **state)
 
 static void msr_tmcct_write_is_gp(void **state)
 {
-    (void)state;
-    struct fake_host h;
-    struct lapict_timer t;
-    struct lapict_config c = tu_cfg();
+    TU_FIX(state);
     struct tu_regs before;
-    setup(&h, &t, &c, 0);
-    lapict_tdcr_write(&t, 0xB);
-    lapict_tmict_write(&t, 50000);
-    fake_advance(&h, 10);
-    before = tu_read_regs(&t);
-    assert_int_equal(lapict_msr_write(&t, 0x839, 0), LAPICT_E_GP);
-    assert_int_equal(lapict_msr_write(&t, 0x839, 5), LAPICT_E_GP);
-    assert_int_equal(lapict_msr_write(&t, 0x839, 1ull << 40), LAPICT_E_GP);
-    tu_assert_regs_equal(before, tu_read_regs(&t));
+    lapict_tdcr_write(t, 0xB);
+    lapict_tmict_write(t, 50000);
+    fake_advance(h, 10);
+    before = tu_read_regs(t);
+    assert_int_equal(lapict_msr_write(t, 0x839, 0), LAPICT_E_GP);
+    assert_int_equal(lapict_msr_write(t, 0x839, 5), LAPICT_E_GP);
+    assert_int_equal(lapict_msr_write(t, 0x839, 1ull << 40), LAPICT_E_GP);
+    tu_assert_regs_equal(before, tu_read_regs(t));
 }
 
 static const uint32_t msr_noregs[] = {
@@ -554,39 +497,29 @@ static const uint32_t msr_noregs[] = {
 
 static void msr_other_numbers_are_noreg(void **state)
 {
-    (void)state;
-    struct fake_host h;
-    struct lapict_timer t;
-    struct lapict_config c = tu_cfg();
+    TU_FIX(state);
     struct tu_regs before;
     size_t i;
-    setup(&h, &t, &c, 0);
-    lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
-    lapict_tsc_deadline_write(&t, 5000000);
-    before = tu_read_regs(&t);
+    lapict_lvtt_write(t, LAPICT_LVTT_TSC_DEADLINE | VEC);
+    lapict_tsc_deadline_write(t, 5000000);
+    before = tu_read_regs(t);
     for (i = 0; i < sizeof(msr_noregs) / sizeof(msr_noregs[0]); i++) {
         uint64_t v = 0;
         print_message("msr 0x%x\n", msr_noregs[i]);
-        assert_int_equal(lapict_msr_read(&t, msr_noregs[i], &v),
-                         LAPICT_E_NOREG);
-        assert_int_equal(lapict_msr_write(&t, msr_noregs[i], 0),
-                         LAPICT_E_NOREG);
-        assert_int_equal(lapict_msr_write(&t, msr_noregs[i], 1ull << 40),
+        assert_int_equal(lapict_msr_read(t, msr_noregs[i], &v), LAPICT_E_NOREG);
+        assert_int_equal(lapict_msr_write(t, msr_noregs[i], 0), LAPICT_E_NOREG);
+        assert_int_equal(lapict_msr_write(t, msr_noregs[i], 1ull << 40),
                          LAPICT_E_NOREG);
     }
-    tu_assert_regs_equal(before, tu_read_regs(&t));
+    tu_assert_regs_equal(before, tu_read_regs(t));
 }
 
 static void msr_null_arguments_are_inval(void **state)
 {
-    (void)state;
-    struct fake_host h;
-    struct lapict_timer t;
-    struct lapict_config c = tu_cfg();
+    TU_FIX(state);
     uint64_t v;
-    setup(&h, &t, &c, 0);
     assert_int_equal(lapict_msr_read(NULL, 0x832, &v), LAPICT_E_INVAL);
-    assert_int_equal(lapict_msr_read(&t, 0x832, NULL), LAPICT_E_INVAL);
+    assert_int_equal(lapict_msr_read(t, 0x832, NULL), LAPICT_E_INVAL);
     assert_int_equal(lapict_msr_write(NULL, 0x832, 0), LAPICT_E_INVAL);
 }
 
@@ -615,7 +548,7 @@ static void tsc_deadline_msr_ignored_outside_deadline_mode(void **state)
         struct fake_host h;
         struct lapict_timer t;
         struct lapict_config c = tu_cfg();
-        setup(&h, &t, &c, 0);
+        tu_setup(&h, &t, &c, 0, false);
         lapict_lvtt_write(&t, modes[i] | VEC);
         assert_int_equal(lapict_tsc_deadline_write(&t, 1000), LAPICT_OK);
         assert_int_equal(lapict_tsc_deadline_read(&t), 0);
@@ -630,45 +563,44 @@ static void tsc_deadline_msr_ignored_outside_deadline_mode(void **state)
 /* Section 4: TMICT ignored in TSC-deadline mode, TMICT/TMCCT read 0. */
 static void tmict_ignored_in_deadline_mode(void **state)
 {
-    (void)state;
-    struct fake_host h;
-    struct lapict_timer t;
-    struct lapict_config c = tu_cfg();
-    setup(&h, &t, &c, 0);
-    lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
-    assert_int_equal(lapict_tmict_write(&t, 1000), LAPICT_OK);
-    assert_int_equal(lapict_tmict_read(&t), 0);
-    assert_int_equal(lapict_tmcct_read(&t), 0);
-    fake_advance(&h, 1000000);
-    assert_int_equal(h.ninj, 0);
+    TU_FIX(state);
+    lapict_lvtt_write(t, LAPICT_LVTT_TSC_DEADLINE | VEC);
+    assert_int_equal(lapict_tmict_write(t, 1000), LAPICT_OK);
+    assert_int_equal(lapict_tmict_read(t), 0);
+    assert_int_equal(lapict_tmcct_read(t), 0);
+    fake_advance(h, 1000000);
+    assert_int_equal(h->ninj, 0);
     /* Leaving the mode: TMICT is still 0, nothing runs. */
-    lapict_lvtt_write(&t, LAPICT_LVTT_ONESHOT | VEC);
-    assert_int_equal(lapict_tmict_read(&t), 0);
-    fake_advance(&h, 1000000);
-    assert_int_equal(h.ninj, 0);
+    lapict_lvtt_write(t, LAPICT_LVTT_ONESHOT | VEC);
+    assert_int_equal(lapict_tmict_read(t), 0);
+    fake_advance(h, 1000000);
+    assert_int_equal(h->ninj, 0);
 }
 
-TU_MAIN(cmocka_unit_test(registers_have_reset_values),
+TU_MAIN(TU_FIXED_AT_BASES(registers_have_reset_values, TU_HV_NEVER),
         cmocka_unit_test(lvtt_stores_vector_mask_mode_reserved_read_zero),
         cmocka_unit_test(lvtt_mode_11_keeps_previous_mode_and_counts_error),
         cmocka_unit_test(lvtt_mode_11_leaves_running_periodic_on_grid),
-        cmocka_unit_test(lvtt_bit18_reserved_without_tsc_deadline),
+        TU_FIXED_AT_BASES_WITH(lvtt_bit18_reserved_without_tsc_deadline,
+                               TU_HV_NEVER, no_tsc_deadline_setup),
         cmocka_unit_test(tsc_deadline_msr_is_gp_without_the_cpuid_bit),
-        cmocka_unit_test(lvtt_bit12_reads_pending_while_refused),
-        cmocka_unit_test(tdcr_stores_bits_3_1_0),
+        TU_FIXED_AT_BASES(lvtt_bit12_reads_pending_while_refused, TU_HV_NEVER),
+        TU_FIXED_AT_BASES(tdcr_stores_bits_3_1_0, TU_HV_NEVER),
         TU_AT_BASES(tdcr_every_value_selects_divide_table),
-        cmocka_unit_test(tmict_stores_31_0),
-        cmocka_unit_test(svr_disable_forces_mask_reenable_keeps_it),
-        cmocka_unit_test(svr_write_through_apic_access_soft_disables_timer),
-        cmocka_unit_test(xapic_offsets_reach_timer_registers),
-        cmocka_unit_test(xapic_tmcct_write_is_ignored),
-        cmocka_unit_test(xapic_other_offsets_are_noreg),
-        cmocka_unit_test(xapic_null_arguments_are_inval),
-        cmocka_unit_test(msr_helpers_reach_timer_registers),
+        TU_FIXED_AT_BASES(tmict_stores_31_0, TU_HV_NEVER),
+        TU_FIXED_AT_BASES(svr_disable_forces_mask_reenable_keeps_it,
+                          TU_HV_NEVER),
+        TU_FIXED_AT_BASES(svr_write_through_apic_access_soft_disables_timer,
+                          TU_HV_NEVER),
+        TU_FIXED_AT_BASES(xapic_offsets_reach_timer_registers, TU_HV_NEVER),
+        TU_FIXED_AT_BASES(xapic_tmcct_write_is_ignored, TU_HV_NEVER),
+        TU_FIXED_AT_BASES(xapic_other_offsets_are_noreg, TU_HV_NEVER),
+        TU_FIXED_AT_BASES(xapic_null_arguments_are_inval, TU_HV_NEVER),
+        TU_FIXED_AT_BASES(msr_helpers_reach_timer_registers, TU_HV_NEVER),
         cmocka_unit_test(msr_high_bits_are_gp_and_change_nothing),
-        cmocka_unit_test(msr_tmcct_write_is_gp),
-        cmocka_unit_test(msr_other_numbers_are_noreg),
-        cmocka_unit_test(msr_null_arguments_are_inval),
+        TU_FIXED_AT_BASES(msr_tmcct_write_is_gp, TU_HV_NEVER),
+        TU_FIXED_AT_BASES(msr_other_numbers_are_noreg, TU_HV_NEVER),
+        TU_FIXED_AT_BASES(msr_null_arguments_are_inval, TU_HV_NEVER),
         cmocka_unit_test(register_accessors_null_instance),
         cmocka_unit_test(tsc_deadline_msr_ignored_outside_deadline_mode),
-        cmocka_unit_test(tmict_ignored_in_deadline_mode))
+        TU_FIXED_AT_BASES(tmict_ignored_in_deadline_mode, TU_HV_NEVER))
