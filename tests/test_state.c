@@ -37,25 +37,21 @@ static void make_blob(uint8_t *blob, uint64_t base)
 
 static void state_blob_has_fixed_size(void **state)
 {
-    (void)state;
-    struct fake_host h;
-    struct lapict_timer t;
-    struct lapict_config c = tu_cfg();
+    TU_FIX(state);
     uint8_t buf[2 * SZ];
     size_t i;
     assert_int_equal(LAPICT_STATE_SIZE, 128);
-    tu_setup(&h, &t, &c, 0, false);
     memset(buf, 0xAB, sizeof(buf));
-    assert_int_equal(lapict_state_save(&t, buf, SZ - 1), LAPICT_E_STATE_SIZE);
-    assert_int_equal(lapict_state_save(&t, buf, 0), LAPICT_E_STATE_SIZE);
-    assert_int_equal(lapict_state_save(&t, buf, sizeof(buf)), LAPICT_OK);
+    assert_int_equal(lapict_state_save(t, buf, SZ - 1), LAPICT_E_STATE_SIZE);
+    assert_int_equal(lapict_state_save(t, buf, 0), LAPICT_E_STATE_SIZE);
+    assert_int_equal(lapict_state_save(t, buf, sizeof(buf)), LAPICT_OK);
     for (i = SZ; i < sizeof(buf); i++)
         assert_int_equal(buf[i], 0xAB);
     assert_int_equal(lapict_state_save(NULL, buf, SZ), LAPICT_E_INVAL);
-    assert_int_equal(lapict_state_save(&t, NULL, SZ), LAPICT_E_INVAL);
+    assert_int_equal(lapict_state_save(t, NULL, SZ), LAPICT_E_INVAL);
     assert_int_equal(lapict_state_save_at(NULL, 0, 0, buf, SZ), LAPICT_E_INVAL);
-    assert_int_equal(lapict_state_save_at(&t, 0, 0, NULL, SZ), LAPICT_E_INVAL);
-    assert_int_equal(lapict_state_save_at(&t, 0, 0, buf, SZ - 1),
+    assert_int_equal(lapict_state_save_at(t, 0, 0, NULL, SZ), LAPICT_E_INVAL);
+    assert_int_equal(lapict_state_save_at(t, 0, 0, buf, SZ - 1),
                      LAPICT_E_STATE_SIZE);
 }
 
@@ -150,19 +146,17 @@ static void blob_layout_matches_state_h(void **state)
     assert_int_equal(oracle_get32(blob, 124), oracle_crc32(blob, 124));
 }
 
+/* A fixed 2.5 us advance. */
+TU_SETUP(advance_2500_setup, c.advance_mode = LAPICT_ADVANCE_FIXED;
+         c.advance_ns = 2500)
+
 static void blob_carries_tsc_deadline_and_advance(void **state)
 {
-    (void)state;
-    struct fake_host h;
-    struct lapict_timer t;
-    struct lapict_config c = tu_cfg();
+    TU_FIX(state);
     uint8_t blob[SZ];
-    c.advance_mode = LAPICT_ADVANCE_FIXED;
-    c.advance_ns = 2500;
-    tu_setup(&h, &t, &c, TU_NEAR_WRAP, false);
-    lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
-    lapict_tsc_deadline_write(&t, 0x123456789ABCull);
-    save(&t, blob);
+    lapict_lvtt_write(t, LAPICT_LVTT_TSC_DEADLINE | VEC);
+    lapict_tsc_deadline_write(t, 0x123456789ABCull);
+    save(t, blob);
     assert_int_equal(oracle_get32(blob, 8), LAPICT_LVTT_TSC_DEADLINE | VEC);
     assert_int_equal(oracle_get32(blob, 16), 0);
     assert_int_equal(oracle_get64(blob, 40), 0x123456789ABCull);
@@ -626,15 +620,11 @@ static void wrong_magic_version_size_each_give_own_code(void **state)
 
 static void restore_null_arguments_are_inval(void **state)
 {
-    (void)state;
+    TU_FIX(state);
     uint8_t good[SZ];
-    struct fake_host h;
-    struct lapict_timer t;
-    struct lapict_config c = tu_cfg();
     make_blob(good, 0);
-    tu_setup(&h, &t, &c, 0, false);
     assert_int_equal(lapict_state_restore(NULL, good, SZ), LAPICT_E_INVAL);
-    assert_int_equal(lapict_state_restore(&t, NULL, SZ), LAPICT_E_INVAL);
+    assert_int_equal(lapict_state_restore(t, NULL, SZ), LAPICT_E_INVAL);
 }
 
 struct field_case {
@@ -700,11 +690,8 @@ static void correct_checksum_bad_fields_give_state_field(void **state)
  * combinations no sequence of register writes can produce. */
 static void inconsistent_mode_and_registers_give_state_field(void **state)
 {
-    (void)state;
+    TU_FIX(state);
     uint8_t good[SZ], bad[SZ];
-    struct fake_host h;
-    struct lapict_timer t;
-    struct lapict_config c = tu_cfg();
     make_blob(good, 0);
 
     memcpy(bad, good, SZ); /* deadline mode, TMICT != 0 */
@@ -713,30 +700,28 @@ static void inconsistent_mode_and_registers_give_state_field(void **state)
     expect_rejected(bad, SZ, LAPICT_E_STATE_FIELD);
 
     /* A deadline blob, then a count-down mode with the deadline kept. */
-    tu_setup(&h, &t, &c, 0, false);
-    lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
-    lapict_tsc_deadline_write(&t, 99999999);
-    save(&t, good);
+    lapict_lvtt_write(t, LAPICT_LVTT_TSC_DEADLINE | VEC);
+    lapict_tsc_deadline_write(t, 99999999);
+    save(t, good);
     memcpy(bad, good, SZ);
     oracle_put32(bad, 8, LAPICT_LVTT_ONESHOT | VEC);
     oracle_reseal(bad);
     expect_rejected(bad, SZ, LAPICT_E_STATE_FIELD);
 }
 
+/* A 100 MHz bus, not the 1 GHz of make_blob(). */
+TU_SETUP(bus_100mhz_setup, c.bus_hz = 100000000)
+
 static void restore_with_different_bus_hz_is_state_config(void **state)
 {
-    (void)state;
+    TU_FIX(state);
     uint8_t blob[SZ];
-    struct fake_host h;
-    struct lapict_timer t, copy;
-    struct lapict_config c = tu_cfg();
+    struct lapict_timer copy;
     make_blob(blob, 0); /* saved at 1 GHz */
-    c.bus_hz = 100000000;
-    tu_setup(&h, &t, &c, 0, false);
-    countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, 5000000);
-    memcpy(&copy, &t, sizeof(t));
-    assert_int_equal(lapict_state_restore(&t, blob, SZ), LAPICT_E_STATE_CONFIG);
-    assert_memory_equal(&t, &copy, sizeof(t));
+    countdown(t, 0xB, LAPICT_LVTT_ONESHOT, 5000000);
+    memcpy(&copy, t, sizeof(copy));
+    assert_int_equal(lapict_state_restore(t, blob, SZ), LAPICT_E_STATE_CONFIG);
+    assert_memory_equal(t, &copy, sizeof(copy));
     /* And the blob's own bus_hz field forged to another rate. */
     make_blob(blob, 0);
     oracle_put64(blob, 56, 25000000);
@@ -1331,6 +1316,10 @@ static void forge32(uint8_t *blob, size_t off, uint32_t v)
     oracle_reseal(blob);
 }
 
+/* The slowest bus and a fixed 5 us advance. */
+TU_SETUP(slowest_bus_advance_setup, c.bus_hz = LAPICT_BUS_HZ_MIN;
+         c.advance_mode = LAPICT_ADVANCE_FIXED; c.advance_ns = 5000)
+
 /*
  * A forged pre-injection is refused: a one-shot of 2^32-1 ticks at divide 128
  * on a 1 kHz bus (16 years) marked as already injected ahead. Accepted, the
@@ -1341,23 +1330,17 @@ static void forge32(uint8_t *blob, size_t off, uint32_t v)
  */
 static void forged_preinjection_is_rejected(void **state)
 {
-    (void)state;
-    struct fake_host h;
-    struct lapict_timer t;
-    struct lapict_config c = tu_cfg(), ca;
+    TU_FIX(state);
+    struct lapict_config ca;
     uint8_t blob[SZ], bad[SZ];
     uint64_t tsc;
 
-    c.bus_hz = LAPICT_BUS_HZ_MIN;
-    c.advance_mode = LAPICT_ADVANCE_FIXED;
-    c.advance_ns = 5000;
-    tu_setup(&h, &t, &c, 0, false);
-    countdown(&t, 0xA, LAPICT_LVTT_ONESHOT, UINT32_MAX);
-    fake_advance(&h, 1000);
-    save(&t, blob);
+    countdown(t, 0xA, LAPICT_LVTT_ONESHOT, UINT32_MAX);
+    fake_advance(h, 1000);
+    save(t, blob);
     memcpy(bad, blob, SZ);
     forge32(bad, 20, oracle_get32(bad, 20) | B_PRE);
-    assert_int_equal(restore_into(&c, bad), LAPICT_E_STATE_FIELD);
+    assert_int_equal(restore_into(&f->cfg, bad), LAPICT_E_STATE_FIELD);
 
     /* Real pre-injections, then forged around them. */
     ca = flag_cfg();
@@ -1519,41 +1502,40 @@ static void clamped_periodic_keeps_its_count_into_any_min_period(void **state)
     }
 }
 
+/* A 200 us minimum period. */
+TU_SETUP(min_period_200us_setup, c.min_period_ns = 200000)
+
 /* The blob carries the clamp period in force (offset 72), checked on
  * restore; an expiry already injected ahead cannot move to another clock
  * (its instant would change under an interrupt already given), so that
  * restore is refused as a configuration mismatch, instance unchanged. */
 static void clamp_period_field_is_checked(void **state)
 {
-    (void)state;
-    struct lapict_config c = tu_cfg(), ca = flag_cfg();
+    TU_FIX(state);
+    struct lapict_config ca = flag_cfg();
     uint8_t blob[SZ], bad[SZ];
-    struct fake_host h;
-    struct lapict_timer t;
 
-    c.min_period_ns = 200000;
-    tu_setup(&h, &t, &c, 0, false);
-    countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, 100);
-    fake_advance(&h, 150000);
-    save(&t, blob);
+    countdown(t, 0xB, LAPICT_LVTT_PERIODIC, 100);
+    fake_advance(h, 150000);
+    save(t, blob);
     assert_int_equal(oracle_get32(blob, 72), 200000);
-    assert_int_equal(restore_into(&c, blob), LAPICT_OK);
+    assert_int_equal(restore_into(&f->cfg, blob), LAPICT_OK);
     memcpy(bad, blob, SZ);
     forge32(bad, 72, 0);
-    assert_int_equal(restore_into(&c, bad), LAPICT_E_STATE_FIELD);
+    assert_int_equal(restore_into(&f->cfg, bad), LAPICT_E_STATE_FIELD);
     memcpy(bad, blob, SZ);
     forge32(bad, 72, LAPICT_MIN_PERIOD_NS_MAX + 1);
-    assert_int_equal(restore_into(&c, bad), LAPICT_E_STATE_FIELD);
+    assert_int_equal(restore_into(&f->cfg, bad), LAPICT_E_STATE_FIELD);
     /* 100 ticks at divide 1 last 100 ns: a 100 ns "clamp" never applied. */
     memcpy(bad, blob, SZ);
     forge32(bad, 72, 100);
-    assert_int_equal(restore_into(&c, bad), LAPICT_E_STATE_FIELD);
+    assert_int_equal(restore_into(&f->cfg, bad), LAPICT_E_STATE_FIELD);
     /* Not clamped: the field is 0. */
     make_blob(blob, 0);
     assert_int_equal(oracle_get32(blob, 72), 0);
     memcpy(bad, blob, SZ);
     forge32(bad, 72, 200000);
-    assert_int_equal(restore_into(&c, bad), LAPICT_E_STATE_FIELD);
+    assert_int_equal(restore_into(&f->cfg, bad), LAPICT_E_STATE_FIELD);
 
     /* Pre-injected, clamped at 200 us: same clock fine, another refused. */
     produce(B_P_CLAMPED_PREINJ, false, false, blob);
@@ -2146,10 +2128,11 @@ int main(int argc, char **argv)
     if (argc > 1)
         cmocka_set_test_filter(argv[1]);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(state_blob_has_fixed_size),
+        TU_FIXED_AT_BASES(state_blob_has_fixed_size, TU_HV_NEVER),
         cmocka_unit_test(save_and_restore_take_the_same_buffer_sizes),
         TU_FIXED_AT_BASES(blob_layout_matches_state_h, TU_HV_NEAR_2_64),
-        cmocka_unit_test(blob_carries_tsc_deadline_and_advance),
+        TU_FIXED_AT_BASES_WITH(blob_carries_tsc_deadline_and_advance,
+                               TU_HV_NEVER, advance_2500_setup),
         TU_AT_BASES(round_trip_at_same_instant_changes_nothing_observable),
         TU_AT_BASES(save_mid_oneshot_resumes_remainder),
         TU_PAIR_AT_BASES(save_mid_periodic_keeps_grid_relative),
@@ -2168,10 +2151,12 @@ int main(int argc, char **argv)
         cmocka_unit_test(
             every_byte_corruption_is_rejected_and_instance_unchanged),
         cmocka_unit_test(wrong_magic_version_size_each_give_own_code),
-        cmocka_unit_test(restore_null_arguments_are_inval),
+        TU_FIXED_AT_BASES(restore_null_arguments_are_inval, TU_HV_NEVER),
         cmocka_unit_test(correct_checksum_bad_fields_give_state_field),
-        cmocka_unit_test(inconsistent_mode_and_registers_give_state_field),
-        cmocka_unit_test(restore_with_different_bus_hz_is_state_config),
+        TU_FIXED_AT_BASES(inconsistent_mode_and_registers_give_state_field,
+                          TU_HV_NEVER),
+        TU_FIXED_AT_BASES_WITH(restore_with_different_bus_hz_is_state_config,
+                               TU_HV_NEVER, bus_100mhz_setup),
         TU_AT_BASES(save_calls_no_host_op_and_changes_nothing),
         TU_AT_BASES(save_describes_the_state_as_if_serviced_now),
         cmocka_unit_test(
@@ -2179,11 +2164,13 @@ int main(int argc, char **argv)
         TU_AT_BASES(due_expiry_delivered_once_whatever_the_irr_save_order),
         TU_AT_BASES(restore_injects_nothing_window_open_delivers_once),
         cmocka_unit_test(every_flag_combination_is_producible_or_rejected),
-        cmocka_unit_test(forged_preinjection_is_rejected),
+        TU_FIXED_AT_BASES_WITH(forged_preinjection_is_rejected, TU_HV_NEVER,
+                               slowest_bus_advance_setup),
         cmocka_unit_test(restored_preinjection_waits_at_most_the_advance),
         cmocka_unit_test(preinjection_survives_a_host_without_advance),
         TU_AT_BASES(clamped_periodic_keeps_its_count_into_any_min_period),
-        cmocka_unit_test(clamp_period_field_is_checked),
+        TU_FIXED_AT_BASES_WITH(clamp_period_field_is_checked, TU_HV_NEVER,
+                               min_period_200us_setup),
         cmocka_unit_test(golden_blobs_are_what_save_writes),
         TU_AT_BASES(golden_blobs_restore_to_their_state),
         cmocka_unit_test(restore_into_another_tsc_rate_keeps_the_deadline),
