@@ -2,13 +2,15 @@
 /*
  * Hot-path cost (lapict-bench --hotpath, --callgrind=OP).
  *
- * Each operation runs on a minimal in-bench host whose ops only load and
- * store, with clocks the bench moves by constants, so the figures are the
- * library's own cost plus a few indirect calls. Beside it runs a baseline:
- * the same operation reduced to what a peer does (same host ops, same
- * state), with each time conversion done the way KVM (mul_u64_u32_div,
- * do_div) and QEMU (muldiv64) do it: a 64x64->128 multiply and one 64-bit
- * hardware divide (x86-64 mulq + divq).
+ * Each operation runs on the simulated host (adapters/sim) without the
+ * ops a lean host leaves out (hardware timer, report, tsc_to_host_ns), on
+ * a clock the bench moves by constants, so the figures are the library's
+ * own cost plus a few indirect calls into ops that load and store (the
+ * guest TSC op also converts the host clock, a 128-bit multiply and
+ * divide). Beside it runs a baseline: the same operation reduced to what
+ * a peer does (same host ops, same state), with each time conversion done
+ * the way KVM (mul_u64_u32_div, do_div) and QEMU (muldiv64) do it: a
+ * 64x64->128 multiply and one 64-bit hardware divide (x86-64 mulq + divq).
  *
  * Platform: 25 MHz APIC bus (ticks = ns / 40, not a power of two, so the
  * library takes its reciprocal path; a 1 GHz bus would be a shift) and a
@@ -31,57 +33,20 @@ __extension__ typedef unsigned __int128 u128;
 #define VEC 0xECu
 #define NOINLINE __attribute__((noinline))
 
-/* ---- the minimal host --------------------------------------------------- */
+/* ---- the host ----------------------------------------------------------- */
 
-static struct hhost *H(void *c)
+/* lapict_sim_ops less the ops the measured host does not offer. */
+static struct lapict_ops host_ops;
+
+static void host_ops_init(void)
 {
-    return c;
+    host_ops = lapict_sim_ops;
+    lapict_sim_ops_remove(&host_ops,
+                          LAPICT_SIM_OP_BIT(LAPICT_SIM_OP_HV_ARM) |
+                              LAPICT_SIM_OP_BIT(LAPICT_SIM_OP_HV_CANCEL) |
+                              LAPICT_SIM_OP_BIT(LAPICT_SIM_OP_REPORT) |
+                              LAPICT_SIM_OP_BIT(LAPICT_SIM_OP_TSC_TO_NS));
 }
-
-static uint64_t h_now(void *c)
-{
-    return H(c)->now;
-}
-
-static uint64_t h_tsc(void *c)
-{
-    return H(c)->tsc;
-}
-
-static void h_arm(void *c, uint64_t ns)
-{
-    H(c)->armed_at = ns;
-    H(c)->arms++;
-}
-
-static void h_cancel(void *c)
-{
-    H(c)->cancels++;
-}
-
-static bool h_inject(void *c, uint8_t v)
-{
-    (void)v;
-    H(c)->injects++;
-    return true;
-}
-
-static void h_spin(void *c, uint64_t ns)
-{
-    H(c)->spins++;
-    if ((int64_t)(ns - H(c)->now) > 0)
-        H(c)->now = ns;
-}
-
-static const struct lapict_ops hhost_ops = {
-    .version = LAPICT_OPS_VERSION,
-    .now_ns = h_now,
-    .guest_tsc = h_tsc,
-    .sw_timer_arm = h_arm,
-    .sw_timer_cancel = h_cancel,
-    .inject = h_inject,
-    .spin_until = h_spin,
-};
 
 /* ---- the division baseline ---------------------------------------------- */
 
@@ -131,7 +96,7 @@ static void base_init(struct base *b, void *ctx)
 {
     uint64_t g = gcd(BUS_HZ, 1000000000ull);
     memset(b, 0, sizeof(*b));
-    b->ops = &hhost_ops;
+    b->ops = &host_ops;
     b->ctx = ctx;
     b->bus_p = BUS_HZ / g;
     b->bus_q = 1000000000ull / g;
@@ -232,18 +197,22 @@ static NOINLINE void base_entry(struct base *b)
 static void ctx_init(struct bctx *c, uint32_t adv_mode, uint32_t adv_ns)
 {
     struct lapict_config cfg;
+    struct lapict_sim_config hc;
 
     memset(c, 0, sizeof(*c));
-    c->h.now = 1000000000ull;
-    c->h.tsc = 2593906000ull;
+    host_ops_init();
+    lapict_sim_config_default(&hc);
+    hc.tsc_khz = TSC_KHZ;
+    lapict_sim_init(&c->h, &hc, NULL, NULL);
+    c->h.now_ns = 1000000000ull;
     lapict_config_default(&cfg);
     cfg.bus_hz = BUS_HZ;
     cfg.tsc_khz = TSC_KHZ;
     cfg.min_period_ns = 0;
     cfg.advance_mode = adv_mode;
     cfg.advance_ns = adv_ns;
-    if (lapict_init(&c->t, &cfg, &hhost_ops, &c->h) != LAPICT_OK ||
-        lapict_init(&c->t2, &cfg, &hhost_ops, &c->h) != LAPICT_OK) {
+    if (lapict_init(&c->t, &cfg, &host_ops, &c->h) != LAPICT_OK ||
+        lapict_init(&c->t2, &cfg, &host_ops, &c->h) != LAPICT_OK) {
         fprintf(stderr, "lapict-bench: lapict_init failed\n");
         exit(1);
     }
@@ -269,14 +238,14 @@ static void init_tmcct(struct bctx *c)
 static void op_tmcct(struct bctx *c, uint32_t i)
 {
     (void)i;
-    c->h.now += 7;
+    c->h.now_ns += 7;
     c->sink += lapict_tmcct_read(&c->t);
 }
 
 static void b_tmcct(struct bctx *c, uint32_t i)
 {
     (void)i;
-    c->h.now += 7;
+    c->h.now_ns += 7;
     c->sink += base_tmcct_read(&c->b);
 }
 
@@ -289,13 +258,13 @@ static void init_tmict(struct bctx *c)
 
 static void op_tmict(struct bctx *c, uint32_t i)
 {
-    c->h.now += 7;
+    c->h.now_ns += 7;
     lapict_tmict_write(&c->t, 1000000u + (i & 1023u));
 }
 
 static void b_tmict(struct bctx *c, uint32_t i)
 {
-    c->h.now += 7;
+    c->h.now_ns += 7;
     base_tmict_write(&c->b, 1000000u + (i & 1023u));
 }
 
@@ -308,16 +277,16 @@ static void init_dl(struct bctx *c)
 
 static void op_dl(struct bctx *c, uint32_t i)
 {
-    c->h.now += 7;
-    c->h.tsc += 18;
-    lapict_tsc_deadline_write(&c->t, c->h.tsc + 2600000u + (i & 1023u));
+    c->h.now_ns += 7;
+    lapict_tsc_deadline_write(&c->t, lapict_sim_guest_tsc(&c->h) + 2600000u +
+                                         (i & 1023u));
 }
 
 static void b_dl(struct bctx *c, uint32_t i)
 {
-    c->h.now += 7;
-    c->h.tsc += 18;
-    base_tsc_deadline_write(&c->b, c->h.tsc + 2600000u + (i & 1023u));
+    c->h.now_ns += 7;
+    base_tsc_deadline_write(&c->b, lapict_sim_guest_tsc(&c->h) + 2600000u +
+                                       (i & 1023u));
 }
 
 /* expire_inject: a one-shot of 100 ticks (4 us) expires and is injected. */
@@ -330,28 +299,30 @@ static void init_expire(struct bctx *c)
 static void setup_expire(struct bctx *c, uint32_t i)
 {
     (void)i;
-    c->h.now += 7;
+    c->h.nqueued = 0; /* the guest took the last interrupt */
+    c->h.now_ns += 7;
     lapict_tmict_write(&c->t, 100);
 }
 
 static void op_expire(struct bctx *c, uint32_t i)
 {
     (void)i;
-    c->h.now += 4000;
+    c->h.now_ns += 4000;
     lapict_expire(&c->t);
 }
 
 static void bsetup_expire(struct bctx *c, uint32_t i)
 {
     (void)i;
-    c->h.now += 7;
+    c->h.nqueued = 0; /* the guest took the last interrupt */
+    c->h.now_ns += 7;
     base_tmict_write(&c->b, 100);
 }
 
 static void b_expire(struct bctx *c, uint32_t i)
 {
     (void)i;
-    c->h.now += 4000;
+    c->h.now_ns += 4000;
     base_expire_oneshot(&c->b);
 }
 
@@ -363,22 +334,24 @@ static void init_periodic(struct bctx *c)
 {
     ctx_init(c, LAPICT_ADVANCE_OFF, 0);
     countdown(c, LAPICT_LVTT_PERIODIC, PERIOD_TICKS);
-    c->pnext = c->h.now;
+    c->pnext = c->h.now_ns;
 }
 
 static void op_periodic(struct bctx *c, uint32_t i)
 {
     (void)i;
+    c->h.nqueued = 0; /* the guest took the last interrupt */
     c->pnext += PERIOD_NS;
-    c->h.now = c->pnext;
+    c->h.now_ns = c->pnext;
     lapict_expire(&c->t);
 }
 
 static void b_periodic(struct bctx *c, uint32_t i)
 {
     (void)i;
+    c->h.nqueued = 0; /* the guest took the last interrupt */
     c->pnext += PERIOD_NS;
-    c->h.now = c->pnext;
+    c->h.now_ns = c->pnext;
     base_expire_periodic(&c->b);
 }
 
@@ -410,17 +383,19 @@ static void init_entry_spin(struct bctx *c)
 
 static void setup_entry_spin(struct bctx *c, uint32_t i)
 {
-    c->h.now += 7;
+    c->h.nqueued = 0; /* the guest took the last interrupt */
+    c->h.now_ns += 7;
     lapict_tmict_write(&c->t, 1000);
-    c->h.now = c->h.armed_at + ((i & 1u) ? 900u : 300u);
+    c->h.now_ns = c->h.sw_fire_ns + ((i & 1u) ? 900u : 300u);
     lapict_expire(&c->t);
 }
 
 static void bsetup_entry_spin(struct bctx *c, uint32_t i)
 {
-    c->h.now += 7;
+    c->h.nqueued = 0; /* the guest took the last interrupt */
+    c->h.now_ns += 7;
     base_tmict_write(&c->b, 1000);
-    c->h.now = c->h.armed_at + ((i & 1u) ? 900u : 300u);
+    c->h.now_ns = c->h.sw_fire_ns + ((i & 1u) ? 900u : 300u);
     base_preinject(&c->b);
 }
 
@@ -435,7 +410,7 @@ static void init_save(struct bctx *c)
 {
     ctx_init(c, LAPICT_ADVANCE_OFF, 0);
     countdown(c, LAPICT_LVTT_PERIODIC, PERIOD_TICKS);
-    c->h.now += 12345;
+    c->h.now_ns += 12345;
     if (lapict_state_save(&c->t, c->blob, sizeof(c->blob)) != LAPICT_OK) {
         fprintf(stderr, "lapict-bench: save failed\n");
         exit(1);
@@ -445,14 +420,14 @@ static void init_save(struct bctx *c)
 static void op_save(struct bctx *c, uint32_t i)
 {
     (void)i;
-    c->h.now += 7;
+    c->h.now_ns += 7;
     c->sink += (uint64_t)lapict_state_save(&c->t, c->blob, sizeof(c->blob));
 }
 
 static void op_restore(struct bctx *c, uint32_t i)
 {
     (void)i;
-    c->h.now += 7;
+    c->h.now_ns += 7;
     c->sink += (uint64_t)lapict_state_restore(&c->t2, c->blob, sizeof(c->blob));
 }
 
@@ -559,7 +534,7 @@ int bench_hotpath(const struct bench_opts *o)
     uint32_t iters = o->iters ? o->iters : (o->smoke ? 200 : 200000);
     unsigned k;
 
-    printf("== hotpath: median of %u runs x %u ops; minimal host; 25 MHz "
+    printf("== hotpath: median of %u runs x %u ops; simulated host; 25 MHz "
            "bus, %u kHz TSC\n",
            runs, iters, TSC_KHZ);
     printf("   baseline: same operation, each conversion one 64-bit "

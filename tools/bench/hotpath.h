@@ -10,13 +10,7 @@
 
 #include <lapict/lapict.h>
 
-/* The minimal host: ops only load and store; the bench moves the clocks. */
-struct hhost {
-    uint64_t now; /* host ns */
-    uint64_t tsc; /* guest TSC */
-    uint64_t armed_at;
-    uint32_t arms, cancels, injects, spins;
-};
+#include "lapict_sim.h"
 
 /* The division baseline: the same state, conversions by hardware divide. */
 struct base {
@@ -31,7 +25,8 @@ struct base {
 };
 
 struct bctx {
-    struct hhost h;
+    /* The host: the simulated one, whose clock the bench moves by hand. */
+    struct lapict_sim h;
     struct lapict_timer t, t2;
     struct base b;
     uint8_t blob[LAPICT_STATE_SIZE];

@@ -7,9 +7,9 @@
  * per expiry from a scenario. Four algorithms see the same latencies:
  *
  *   lapict  the library itself (public API, advance_mode ADAPTIVE, start
- *           1000 ns, advance_max_ns 200000, goal latency) on a small
- *           deterministic host model below: pre-injection, wait in
- *           before_guest_entry, tuning;
+ *           1000 ns, advance_max_ns 200000, goal latency) on the
+ *           simulated host: pre-injection, wait in before_guest_entry,
+ *           tuning;
  *   lapict-balanced  the same with the balanced goal and a spin budget of
  *           BAL_BUDGET_NS per interrupt;
  *   kvm     KVM's published rule re-implemented from its description:
@@ -22,15 +22,20 @@
  *
  * Lateness is what the guest sees: guest TSC at delivery minus the
  * deadline, in TSC cycles. Spin is what the host pays: ns busy-waited
- * before entry (the host model moves its clock by the wait). Everything is
+ * before entry (the simulated host moves its clock by the wait). Everything is
  * integer and deterministic.
  *
- * The own host model (rather than adapters/sim) lets the latency change per
- * expiry: the sim applies its fixed latency when a timer is armed.
+ * The library runs on adapters/sim, the project's simulated host, with
+ * the bench firing the armed host timer itself `latency` ns after its
+ * instant: the sim's own latency is fixed when a timer is armed, and here
+ * it changes per expiry. The sim's ops wrapper counts the ns each spin
+ * waits.
  */
 #include "bench.h"
 
 #include <lapict/lapict.h>
+
+#include "lapict_sim.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -151,14 +156,13 @@ static const struct scenario scenarios[] = {
 };
 #define NSCEN (sizeof(scenarios) / sizeof(scenarios[0]))
 
-/* ---- the host model of the lapict runs ---------------------------------- */
+/* ---- the host of the lapict runs ---------------------------------------- */
 
+/* The simulated host, and the ns its spins waited (the wrapper's trace). */
 struct thost {
-    uint64_t now;      /* host ns */
-    int armed;         /* software timer armed */
-    uint64_t target;   /* ... for this host instant */
-    unsigned injected; /* interrupts accepted since the last entry */
-    uint64_t spun;     /* ns spent in spin_until */
+    struct lapict_sim sim;
+    struct lapict_sim_wrap wrap;
+    uint64_t spun;
 };
 
 static uint64_t tsc_of(uint64_t ns)
@@ -171,60 +175,31 @@ static uint64_t ns_of_tsc(uint64_t tsc) /* first ns with tsc_of() >= tsc */
     return (uint64_t)(((u128)tsc * 1000000u + TSC_KHZ - 1u) / TSC_KHZ);
 }
 
-static uint64_t h_now(void *c)
+static void count_spin(void *arg, enum lapict_sim_op op, uint64_t host_ns)
 {
-    return ((struct thost *)c)->now;
+    struct thost *h = arg;
+
+    if (op == LAPICT_SIM_OP_SPIN && host_ns > h->sim.now_ns)
+        h->spun += host_ns - h->sim.now_ns;
 }
 
-static uint64_t h_tsc(void *c)
+/* A host at @now_ns with a software timer only, as a plain VMM has. */
+static void thost_init(struct thost *h, uint64_t now_ns)
 {
-    return tsc_of(((struct thost *)c)->now);
-}
+    struct lapict_sim_config hc;
 
-static uint64_t h_tsc_to_ns(void *c, uint64_t tsc)
-{
-    (void)c;
-    return ns_of_tsc(tsc);
+    memset(h, 0, sizeof(*h));
+    lapict_sim_config_default(&hc);
+    hc.tsc_khz = TSC_KHZ;
+    lapict_sim_init(&h->sim, &hc, NULL, NULL);
+    h->sim.now_ns = now_ns;
+    lapict_sim_wrap_init(&h->wrap, &lapict_sim_ops, &h->sim,
+                         LAPICT_SIM_OP_BIT(LAPICT_SIM_OP_HV_ARM) |
+                             LAPICT_SIM_OP_BIT(LAPICT_SIM_OP_HV_CANCEL) |
+                             LAPICT_SIM_OP_BIT(LAPICT_SIM_OP_REPORT));
+    h->wrap.trace = count_spin;
+    h->wrap.trace_arg = h;
 }
-
-static void h_arm(void *c, uint64_t ns)
-{
-    struct thost *h = c;
-    h->armed = 1;
-    h->target = ns;
-}
-
-static void h_cancel(void *c)
-{
-    ((struct thost *)c)->armed = 0;
-}
-
-static bool h_inject(void *c, uint8_t v)
-{
-    (void)v;
-    ((struct thost *)c)->injected++;
-    return true;
-}
-
-static void h_spin(void *c, uint64_t ns)
-{
-    struct thost *h = c;
-    if (ns > h->now) {
-        h->spun += ns - h->now;
-        h->now = ns;
-    }
-}
-
-static const struct lapict_ops thost_ops = {
-    .version = LAPICT_OPS_VERSION,
-    .now_ns = h_now,
-    .guest_tsc = h_tsc,
-    .sw_timer_arm = h_arm,
-    .sw_timer_cancel = h_cancel,
-    .inject = h_inject,
-    .spin_until = h_spin,
-    .tsc_to_host_ns = h_tsc_to_ns,
-};
 
 /* One run's per-expiry record. */
 struct rec {
@@ -246,8 +221,7 @@ static int run_lib(const struct scenario *sc, uint32_t N, enum algo algo,
     uint64_t D, p_tsc = tsc_of(PERIOD_NS);
     uint32_t n;
 
-    memset(&h, 0, sizeof(h));
-    h.now = 1000000; /* any base */
+    thost_init(&h, 1000000); /* any base */
     lapict_config_default(&cfg);
     cfg.tsc_khz = TSC_KHZ;
     cfg.min_period_ns = 0;
@@ -256,14 +230,14 @@ static int run_lib(const struct scenario *sc, uint32_t N, enum algo algo,
         cfg.advance_ns = START_NS;
         cfg.advance_max_ns = LAPICT_MAX_NS;
     }
-    if (lapict_init(&t, &cfg, &thost_ops, &h) != LAPICT_OK)
+    if (lapict_init(&t, &cfg, &h.wrap.ops, &h.wrap) != LAPICT_OK)
         return -1;
     /* The run-time setter, as a host changing its policy would use it. */
     if (algo == ALGO_BALANCED &&
         lapict_advance_set(&t, LAPICT_ADVANCE_GOAL_BALANCED, BAL_BUDGET_NS))
         return -1;
     lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
-    D = tsc_of(h.now) + p_tsc;
+    D = tsc_of(h.sim.now_ns) + p_tsc;
     lapict_tsc_deadline_write(&t, D);
     for (n = 0; n < N; n++) {
         int spike = 0, guard;
@@ -272,18 +246,19 @@ static int run_lib(const struct scenario *sc, uint32_t N, enum algo algo,
 
         lapict_stats_get(&t, &st, sizeof(st));
         r[n].adv = st.advance_ns;
-        for (guard = 0; !h.injected; guard++) {
-            if (!h.armed || guard > 4) {
+        for (guard = 0; !h.sim.nqueued; guard++) {
+            if (!h.sim.sw_armed || guard > 4) {
                 fprintf(stderr, "tuning: %s: no expiry %u\n", sc->name, n);
                 return -1;
             }
-            h.armed = 0;
-            h.now = (h.target > h.now ? h.target : h.now) + lat;
+            /* sw_fire_ns: the instant armed for, or now if that passed. */
+            h.sim.sw_armed = false;
+            h.sim.now_ns = h.sim.sw_fire_ns + lat;
             lapict_expire(&t);
         }
         lapict_before_guest_entry(&t);
-        h.injected = 0;
-        r[n].late = (int64_t)(tsc_of(h.now) - D);
+        h.sim.nqueued = 0; /* the guest took the interrupt */
+        r[n].late = (int64_t)(tsc_of(h.sim.now_ns) - D);
         r[n].lat = lat;
         r[n].spike = spike;
         r[n].spin = (uint32_t)(h.spun - spun0);
