@@ -207,7 +207,7 @@ static void only_adaptive_with_spin_tunes(void **state)
 #define STUDY_N 1000u
 #define PERIOD_NS 1000000u
 
-/* The latency shapes of the tuning study (examples/bench/tuning.c), drawn
+/* The latency shapes of the tuning study (tools/bench/tuning.c), drawn
  * from the test's own generator: expiry @n of STUDY_N, ns. */
 enum shape { C1, C20, C80, NOISE, SPIKES, STEP, NOISE20, STEP80, NSHAPE };
 
