@@ -299,16 +299,26 @@ fail=0
 # baseline regenerated over an incompatible change must carry a new SONAME.
 if git rev-parse --git-dir >/dev/null 2>&1; then
     last=$(git log -n1 --format=%H -- "$baseline" 2>/dev/null || true)
+    # A move of the file, unchanged, is no step: follow it to its old path.
+    path=$baseline
+    while [ -n "$last" ] && git cat-file -e "$last^" 2>/dev/null &&
+        ! git cat-file -e "$last^:$path" 2>/dev/null; do
+        old=$(git diff -M --name-status "$last^" "$last" 2>/dev/null |
+              awk -v p="$path" '$1 == "R100" && $3 == p { print $2 }')
+        [ -n "$old" ] || break
+        path=$old
+        last=$(git log -n1 --format=%H "$last^" -- "$path" 2>/dev/null || true)
+    done
     if [ -z "$last" ]; then
         echo "abi: the baseline is not committed yet; its last step is not checked"
     elif ! git cat-file -e "$last^" 2>/dev/null; then
         echo "abi: commit ${last:0:12} has no parent in this clone (shallow?):" \
              "the baseline's last step is not checked"
-    elif ! git cat-file -e "$last^:$baseline" 2>/dev/null; then
+    elif ! git cat-file -e "$last^:$path" 2>/dev/null; then
         echo "abi: commit ${last:0:12} added the baseline: no earlier step to check"
     else
         prev=$dir/previous.abi
-        git show "$last^:$baseline" >"$prev"
+        git show "$last^:$path" >"$prev"
         compare "$prev" "$baseline" >/dev/null
         prev_version=$(version_at "$last^")
         last_version=$(version_at "$last")
