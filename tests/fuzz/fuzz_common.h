@@ -20,6 +20,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <lapict/lapict.h>
+
 __extension__ typedef unsigned __int128 fz_u128;
 
 struct fz_in {
@@ -78,6 +80,16 @@ static inline void fz_fail(const char *target, const char *fmt, ...)
         if (!(c))                                                              \
             fz_fail(target, __VA_ARGS__);                                      \
     } while (0)
+
+/* @c's advance: @mode from @ns, bounded by @max_ns unless that is 0. */
+static inline void fz_advance(struct lapict_config *c, uint32_t mode,
+                              uint32_t ns, uint32_t max_ns)
+{
+    c->advance_mode = mode;
+    c->advance_ns = ns;
+    if (max_ns)
+        c->advance_max_ns = max_ns;
+}
 
 /* CRC-32 (IEEE 802.3, reflected), for resealing mutated blobs. */
 static inline uint32_t fz_crc32(const uint8_t *p, size_t len)

@@ -1068,36 +1068,18 @@ static bool rg_state_error(int rc)
 static void rg_dst_config(uint8_t m, struct lapict_config *c,
                           struct lapict_ops *ops)
 {
-    switch (m & 7) {
-    case 1:
-        c->advance_mode = LAPICT_ADVANCE_OFF;
-        c->advance_ns = 0;
-        break;
-    case 2:
-        c->advance_mode = LAPICT_ADVANCE_FIXED;
-        c->advance_ns = 1000;
-        break;
-    case 3:
-        c->advance_mode = LAPICT_ADVANCE_ADAPTIVE;
-        c->advance_ns = 500;
-        c->advance_max_ns = 1000;
-        break;
-    case 4:
-        c->advance_mode = LAPICT_ADVANCE_FIXED;
-        c->advance_ns = 1;
-        break;
-    case 5:
-        c->advance_mode = LAPICT_ADVANCE_FIXED;
-        c->advance_ns = 20000;
-        break;
-    case 6:
-        c->advance_mode = LAPICT_ADVANCE_ADAPTIVE;
-        c->advance_ns = 0;
-        c->advance_max_ns = LAPICT_ADVANCE_NS_LIMIT;
-        break;
-    default:
-        break;
-    }
+    /* Per @m & 7: mode, advance_ns, advance_max_ns; 0 and 7 keep it. */
+    static const uint32_t adv[8][3] = {
+        {0, 0, 0},
+        {LAPICT_ADVANCE_OFF, 0, 0},
+        {LAPICT_ADVANCE_FIXED, 1000, 0},
+        {LAPICT_ADVANCE_ADAPTIVE, 500, 1000},
+        {LAPICT_ADVANCE_FIXED, 1, 0},
+        {LAPICT_ADVANCE_FIXED, 20000, 0},
+        {LAPICT_ADVANCE_ADAPTIVE, 0, LAPICT_ADVANCE_NS_LIMIT},
+        {0, 0, 0}};
+    if ((m & 7) != 0 && (m & 7) != 7)
+        fz_advance(c, adv[m & 7][0], adv[m & 7][1], adv[m & 7][2]);
     if (m & 8)
         ops->spin_until = ops->spin_until ? NULL : rg_op_spin;
 }

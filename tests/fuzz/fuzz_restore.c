@@ -111,13 +111,10 @@ static void rs_config(uint8_t b, struct lapict_config *c)
     c->tsc_deadline = !(b & 4);
     c->missed_policy = (b >> 3) % 3;
     c->catch_up_max = 50;
-    if (rs_small_adv(b)) {
-        c->advance_mode = LAPICT_ADVANCE_FIXED;
-        c->advance_ns = 10000;
-    } else if (b & 0x20) {
-        c->advance_mode = LAPICT_ADVANCE_ADAPTIVE;
-        c->advance_ns = 1000;
-    }
+    if (rs_small_adv(b))
+        fz_advance(c, LAPICT_ADVANCE_FIXED, 10000, 0);
+    else if (b & 0x20)
+        fz_advance(c, LAPICT_ADVANCE_ADAPTIVE, 1000, 0);
     if (b & 0x40)
         c->min_period_ns = 1000; /* short, yet bounded host work */
     if (b & 0x80)
@@ -144,17 +141,14 @@ static void rs_dst_config(uint8_t m, bool small,
     *nospin = small && ((m >> 5) & 3) == 0;
     switch ((m >> 5) & 3) {
     case 1:
-        c->advance_mode = LAPICT_ADVANCE_OFF;
-        c->advance_ns = 0;
+        fz_advance(c, LAPICT_ADVANCE_OFF, 0, 0);
         break;
     case 2:
-        c->advance_mode = LAPICT_ADVANCE_FIXED;
-        c->advance_ns = small ? 1000 : 5000;
+        fz_advance(c, LAPICT_ADVANCE_FIXED, small ? 1000 : 5000, 0);
         break;
     case 3:
-        c->advance_mode = LAPICT_ADVANCE_ADAPTIVE;
-        c->advance_ns = small ? 500 : 3000;
-        c->advance_max_ns = small ? 1000 : 20000;
+        fz_advance(c, LAPICT_ADVANCE_ADAPTIVE, small ? 500 : 3000,
+                   small ? 1000 : 20000);
         break;
     default:
         break;
