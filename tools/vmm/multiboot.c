@@ -9,7 +9,6 @@
 #include "vm.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <string.h>
 #include <sys/ioctl.h>
 
@@ -50,15 +49,6 @@ struct mb_module {
     uint32_t start, end, cmdline, reserved;
 };
 
-static int fail(char *err, size_t len, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, len, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
 static uint32_t rd32(const uint8_t *p)
 {
     uint32_t v;
@@ -93,32 +83,32 @@ int lapict_vmm_mb_load(uint8_t *mem, uint64_t ram_bytes, const uint8_t *image,
     long hdr;
 
     if (ram_bytes < (2u << 20) || ram_bytes > 0xF0000000ull)
-        return fail(err, err_len, "RAM size out of range");
+        return lapict_vmm_fail(err, err_len, "RAM size out of range");
     hdr = find_header(image, image_len);
     if (hdr < 0)
-        return fail(err, err_len,
-                    "no multiboot v1 header in the first "
-                    "8 KiB");
+        return lapict_vmm_fail(err, err_len,
+                               "no multiboot v1 header in the first "
+                               "8 KiB");
     if (image_len < sizeof(eh))
-        return fail(err, err_len, "not an ELF file");
+        return lapict_vmm_fail(err, err_len, "not an ELF file");
     memcpy(&eh, image, sizeof(eh));
     if (memcmp(eh.ident, "\177ELF", 4) != 0) {
         if (rd32(image + hdr + 4) & MB_FLAG_AOUT_KLUDGE)
-            return fail(err, err_len,
-                        "a.out-kludge multiboot images are "
-                        "not supported, only ELF32");
-        return fail(err, err_len, "not an ELF file");
+            return lapict_vmm_fail(err, err_len,
+                                   "a.out-kludge multiboot images are "
+                                   "not supported, only ELF32");
+        return lapict_vmm_fail(err, err_len, "not an ELF file");
     }
     if (eh.ident[4] != 1 || eh.ident[5] != 1 || eh.machine != EM_386 ||
         eh.type != ET_EXEC)
-        return fail(err, err_len,
-                    "not an ELF32 little-endian EM_386 "
-                    "executable (convert a 64-bit ELF with "
-                    "objcopy -O elf32-i386)");
+        return lapict_vmm_fail(err, err_len,
+                               "not an ELF32 little-endian EM_386 "
+                               "executable (convert a 64-bit ELF with "
+                               "objcopy -O elf32-i386)");
     if (eh.phentsize != sizeof(struct elf32_phdr) || eh.phnum == 0 ||
         eh.phoff > image_len ||
         (uint64_t)eh.phnum * sizeof(struct elf32_phdr) > image_len - eh.phoff)
-        return fail(err, err_len, "bad program header table");
+        return lapict_vmm_fail(err, err_len, "bad program header table");
 
     for (uint32_t i = 0; i < eh.phnum; i++) {
         struct elf32_phdr ph;
@@ -127,36 +117,38 @@ int lapict_vmm_mb_load(uint8_t *mem, uint64_t ram_bytes, const uint8_t *image,
             continue;
         if (ph.filesz > ph.memsz || ph.offset > image_len ||
             ph.filesz > image_len - ph.offset)
-            return fail(err, err_len,
-                        "segment %u: file bytes outside the "
-                        "image",
-                        i);
+            return lapict_vmm_fail(err, err_len,
+                                   "segment %u: file bytes outside the "
+                                   "image",
+                                   i);
         if (ph.paddr < LAPICT_VMM_MB_LOW_END ||
             (uint64_t)ph.paddr + ph.memsz > ram_bytes)
-            return fail(err, err_len,
-                        "segment %u: [0x%x, 0x%llx) outside "
-                        "RAM above 1 MiB",
-                        i, ph.paddr, (unsigned long long)ph.paddr + ph.memsz);
+            return lapict_vmm_fail(err, err_len,
+                                   "segment %u: [0x%x, 0x%llx) outside "
+                                   "RAM above 1 MiB",
+                                   i, ph.paddr,
+                                   (unsigned long long)ph.paddr + ph.memsz);
         memcpy(mem + ph.paddr, image + ph.offset, ph.filesz);
         memset(mem + ph.paddr + ph.filesz, 0, ph.memsz - ph.filesz);
         if ((uint64_t)ph.paddr + ph.memsz > load_end)
             load_end = (uint64_t)ph.paddr + ph.memsz;
     }
     if (!load_end)
-        return fail(err, err_len, "no PT_LOAD segment");
+        return lapict_vmm_fail(err, err_len, "no PT_LOAD segment");
     if (eh.entry < LAPICT_VMM_MB_LOW_END || eh.entry >= load_end)
-        return fail(err, err_len,
-                    "entry point 0x%x outside the loaded "
-                    "image",
-                    eh.entry);
+        return lapict_vmm_fail(err, err_len,
+                               "entry point 0x%x outside the loaded "
+                               "image",
+                               eh.entry);
 
     clen = strlen(cmdline);
     if (clen >= LAPICT_VMM_MB_CMDLINE_MAX)
-        return fail(err, err_len, "command line longer than %u bytes",
-                    LAPICT_VMM_MB_CMDLINE_MAX - 1);
+        return lapict_vmm_fail(err, err_len,
+                               "command line longer than %u bytes",
+                               LAPICT_VMM_MB_CMDLINE_MAX - 1);
     if (module && module_len > LAPICT_VMM_MB_MODULE_MAX)
-        return fail(err, err_len, "initrd larger than %u bytes",
-                    LAPICT_VMM_MB_MODULE_MAX);
+        return lapict_vmm_fail(err, err_len, "initrd larger than %u bytes",
+                               LAPICT_VMM_MB_MODULE_MAX);
 
     memset(&mbi, 0, sizeof(mbi));
     mbi.flags = MBI_MEM | MBI_CMDLINE;

@@ -20,7 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static int fail(char *err, size_t len, const char *fmt, ...)
+int lapict_vmm_fail(char *err, size_t len, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -31,7 +31,7 @@ static int fail(char *err, size_t len, const char *fmt, ...)
 
 static int fail_errno(char *err, size_t len, const char *what)
 {
-    return fail(err, len, "%s: %s", what, strerror(errno));
+    return lapict_vmm_fail(err, len, "%s: %s", what, strerror(errno));
 }
 
 /* KVM_GET_SUPPORTED_CPUID answers E2BIG until the array is big enough. */
@@ -131,7 +131,7 @@ int lapict_vmm_vm_lapic(struct lapict_vmm_vm *v,
 
     v->k = calloc(1, sizeof(*v->k));
     if (!v->k)
-        return fail(err, err_len, "calloc: %s", strerror(ENOMEM));
+        return lapict_vmm_fail(err, err_len, "calloc: %s", strerror(ENOMEM));
     if (cfg)
         c = *cfg;
     else
@@ -142,8 +142,9 @@ int lapict_vmm_vm_lapic(struct lapict_vmm_vm *v,
     }
     rc = lapict_kvm_init(v->k, v->vcpu, v->run, &c);
     if (rc) {
-        fail(err, err_len, "lapict_kvm_init: %s (%s: %s)", lapict_strerror(rc),
-             lapict_kvm_errcall(v->k), strerror(lapict_kvm_errno(v->k)));
+        lapict_vmm_fail(err, err_len, "lapict_kvm_init: %s (%s: %s)",
+                        lapict_strerror(rc), lapict_kvm_errcall(v->k),
+                        strerror(lapict_kvm_errno(v->k)));
         free(v->k);
         v->k = NULL;
         return -1;
@@ -419,7 +420,7 @@ int lapict_vmm_vm_save(struct lapict_vmm_vm *v, struct lapict_vmm_snap *s,
 
     memset(s, 0, sizeof(*s));
     if (!v->k)
-        return fail(err, err_len, "save: needs the userspace LAPIC");
+        return lapict_vmm_fail(err, err_len, "save: needs the userspace LAPIC");
     s->ram_bytes = v->ram_bytes;
     s->halted = v->halted;
     s->irr_first = irr_first;
@@ -451,14 +452,14 @@ int lapict_vmm_vm_save(struct lapict_vmm_vm *v, struct lapict_vmm_snap *s,
     s->stop_ns = lapict_vmm_mono_ns();
     s->stop_tsc = lapict_kvm_guest_tsc(v->k);
     if (irr_first && lapict_apic_save(&v->k->apic, s->apic, sizeof(s->apic)))
-        return fail(err, err_len, "lapict_apic_save failed");
+        return lapict_vmm_fail(err, err_len, "lapict_apic_save failed");
     rc = lapict_state_save_at(&v->k->timer, s->stop_ns, s->stop_tsc, s->timer,
                               sizeof(s->timer));
     if (rc)
-        return fail(err, err_len, "lapict_state_save_at: %s",
-                    lapict_strerror(rc));
+        return lapict_vmm_fail(err, err_len, "lapict_state_save_at: %s",
+                               lapict_strerror(rc));
     if (!irr_first && lapict_apic_save(&v->k->apic, s->apic, sizeof(s->apic)))
-        return fail(err, err_len, "lapict_apic_save failed");
+        return lapict_vmm_fail(err, err_len, "lapict_apic_save failed");
     if (ioctl(v->vcpu, KVM_GET_REGS, &s->regs) < 0)
         return fail_errno(err, err_len, "KVM_GET_REGS");
     if (ioctl(v->vcpu, KVM_GET_SREGS, &s->sregs) < 0)
@@ -497,7 +498,7 @@ int lapict_vmm_vm_save(struct lapict_vmm_vm *v, struct lapict_vmm_snap *s,
     s->pages = malloc((size_t)s->npages * 4096 + 1);
     if (!s->pages) {
         lapict_vmm_snap_free(s);
-        return fail(err, err_len, "save: out of memory");
+        return lapict_vmm_fail(err, err_len, "save: out of memory");
     }
     for (uint32_t i = 0; i < s->npages; i++)
         memcpy(s->pages + (size_t)i * 4096,
@@ -525,11 +526,12 @@ int lapict_vmm_vm_restore(struct lapict_vmm_vm *v,
     int rc;
 
     if (s->ram_bytes != v->ram_bytes || s->nmsrs > LAPICT_VMM_SNAP_MSRS)
-        return fail(err, err_len, "restore: snapshot does not fit the VM");
+        return lapict_vmm_fail(err, err_len,
+                               "restore: snapshot does not fit the VM");
     for (uint32_t i = 0; i < s->npages; i++) {
         if ((uint64_t)s->page_idx[i] >= v->ram_bytes / 4096 ||
             (i && s->page_idx[i] <= prev))
-            return fail(err, err_len, "restore: bad page list");
+            return lapict_vmm_fail(err, err_len, "restore: bad page list");
         prev = s->page_idx[i];
         memcpy(v->mem + (size_t)s->page_idx[i] * 4096,
                s->pages + (size_t)i * 4096, 4096);
@@ -545,7 +547,8 @@ int lapict_vmm_vm_restore(struct lapict_vmm_vm *v,
     for (uint32_t i = 0; i < s->nmsrs; i++) {
         struct kvm_msr_entry e = s->msrs[i];
         if (msr_io(v->vcpu, KVM_SET_MSRS, &e) < 0)
-            return fail(err, err_len, "KVM_SET_MSRS 0x%x refused", e.index);
+            return lapict_vmm_fail(err, err_len, "KVM_SET_MSRS 0x%x refused",
+                                   e.index);
     }
     /* What KVM's GET reported as valid, minus what needs an irqchip or a
      * capability this VM did not enable. */
@@ -565,21 +568,22 @@ int lapict_vmm_vm_restore(struct lapict_vmm_vm *v,
                                   .data = __builtin_ia32_rdtsc() +
                                           (uint64_t)s->tsc_offset};
         if (msr_io(v->vcpu, KVM_SET_MSRS, &e) < 0)
-            return fail(err, err_len, "restore: cannot set the TSC");
+            return lapict_vmm_fail(err, err_len, "restore: cannot set the TSC");
     }
     if (lapict_vmm_vm_lapic(v, cfg, err, err_len) < 0)
         return -1;
     got = v->k->tsc_offset;
     if (got != s->tsc_offset &&
         (got - s->tsc_offset > 100000 || s->tsc_offset - got > 100000))
-        return fail(err, err_len, "restore: guest TSC offset %lld, wanted %lld",
-                    (long long)got, (long long)s->tsc_offset);
+        return lapict_vmm_fail(err, err_len,
+                               "restore: guest TSC offset %lld, wanted %lld",
+                               (long long)got, (long long)s->tsc_offset);
     *restore_ns = lapict_vmm_mono_ns();
     rc = lapict_kvm_restore(v->k, s->apic, sizeof(s->apic), s->timer,
                             sizeof(s->timer), s->halted);
     if (rc < 0)
-        return fail(err, err_len, "lapict_kvm_restore: %s",
-                    lapict_strerror(rc));
+        return lapict_vmm_fail(err, err_len, "lapict_kvm_restore: %s",
+                               lapict_strerror(rc));
     v->halted = rc == LAPICT_KVM_HALTED;
     return 0;
 }
@@ -655,7 +659,7 @@ int lapict_vmm_snap_read(const char *path, struct lapict_vmm_snap *s,
     fclose(f);
     if (why) {
         lapict_vmm_snap_free(s);
-        return fail(err, err_len, "%s: %s", path, why);
+        return lapict_vmm_fail(err, err_len, "%s: %s", path, why);
     }
     return 0;
 }

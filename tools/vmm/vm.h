@@ -123,6 +123,17 @@ int lapict_vmm_vm_lapic(struct lapict_vmm_vm *v,
 void lapict_vmm_vm_destroy(struct lapict_vmm_vm *v);
 
 /**
+ * lapict_vmm_fail() - a failure of the VM layer, in words.
+ * @err: receives the message (printf @fmt and its arguments).
+ * @len: its size.
+ * @fmt: the message's format.
+ *
+ * Return: -1, for `return lapict_vmm_fail(...)`.
+ */
+int lapict_vmm_fail(char *err, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/**
  * lapict_vmm_flat_segment() - a flat ring-0 segment for a segment register.
  * @selector: its GDT selector.
  * @type: the descriptor type (11: code, execute/read, accessed; 3: data,
