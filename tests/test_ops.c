@@ -32,36 +32,33 @@ static uint32_t lcg(uint32_t *s)
 
 /* ---- Which host timer, and when it is armed --------------------------- */
 
-static void hv_timer_used_when_offered_and_running(void **state)
+/*
+ * A one-shot arms the hardware timer when the host offers it (the vCPU
+ * running), else the software timer, which a block/unblock then leaves
+ * as it is; it fires once, from the timer armed.
+ */
+static void one_shot_arms_hv_when_offered_else_sw(void **state)
 {
     TU_FIX(state);
+    const bool hv = h->hv_offered;
     uint64_t a = h->now_ns;
     countdown(t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000000);
-    assert_true(h->hv_armed);
-    assert_int_equal(h->hv_at, a + 1000000);
-    assert_false(h->sw_armed);
-    assert_int_equal(h->sw_arms, 0);
+    assert_int_equal(h->hv_armed, hv);
+    assert_int_equal(h->sw_armed, !hv);
+    assert_int_equal(hv ? h->hv_at : h->sw_at, a + 1000000);
+    assert_int_equal(h->sw_arms, hv ? 0 : 1);
+    if (!hv) {
+        fake_block(h);
+        fake_unblock(h);
+        assert_true(h->sw_armed);
+        assert_int_equal(h->sw_at, a + 1000000);
+        assert_int_equal(tu_stats(t).hv_to_sw, 0);
+        assert_int_equal(tu_stats(t).sw_to_hv, 0);
+    }
     fake_advance(h, 1000000);
     assert_int_equal(h->ninj, 1);
-    assert_int_equal(h->hv_fires, 1);
-    assert_int_equal(h->sw_fires, 0);
-}
-
-static void sw_timer_used_without_hv(void **state)
-{
-    TU_FIX(state);
-    uint64_t a = h->now_ns;
-    countdown(t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000000);
-    assert_true(h->sw_armed);
-    assert_int_equal(h->sw_at, a + 1000000);
-    assert_int_equal(h->sw_arms, 1);
-    /* Blocking/unblocking with no hv timer changes nothing. */
-    fake_block(h);
-    fake_unblock(h);
-    assert_true(h->sw_armed);
-    assert_int_equal(h->sw_at, a + 1000000);
-    assert_int_equal(tu_stats(t).hv_to_sw, 0);
-    assert_int_equal(tu_stats(t).sw_to_hv, 0);
+    assert_int_equal(h->hv_fires, hv ? 1 : 0);
+    assert_int_equal(h->sw_fires, hv ? 0 : 1);
 }
 
 static void vcpu_blocking_moves_hv_to_sw_and_back(void **state)
@@ -359,8 +356,7 @@ static void only_ops_c_calls_through_the_ops_table(void **state)
     assert_true(files > 10);
 }
 
-TU_MAIN(TU_FIXED_AT_BASES(hv_timer_used_when_offered_and_running, TU_HV_ALWAYS),
-        TU_FIXED_AT_BASES(sw_timer_used_without_hv, TU_HV_NEVER),
+TU_MAIN(TU_FIXED_WITH_AND_WITHOUT_HV(one_shot_arms_hv_when_offered_else_sw),
         TU_FIXED_AT_BASES(vcpu_blocking_moves_hv_to_sw_and_back, TU_HV_ALWAYS),
         TU_FIXED_AT_BASES(hv_refusal_falls_back_to_sw_until_next_rearm,
                           TU_HV_ALWAYS),

@@ -46,6 +46,12 @@ static void op_sw_cancel(void *ctx)
     host_of(ctx)->sw_cancels++;
 }
 
+static void op_hv_cancel(void *ctx)
+{
+    host_of(ctx)->hv_armed = false;
+    host_of(ctx)->hv_cancels++;
+}
+
 static bool op_hv_arm(void *ctx, uint64_t host_ns)
 {
     struct fake_host *h = host_of(ctx);
@@ -61,12 +67,6 @@ static bool op_hv_arm(void *ctx, uint64_t host_ns)
     h->hv_armed = true;
     h->hv_at = host_ns;
     return true;
-}
-
-static void op_hv_cancel(void *ctx)
-{
-    host_of(ctx)->hv_armed = false;
-    host_of(ctx)->hv_cancels++;
 }
 
 static bool op_inject(void *ctx, uint8_t vector)

@@ -165,6 +165,13 @@ static inline int tu_fix_teardown(void **state)
     TU_FIX_ENTRY(fn, " at 0", 0, hv, setup),                                   \
         TU_FIX_ENTRY(fn, " near 2^64", 1, hv, setup)
 #define TU_FIXED_AT_BASES(fn, hv) TU_FIXED_AT_BASES_WITH(fn, hv, tu_fix_setup)
+/* A rule whose checks depend on the hardware timer: with and without it. */
+#define TU_FIXED_WITH_AND_WITHOUT_HV(fn)                                       \
+    TU_FIX_ENTRY(fn, " with hv at 0", 0, TU_HV_ALWAYS, tu_fix_setup),          \
+        TU_FIX_ENTRY(fn, " with hv near 2^64", 1, TU_HV_ALWAYS, tu_fix_setup), \
+        TU_FIX_ENTRY(fn, " without hv at 0", 0, TU_HV_NEVER, tu_fix_setup),    \
+        TU_FIX_ENTRY(fn, " without hv near 2^64", 1, TU_HV_NEVER,              \
+                     tu_fix_setup)
 
 /*
  * The fixture of a save/restore rule: two simulated hosts, each with its
