@@ -328,7 +328,8 @@ static void init_extreme_rates_accept_largest_count(void **state)
     assert_true(fake_diff(h.now_ns, fake_armed_at(&h)) > 0);
 }
 
-/* Regression: both rates were once accepted and divided by later. */
+/* A TSC rate of 0 and a bus above 10 GHz are rejected by init, before
+ * anything divides by them. */
 static void tsc_khz_0_and_bus_hz_over_1e10_rejected_by_init(void **state)
 {
     (void)state;

@@ -138,7 +138,7 @@ static void hv_refuses_beyond_range_uses_sw(void **state)
     assert_int_equal(h->inj[0].ns, a + 500000);
 }
 
-/* Regression: many hw<->sw moves while periodic runs; expiries stay on the
+/* Many hw<->sw moves while periodic runs; expiries stay on the
  * grid a + ns_for(k N), none lost or doubled. */
 static void periodic_drift_across_hw_sw_switches(void **state)
 {

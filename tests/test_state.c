@@ -1104,7 +1104,7 @@ static void restore_injects_nothing_window_open_delivers_once(void **state)
     }
 }
 
-/* ---- Forged blobs: the flag space, pre-injections (defects 9, 10) ---- */
+/* ---- Forged blobs: the flag space, pre-injections ---- */
 
 /* Restore @blob into an instance built with @c whose guest TSC reads @tsc
  * (the source's at the save: it continues); on rejection the instance and
@@ -1916,7 +1916,7 @@ static void restore_into_another_tsc_rate_keeps_the_deadline(void **state)
 
 /* ---- Restore rules an independent oracle holds the library to ---------- */
 
-/* The destinations a pre-injection is restored into (defect 1's setups). */
+/* The destinations a pre-injection is restored into. */
 enum dest { D_OFF, D_FIXED_1US, D_ADAPTIVE_MAX_1US, D_NO_SPIN, D_NDEST };
 
 static void dest_setup(enum dest d, struct fake_host *h, struct lapict_timer *t,

@@ -534,7 +534,7 @@ deadline_msr_reads_zero_after_expiry_delivered_or_masked(void **state)
     }
 }
 
-/* Regression: a deadline at or below the guest TSC must fire now, never be
+/* A deadline at or below the guest TSC must fire now, never be
  * taken as a huge unsigned delta; one just above must not fire at once. */
 static void negative_delta_never_wraps_deadline(void **state)
 {
@@ -1036,13 +1036,11 @@ static void drop_policy_delivers_merely_late_single_expiry(void **state)
     assert_int_equal(h->ninj, 2);
 }
 
-/* Regression: an hour-long host stall under a 1 ms periodic timer must be
- * serviced by one computation: one interrupt, O(1) host-timer work. */
 /*
  * A long stall of a periodic timer is serviced by one callback, one
  * interrupt and a bounded number of host calls, whatever its length (an
- * hour, or a century of 1 ms periods),
- * and the grid goes on where it would have been. The stalls run one after
+ * hour, or a century of 1 ms periods), and the grid goes on where it
+ * would have been. The stalls run one after
  * the other on the instance, each from a fresh TMICT write.
  */
 static void long_stall_gives_one_interrupt_with_o1_host_work(void **state)
@@ -1150,7 +1148,7 @@ static void no_spin_op_means_no_advance(void **state)
     assert_int_equal(tu_stats(&t).spins, 0);
 }
 
-/* Regression: a deadline closer than the advance is injected at once and
+/* A deadline closer than the advance is injected at once and
  * the guest still sees it no earlier than its instant. */
 static void deadline_closer_than_advance_fires_at_once(void **state)
 {
@@ -1192,7 +1190,7 @@ static void adaptive_round(struct fake_host *h, uint64_t entry_ns)
     fake_enter(h);
 }
 
-/* Regression: adaptive advance stays in [0, max] under absurd arrival
+/* The adaptive advance stays in [0, max] under absurd arrival
  * errors, and each instance tunes its own. */
 static void adaptive_advance_stays_bounded_and_per_instance(void **state)
 {
@@ -1260,7 +1258,7 @@ static void run_until_delivered(struct fake_host *h)
     }
 }
 
-/* Regression: a guest TSC at 2x the host rate is converted exactly and
+/* A guest TSC at 2x the host rate is converted exactly and
  * the interrupt is never delivered before the TSC reaches the deadline. */
 static void guest_tsc_2x_rate_never_delivers_early(void **state)
 {

@@ -1365,7 +1365,7 @@ static void rg_step(struct fz_in *in)
         rg.synced = false;
         switch ((op >> 4) & 3) {
         case 1:
-            /* A stall of about 2^63 ns (defects of the horizon rule). */
+            /* A stall of about 2^63 ns (the horizon rule's edge). */
             v64 = rg_jump(in);
             RG_TRACE("stall %llu\n", RG_ULL(v64));
             rg.wild = true;
