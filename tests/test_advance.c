@@ -582,6 +582,10 @@ static void saturated_counters_do_not_stop_learning(void **state)
     tu_check_host(&h);
 }
 
+/* Source and destination tuners: adaptive from 1 us, bound 10 us. */
+TU_PAIR_SETUP(adaptive_pair_setup, c.advance_mode = LAPICT_ADVANCE_ADAPTIVE;
+              c.advance_ns = 1000; c.advance_max_ns = 10000)
+
 /*
  * Rule (section 8, save then restore changes nothing observable, the tuner
  * included): a run of outliers the tuner is counting travels with the
@@ -590,26 +594,22 @@ static void saturated_counters_do_not_stop_learning(void **state)
  */
 static void outlier_run_survives_save_and_restore(void **state)
 {
-    struct fake_host ha, hb;
-    struct lapict_timer a, b;
+    TU_PAIR(state);
     uint8_t blob[LAPICT_STATE_SIZE];
     int k;
-    (void)state;
-    setup(&ha, &a, LAPICT_ADVANCE_ADAPTIVE, 1000, 10000, true);
-    setup(&hb, &b, LAPICT_ADVANCE_ADAPTIVE, 1000, 10000, true);
     for (k = 0; k < 20; k++)
-        sample(&a, 500);
-    sample(&a, 5000); /* a late outlier: ignored, counted */
-    assert_int_equal(a.adv_ns, 500);
-    assert_int_equal(lapict_state_save(&a, blob, sizeof(blob)), LAPICT_OK);
-    assert_int_equal(lapict_state_restore(&b, blob, sizeof(blob)), LAPICT_OK);
-    assert_int_equal(b.adv_ns, a.adv_ns);
-    sample(&a, 5000);
-    sample(&b, 5000);
-    assert_int_equal(a.adv_ns, 5000); /* a level shift: reseeded */
-    assert_int_equal(b.adv_ns, a.adv_ns);
-    assert_int_equal(b.adv_est, a.adv_est);
-    assert_int_equal(b.adv_dev, a.adv_dev);
+        sample(ta, 500);
+    sample(ta, 5000); /* a late outlier: ignored, counted */
+    assert_int_equal(ta->adv_ns, 500);
+    assert_int_equal(lapict_state_save(ta, blob, sizeof(blob)), LAPICT_OK);
+    assert_int_equal(lapict_state_restore(tb, blob, sizeof(blob)), LAPICT_OK);
+    assert_int_equal(tb->adv_ns, ta->adv_ns);
+    sample(ta, 5000);
+    sample(tb, 5000);
+    assert_int_equal(ta->adv_ns, 5000); /* a level shift: reseeded */
+    assert_int_equal(tb->adv_ns, ta->adv_ns);
+    assert_int_equal(tb->adv_est, ta->adv_est);
+    assert_int_equal(tb->adv_dev, ta->adv_dev);
 }
 
 TU_MAIN(cmocka_unit_test(first_sample_converges_at_any_level),
@@ -632,4 +632,5 @@ TU_MAIN(cmocka_unit_test(first_sample_converges_at_any_level),
         cmocka_unit_test(spin_account_saturates),
         cmocka_unit_test(restore_keeps_the_host_policy),
         cmocka_unit_test(saturated_counters_do_not_stop_learning),
-        cmocka_unit_test(outlier_run_survives_save_and_restore))
+        TU_PAIR_AT_BASES_WITH(outlier_run_survives_save_and_restore,
+                              adaptive_pair_setup))

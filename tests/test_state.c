@@ -328,41 +328,32 @@ static void save_mid_periodic_keeps_grid_relative(void **state)
 static void
 tsc_deadline_restored_fires_when_destination_tsc_reaches_it(void **state)
 {
-    (void)state;
-    size_t b;
-    for (b = 0; b < TU_NBASES; b++) {
-        struct fake_host ha, hb;
-        struct lapict_timer ta, tb;
-        struct lapict_config c = tu_cfg();
-        uint8_t blob[SZ];
-        uint64_t D, r;
-        tu_setup(&ha, &ta, &c, tu_bases[b], false);
-        lapict_lvtt_write(&ta, LAPICT_LVTT_TSC_DEADLINE | VEC);
-        D = fake_tsc(&ha) + 5000000;
-        lapict_tsc_deadline_write(&ta, D);
-        fake_advance(&ha, 1000000);
-        save(&ta, blob);
-        /* Destination guest TSC is 3 ms short of D (not 4 ms). */
-        fake_host_init(&hb, tu_bases[1 - b], 1000000, D - 3000000, b == 0);
-        assert_int_equal(fake_attach(&hb, &tb, &c), LAPICT_OK);
-        r = hb.now_ns;
-        assert_int_equal(lapict_state_restore(&tb, blob, SZ), LAPICT_OK);
-        assert_int_equal(lapict_tsc_deadline_read(&tb), D);
-        fake_advance(&hb, 2999999);
-        assert_int_equal(hb.ninj, 0);
-        fake_advance(&hb, 1);
-        assert_int_equal(hb.ninj, 1);
-        assert_int_equal(hb.inj[0].ns, r + 3000000);
-        assert_int_equal(lapict_tsc_deadline_read(&tb), 0);
-        /* A destination already past D fires at once. */
-        fake_host_init(&hb, 0, 1000000, D + 5, false);
-        assert_int_equal(fake_attach(&hb, &tb, &c), LAPICT_OK);
-        assert_int_equal(lapict_state_restore(&tb, blob, SZ), LAPICT_OK);
-        fake_run_due(&hb);
-        lapict_irq_window_open(&tb);
-        assert_int_equal(hb.ninj, 1);
-        assert_int_equal(hb.inj[0].ns, 0);
-    }
+    TU_PAIR(state);
+    uint8_t blob[SZ];
+    uint64_t D, r;
+    lapict_lvtt_write(ta, LAPICT_LVTT_TSC_DEADLINE | VEC);
+    D = fake_tsc(ha) + 5000000;
+    lapict_tsc_deadline_write(ta, D);
+    fake_advance(ha, 1000000);
+    save(ta, blob);
+    /* Destination guest TSC is 3 ms short of D (not 4 ms). */
+    tu_pair_dst(p, tu_bases[1 - p->b], D - 3000000, p->b == 0);
+    r = hb->now_ns;
+    assert_int_equal(lapict_state_restore(tb, blob, SZ), LAPICT_OK);
+    assert_int_equal(lapict_tsc_deadline_read(tb), D);
+    fake_advance(hb, 2999999);
+    assert_int_equal(hb->ninj, 0);
+    fake_advance(hb, 1);
+    assert_int_equal(hb->ninj, 1);
+    assert_int_equal(hb->inj[0].ns, r + 3000000);
+    assert_int_equal(lapict_tsc_deadline_read(tb), 0);
+    /* A destination already past D fires at once. */
+    tu_pair_dst(p, 0, D + 5, false);
+    assert_int_equal(lapict_state_restore(tb, blob, SZ), LAPICT_OK);
+    fake_run_due(hb);
+    lapict_irq_window_open(tb);
+    assert_int_equal(hb->ninj, 1);
+    assert_int_equal(hb->inj[0].ns, 0);
 }
 
 /* The expiry instant passed, the host timer has not fired yet: the blob
@@ -371,29 +362,25 @@ tsc_deadline_restored_fires_when_destination_tsc_reaches_it(void **state)
 static void
 save_after_expiry_before_delivery_delivers_exactly_once(void **state)
 {
-    (void)state;
-    size_t b, win;
-    for (b = 0; b < TU_NBASES; b++)
-        for (win = 0; win < 2; win++) {
-            struct fake_host ha, hb;
-            struct lapict_timer ta, tb;
-            struct lapict_config c = tu_cfg();
-            uint8_t blob[SZ];
-            tu_setup(&ha, &ta, &c, tu_bases[b], true);
-            countdown(&ta, 0xB, LAPICT_LVTT_ONESHOT, 1000000);
-            ha.window_open = win != 0;
-            fake_stall(&ha, 1000500);
-            save(&ta, blob);
-            tu_setup(&hb, &tb, &c, tu_bases[1 - b] + 99, false);
-            assert_int_equal(lapict_state_restore(&tb, blob, SZ), LAPICT_OK);
-            fake_run_due(&hb);
-            fake_window(&hb, true);
-            fake_advance(&hb, 5000000);
-            fake_window(&hb, true);
-            assert_int_equal(ha.ninj, 0);
-            assert_int_equal(hb.ninj, 1);
-            assert_int_equal(lapict_tmcct_read(&tb), 0);
-        }
+    TU_PAIR(state);
+    size_t win;
+    for (win = 0; win < 2; win++) {
+        uint8_t blob[SZ];
+        tu_setup(ha, ta, c, tu_bases[p->b], true);
+        countdown(ta, 0xB, LAPICT_LVTT_ONESHOT, 1000000);
+        ha->window_open = win != 0;
+        fake_stall(ha, 1000500);
+        save(ta, blob);
+        tu_setup(hb, tb, c, tu_bases[1 - p->b] + 99, false);
+        assert_int_equal(lapict_state_restore(tb, blob, SZ), LAPICT_OK);
+        fake_run_due(hb);
+        fake_window(hb, true);
+        fake_advance(hb, 5000000);
+        fake_window(hb, true);
+        assert_int_equal(ha->ninj, 0);
+        assert_int_equal(hb->ninj, 1);
+        assert_int_equal(lapict_tmcct_read(tb), 0);
+    }
 }
 
 static void save_after_delivery_never_redelivers(void **state)
@@ -2136,9 +2123,9 @@ int main(int argc, char **argv)
         TU_AT_BASES(round_trip_at_same_instant_changes_nothing_observable),
         TU_AT_BASES(save_mid_oneshot_resumes_remainder),
         TU_PAIR_AT_BASES(save_mid_periodic_keeps_grid_relative),
-        cmocka_unit_test(
+        TU_PAIR_AT_BASES(
             tsc_deadline_restored_fires_when_destination_tsc_reaches_it),
-        cmocka_unit_test(
+        TU_PAIR_AT_BASES(
             save_after_expiry_before_delivery_delivers_exactly_once),
         TU_AT_BASES(save_after_delivery_never_redelivers),
         TU_PAIR_AT_BASES(pending_at_save_delivered_once_after_restore),

@@ -213,6 +213,17 @@ static inline int tu_pair_teardown(void **state)
     return 0;
 }
 
+/*
+ * Bind the destination again: a fresh host at @base whose guest TSC reads
+ * @tsc there, offering the hardware timer if @hv.
+ */
+static inline void tu_pair_dst(struct tu_pair *p, uint64_t base, uint64_t tsc,
+                               bool hv)
+{
+    fake_host_init(&p->hb, base, p->c.tsc_khz, tsc, hv);
+    assert_int_equal(fake_attach(&p->hb, &p->tb, &p->c), LAPICT_OK);
+}
+
 #define TU_PAIR_SETUP(name, ...)                                               \
     TU_SETUP_WITH(name, tu_pair_setup_cfg, __VA_ARGS__)
 
