@@ -539,36 +539,29 @@ deadline_msr_reads_zero_after_expiry_delivered_or_masked(void **state)
 static void negative_delta_never_wraps_deadline(void **state)
 {
     static const uint64_t offsets[] = {1000000000000ull, UINT64_MAX - 1000};
+    /* D: the TSC at the write - 1, + 0, 1, the TSC + 1, 2^64 - 1. */
+    static const struct {
+        bool from_tsc;
+        uint64_t d;
+    } ds[5] = {{true, UINT64_MAX},
+               {true, 0},
+               {false, 1},
+               {true, 1},
+               {false, UINT64_MAX}};
     size_t b = tu_base_index(state), o, k;
     for (o = 0; o < 2; o++)
         for (k = 0; k < 5; k++) {
             struct fake_host h;
             struct lapict_timer t;
             struct lapict_config c = tu_cfg();
-            uint64_t tsc, D = 0, a;
+            uint64_t tsc, D, a;
             fake_host_init(&h, tu_bases[b], 1000000, offsets[o], b == 1);
             assert_int_equal(fake_attach(&h, &t, &c), LAPICT_OK);
             lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
             fake_advance(&h, 10);
             tsc = fake_tsc(&h);
             a = h.now_ns;
-            switch (k) {
-            case 0:
-                D = tsc - 1;
-                break;
-            case 1:
-                D = tsc;
-                break;
-            case 2:
-                D = 1;
-                break;
-            case 3:
-                D = tsc + 1;
-                break;
-            case 4:
-                D = UINT64_MAX;
-                break;
-            }
+            D = ds[k].from_tsc ? tsc + ds[k].d : ds[k].d;
             print_message("base %zu offset %zu case %zu\n", b, o, k);
             assert_int_equal(lapict_tsc_deadline_write(&t, D), LAPICT_OK);
             if (k <= 2) {
