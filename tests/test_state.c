@@ -1164,9 +1164,41 @@ static void to_preinj(struct fake_host *h, struct lapict_timer *t, uint64_t dur)
     fake_advance(h, dur - adv / 2);
 }
 
+/*
+ * Each base state: LVTT written with @mode (unless @write_lvtt is false:
+ * the reset value), @count in TMICT or, in TSC-deadline mode, a deadline
+ * @count TSC ticks ahead; then it runs to just past the expiry injected
+ * ahead @preinj_ns in, or else for @run_ns.
+ */
+struct base_case {
+    bool write_lvtt;
+    uint32_t mode, count;
+    uint64_t run_ns, preinj_ns;
+};
+#define OS LAPICT_LVTT_ONESHOT
+#define PER LAPICT_LVTT_PERIODIC
+#define DL LAPICT_LVTT_TSC_DEADLINE
+static const struct base_case base_cases[B_COUNT] = {
+    [B_OS_STOPPED] = {false, OS, 0, 0, 0},
+    [B_OS_RUNNING] = {true, OS, 1000000, 1000, 0},
+    [B_OS_PREINJ] = {true, OS, 1000000, 0, 1000000},
+    [B_P_STOPPED] = {true, PER, 0, 0, 0},
+    [B_P_RUNNING] = {true, PER, 1000000, 1000, 0},
+    [B_P_CLAMPED] = {true, PER, 7, 1000, 0},
+    [B_P_PREINJ] = {true, PER, 1000000, 0, 1000000},
+    [B_P_CLAMPED_PREINJ] = {true, PER, 7, 0, 200000},
+    [B_DL_DISARMED] = {true, DL, 0, 0, 0},
+    [B_DL_ARMED] = {true, DL, 1000000, 0, 0},
+    [B_DL_PREINJ] = {true, DL, 1000000, 0, 1000000},
+};
+#undef OS
+#undef PER
+#undef DL
+
 /* Returns the guest TSC at the save. */
 static uint64_t produce(enum base bs, bool svr_off, bool est, uint8_t *blob)
 {
+    const struct base_case *bc = &base_cases[bs];
     struct fake_host h;
     struct lapict_timer t;
     struct lapict_config c = flag_cfg();
@@ -1179,49 +1211,16 @@ static uint64_t produce(enum base bs, bool svr_off, bool est, uint8_t *blob)
         lapict_reset(&t);
     }
     fake_advance(&h, 1000000);
-    switch (bs) {
-    case B_OS_STOPPED:
-        break;
-    case B_OS_RUNNING:
-        countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, 1000000);
-        fake_advance(&h, 1000);
-        break;
-    case B_OS_PREINJ:
-        countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, 1000000);
-        to_preinj(&h, &t, 1000000);
-        break;
-    case B_P_STOPPED:
-        lapict_lvtt_write(&t, LAPICT_LVTT_PERIODIC | VEC);
-        break;
-    case B_P_RUNNING:
-        countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, 1000000);
-        fake_advance(&h, 1000);
-        break;
-    case B_P_CLAMPED:
-        countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, 7);
-        fake_advance(&h, 1000);
-        break;
-    case B_P_PREINJ:
-        countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, 1000000);
-        to_preinj(&h, &t, 1000000);
-        break;
-    case B_P_CLAMPED_PREINJ:
-        countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, 7);
-        to_preinj(&h, &t, 200000);
-        break;
-    case B_DL_DISARMED:
-        lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
-        break;
-    case B_DL_ARMED:
-        lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
-        lapict_tsc_deadline_write(&t, fake_tsc(&h) + 1000000);
-        break;
-    default:
-        lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
-        lapict_tsc_deadline_write(&t, fake_tsc(&h) + 1000000);
-        to_preinj(&h, &t, 1000000);
-        break;
-    }
+    if (bc->count && bc->mode != LAPICT_LVTT_TSC_DEADLINE)
+        countdown(&t, 0xB, bc->mode, bc->count);
+    else if (bc->write_lvtt)
+        lapict_lvtt_write(&t, bc->mode | VEC);
+    if (bc->count && bc->mode == LAPICT_LVTT_TSC_DEADLINE)
+        lapict_tsc_deadline_write(&t, fake_tsc(&h) + bc->count);
+    if (bc->preinj_ns)
+        to_preinj(&h, &t, bc->preinj_ns);
+    else if (bc->run_ns)
+        fake_advance(&h, bc->run_ns);
     if (svr_off)
         lapict_svr_write(&t, false);
     save(&t, blob);
