@@ -135,30 +135,18 @@ static struct df_op df_pick(uint64_t *s, bool block_ops)
 
     op.a = df_next(s);
     op.b = df_next(s);
-    if (r < 10)
-        op.kind = 0; /* LVTT */
-    else if (r < 20)
-        op.kind = 1; /* TMICT */
-    else if (r < 25)
-        op.kind = 2; /* TDCR */
-    else if (r < 32)
-        op.kind = 3; /* TSC deadline */
-    else if (r < 34)
-        op.kind = 4; /* SVR */
-    else if (r < 46)
-        op.kind = 5; /* read */
-    else if (r < 80)
-        op.kind = 6; /* time */
-    else if (r < 83)
-        op.kind = 7; /* stall */
-    else if (r < 90)
-        op.kind = 8; /* window */
-    else if (r < 91)
-        op.kind = 9; /* reset */
-    else if (r < 93)
-        op.kind = 10; /* spurious callback */
-    else
-        op.kind = block_ops ? 11 : 6; /* block/unblock */
+    /*
+     * Kinds by cumulative percent: LVTT, TMICT, TDCR, TSC deadline, SVR,
+     * read, time, stall, window, reset, spurious callback; the rest
+     * block/unblock (11), or time where block_ops is off.
+     */
+    static const uint8_t upto[11] = {10, 20, 25, 32, 34, 46,
+                                     80, 83, 90, 91, 93};
+    op.kind = 0;
+    while (op.kind < 11 && r >= upto[op.kind])
+        op.kind++;
+    if (op.kind == 11 && !block_ops)
+        op.kind = 6;
     return op;
 }
 
@@ -175,30 +163,15 @@ static uint32_t df_lvtt(uint64_t a)
 
 static uint32_t df_count(uint64_t a)
 {
-    switch (a % 4) {
-    case 0:
-        return (uint32_t)(a >> 8) % 64u;
-    case 1:
-        return (uint32_t)(a >> 8) % 4096u;
-    case 2:
-        return (uint32_t)(a >> 8) % 1000000u;
-    default:
-        return (uint32_t)(a >> 8);
-    }
+    static const uint32_t mods[3] = {64u, 4096u, 1000000u};
+    uint32_t v = (uint32_t)(a >> 8);
+    return a % 4 == 3 ? v : v % mods[a % 4];
 }
 
 static uint64_t df_delta(uint64_t a)
 {
-    switch (a % 4) {
-    case 0:
-        return (a >> 8) % 1000u;
-    case 1:
-        return (a >> 8) % 100000u;
-    case 2:
-        return (a >> 8) % 10000000u;
-    default:
-        return (a >> 8) % 100000000u;
-    }
+    static const uint64_t mods[4] = {1000u, 100000u, 10000000u, 100000000u};
+    return (a >> 8) % mods[a % 4];
 }
 
 /* DF_TRACE=<seed>: print that seed's program in lapict-replay syntax. */
