@@ -227,6 +227,10 @@ static void df_trace(const struct df_side *d, const struct df_op *op)
 
 static void df_apply(struct df_side *d, const struct df_op *op)
 {
+    /* Reads 0-3 (and 4, the TSC deadline), as df_trace() names them. */
+    static uint32_t (*const reads[4])(struct lapict_timer *) = {
+        lapict_lvtt_read, lapict_tdcr_read, lapict_tmict_read,
+        lapict_tmcct_read};
     struct lapict_timer *t = d->t;
     struct lapict_sim *s = &d->sim;
     uint64_t v = 0;
@@ -251,23 +255,7 @@ static void df_apply(struct df_side *d, const struct df_op *op)
         lapict_svr_write(t, op->a % 4 != 0);
         break;
     case 5:
-        switch (op->a % 5) {
-        case 0:
-            v = lapict_lvtt_read(t);
-            break;
-        case 1:
-            v = lapict_tdcr_read(t);
-            break;
-        case 2:
-            v = lapict_tmict_read(t);
-            break;
-        case 3:
-            v = lapict_tmcct_read(t);
-            break;
-        default:
-            v = lapict_tsc_deadline_read(t);
-            break;
-        }
+        v = op->a % 5 < 4 ? reads[op->a % 5](t) : lapict_tsc_deadline_read(t);
         lapict_sim_enter(s);
         df_record(d, 2, (uint8_t)(op->a % 5), s->now_ns, v);
         return;
