@@ -178,8 +178,9 @@ static inline int tu_fix_teardown(void **state)
  * own clock and guest TSC, and an instance on each with the config c.
  * The source ha/ta runs at a base of tu_bases with the software timer
  * only; the destination hb/tb at the other base, offering the hardware
- * timer too. A test that wants another destination binds tb again with
- * tu_setup(). TU_PAIR(state) declares p, ha, hb, ta, tb and c in a test;
+ * timer too. A test that wants another destination (another base, guest
+ * TSC or config) binds tb again with tu_pair_dst() or tu_setup().
+ * TU_PAIR(state) declares p, ha, hb, ta, tb and c in a test;
  * TU_PAIR_AT_BASES(fn) gives fn one entry per source base, and
  * TU_PAIR_SETUP(name, changes...) a setup whose config is tu_cfg() changed
  * by the statements @changes.
