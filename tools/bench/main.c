@@ -9,7 +9,6 @@
  *
  * No mode: --hotpath --tuning --memory. See README.md beside this file.
  */
-#include "../common/lapict_tool_num.h"
 #include "bench.h"
 
 #include <inttypes.h>
@@ -29,25 +28,6 @@ static void usage(FILE *f)
             "       lapict-bench --mux [ARGS...]   (the rest goes to mux)\n"
             "       lapict-bench --callgrind=OP|list\n"
             "no mode given: --hotpath --tuning --memory\n");
-}
-
-int bench_parse_num(const char *opt, const char *s, uint64_t min, uint64_t max,
-                    uint64_t *out)
-{
-    enum lapict_tool_num rc;
-    uint64_t v = 0;
-
-    rc = lapict_tool_num(s, &v);
-    if (rc == LAPICT_TOOL_NUM_OK && v >= min && v <= max) {
-        *out = v;
-        return 0;
-    }
-    fprintf(stderr, "lapict-bench: %s: '%s' %s (%" PRIu64 " to %" PRIu64 ")\n",
-            opt, s,
-            rc == LAPICT_TOOL_NUM_MALFORMED ? "is not a number"
-                                            : "is out of range",
-            min, max);
-    return -1;
 }
 
 int main(int argc, char **argv)

@@ -3,8 +3,9 @@
  * The command line: lapict-vmm(1)'s options, their ranges and the
  * combinations refused, checked before anything opens /dev/kvm (so that
  * --dry-run answers on any machine), then the defaults that depend on
- * the test chosen.
+ * the test chosen. Also the one way out on a system error.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -26,6 +27,12 @@
 const char *const vmm_test_names[8] = {"tscdeadline", "oneshot", "periodic",
                                        "selftest",    "exit",    "migrate",
                                        "entry",       "immed"};
+
+void vmm_die(const char *what)
+{
+    fprintf(stderr, "lapict-vmm: %s: %s\n", what, strerror(errno));
+    exit(2);
+}
 
 static int parse_enum(const char *s, const char *const *names, int n,
                       const char *what)

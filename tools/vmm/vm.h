@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * lapict-vmm's one VM layer, used by the project's guests (vmm.c) and the
+ * lapict-vmm's one VM layer, used by the project's guests (main.c) and the
  * multiboot path (platform.c) alike: create and destroy a one-vCPU VM with
  * its LAPIC (KVM's in-kernel one, or adapters/kvm in userspace), CPUID,
  * guest RAM from 0, image loading, long-mode entry state, and the run loop

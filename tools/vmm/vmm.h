@@ -5,7 +5,7 @@
  * VMM's parts apart: cli.c reads the command line, guest.c loads and runs
  * the built-in guest, stats.c turns its samples into figures, latency.c
  * runs the latency tests (alone or compared), migrate.c drives the
- * migration test, vmm.c picks one of them.
+ * migration test, main.c picks one of them.
  */
 #ifndef LAPICT_VMM_H
 #define LAPICT_VMM_H

@@ -9,18 +9,7 @@
  * which of those the command line asked for; vmm.h lists the files that
  * do each.
  */
-#include <errno.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
 #include "vmm.h"
-
-void vmm_die(const char *what)
-{
-    fprintf(stderr, "lapict-vmm: %s: %s\n", what, strerror(errno));
-    exit(2);
-}
 
 int main(int argc, char **argv)
 {
