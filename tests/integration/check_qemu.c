@@ -984,6 +984,33 @@ static void assert_guest_finished(const char *o)
 }
 
 /*
+ * The end of a hop that the destination took: the source @p0 quits, the
+ * destination @p1, resumed, runs the guest to its end and exits 0, and
+ * the guest finished there. Hops of dir/hop_start(): monitors mon0 and
+ * mon1, the destination's console serial1.
+ */
+static void hop_finish(const char *dir, pid_t p0, pid_t p1, bool cont)
+{
+    char sock[96], path[96];
+    int status;
+    char *o;
+
+    snprintf(sock, sizeof(sock), "%s/mon0", dir);
+    hmp_try(sock, "quit", NULL, 0, 5);
+    ck_assert_int_eq(waitpid(p0, &status, 0), p0);
+    snprintf(sock, sizeof(sock), "%s/mon1", dir);
+    if (cont)
+        ck_assert(hmp_try(sock, "cont", NULL, 0, 5));
+    ck_assert_int_eq(waitpid(p1, &status, 0), p1);
+    snprintf(path, sizeof(path), "%s/serial1", dir);
+    o = slurp(path, NULL);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                  "destination status %d:\n%s", status, shown(o));
+    assert_guest_finished(o);
+    free(o);
+}
+
+/*
  * A relay from the unix socket @from (the source connects) to @to (the
  * destination listens), both directions (the return path flows back);
  * on the way to the destination it flips one bit of the lapict
@@ -1458,7 +1485,7 @@ END_TEST
 static void stock_move(const char *src, const char *dst, const char *machine)
 {
     char dir[64], guest[1024], cmd[256], sock[96], path[96], ans[2048];
-    char *o, *st;
+    char *st;
     pid_t p0, p1;
     size_t len;
     int status;
@@ -1491,16 +1518,7 @@ static void stock_move(const char *src, const char *dst, const char *machine)
     snprintf(sock, sizeof(sock), "%s/mon1", dir);
     ck_assert_msg(wait_running(sock, 60), "%s does not run the stream of %s",
                   dst, src);
-    snprintf(sock, sizeof(sock), "%s/mon0", dir);
-    hmp_try(sock, "quit", NULL, 0, 5);
-    ck_assert_int_eq(waitpid(p0, &status, 0), p0);
-    ck_assert_int_eq(waitpid(p1, &status, 0), p1);
-    snprintf(path, sizeof(path), "%s/serial1", dir);
-    o = slurp(path, NULL);
-    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-                  "destination status %d:\n%s", status, shown(o));
-    assert_guest_finished(o);
-    free(o);
+    hop_finish(dir, p0, p1, false);
     snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
     free(lt_run_capture(cmd, &status));
 }
@@ -1687,6 +1705,8 @@ START_TEST(migrate_stock_modes)
         hmp_try(sock, "quit", NULL, 0, 5);
         ck_assert_int_eq(waitpid(p0, &status, 0), p0);
         o = slurp(path, NULL);
+        assert_guest_finished(o);
+        free(o);
     } else {
         ck_assert_msg(wait_paused(sock, 60),
                       "%s does not load the stream "
@@ -1698,19 +1718,8 @@ START_TEST(migrate_stock_modes)
                       "%s -> %s on %s: %s TMICT %" PRIu32 " TMCCT %" PRIu32
                       " became %s %" PRIu32 " %" PRIu32,
                       src, dst, c->machine, mode, ic, cc, mode1, ic1, cc1);
-        snprintf(sock, sizeof(sock), "%s/mon0", dir);
-        hmp_try(sock, "quit", NULL, 0, 5);
-        ck_assert_int_eq(waitpid(p0, &status, 0), p0);
-        snprintf(sock, sizeof(sock), "%s/mon1", dir);
-        ck_assert(hmp_try(sock, "cont", NULL, 0, 5));
-        ck_assert_int_eq(waitpid(p1, &status, 0), p1);
-        snprintf(path, sizeof(path), "%s/serial1", dir);
-        o = slurp(path, NULL);
-        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-                      "destination status %d:\n%s", status, shown(o));
+        hop_finish(dir, p0, p1, true);
     }
-    assert_guest_finished(o);
-    free(o);
     snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
     free(lt_run_capture(cmd, &status));
 }
