@@ -2,16 +2,71 @@
 /*
  * The timer's clocks and the exact conversions between them: host ns, timer
  * ticks (bus_hz divided by TDCR, or a periodic count slowed to
- * min_period_ns) and guest TSC ticks (tsc_khz). Pure functions of the
- * instance's configuration: no op is called and no state is changed, except
- * by lapict__set_tdcr(). Deadlines round up (never early), counts round
- * down. Not installed.
+ * min_period_ns) and guest TSC ticks (tsc_khz), with the order of the
+ * wrapping host clock and the reciprocal division every conversion is
+ * built on. Pure functions of the instance's configuration: no op is
+ * called and no state is changed, except by lapict__set_tdcr(). Deadlines
+ * round up (never early), counts round down. Not installed.
  */
 #ifndef LAPICT__CLOCK_H
 #define LAPICT__CLOCK_H
 
-#include "divide.h"
+#include "math.h"
 #include "internal.h"
+
+/*
+ * The one horizon rule of host time (<lapict/ops.h>): on the wrapping
+ * 64-bit clock, instant a is at or after instant b when a - b, read as
+ * signed, is not negative. Every comparison of host instants goes through
+ * here.
+ */
+static inline bool lapict__after_eq(uint64_t a, uint64_t b)
+{
+    return (int64_t)(a - b) >= 0;
+}
+
+/*
+ * floor(n / d), all 128 bits, with the reciprocal r = lapict__recip(d).
+ * Inline: this is every conversion of every hot path. With
+ * 2^64 = r d + s (0 < s < d), a numerator h 2^64 + l is h r d + (h s + l):
+ * h r goes to the quotient and h s + l, which has fewer high bits (s < d),
+ * is reduced again. For the divisors the core uses (below 2^35) that takes
+ * at most four rounds, each one 64x64 multiply pair; the last, 64-bit
+ * numerator n0 gives floor(n0 r / 2^64), which is floor(n0 / d) or one
+ * less: one correction.
+ */
+static inline lapict__u128 lapict__div128(lapict__u128 n, uint64_t d,
+                                          uint64_t r)
+{
+    lapict__u128 q = 0;
+    uint64_t n0, q0;
+
+    if (r == 0)
+        return n >> __builtin_ctzll(d); /* d a power of two */
+    while ((n >> 64) != 0) {
+        uint64_t h = (uint64_t)(n >> 64), s = 0 - r * d; /* 2^64 mod d */
+        q += (lapict__u128)h * r;
+        n = (lapict__u128)h * s + (uint64_t)n;
+    }
+    n0 = (uint64_t)n;
+    q0 = (uint64_t)(((lapict__u128)n0 * r) >> 64);
+    if (n0 - q0 * d >= d)
+        q0++;
+    return q + q0;
+}
+
+/* floor(n / d); saturates at UINT64_MAX. */
+static inline uint64_t lapict__div_floor(lapict__u128 n, uint64_t d, uint64_t r)
+{
+    lapict__u128 q = lapict__div128(n, d, r);
+    return q > UINT64_MAX ? UINT64_MAX : (uint64_t)q;
+}
+
+/* ceil(n / d), same conditions; n < 2^127. */
+static inline uint64_t lapict__div_ceil(lapict__u128 n, uint64_t d, uint64_t r)
+{
+    return lapict__div_floor(n + (d - 1), d, r);
+}
 
 /* Divider log2 for a TDCR value (0..7 for divide 1..128). */
 static inline unsigned lapict__div_log2(uint32_t tdcr)

@@ -4,7 +4,7 @@
  * and small helpers that call nothing. Not installed. Symbols of lib/ use
  * the lapict__ prefix and are hidden (the library is built with hidden
  * visibility). Each file's interface to the others is in its own header:
- * divide.h, clock.h, ops.h, advance.h, config.h, timer.h.
+ * math.h, clock.h, ops.h, advance.h, config.h, timer.h.
  */
 #ifndef LAPICT__INTERNAL_H
 #define LAPICT__INTERNAL_H
@@ -91,17 +91,6 @@ static inline uint64_t lapict__sat_add(uint64_t a, uint64_t b)
 static inline void lapict__add_sat(uint64_t *c, uint64_t n)
 {
     *c = lapict__sat_add(*c, n);
-}
-
-/*
- * The one horizon rule of host time (<lapict/ops.h>): on the wrapping
- * 64-bit clock, instant a is at or after instant b when a - b, read as
- * signed, is not negative. Every comparison of host instants goes through
- * here.
- */
-static inline bool lapict__after_eq(uint64_t a, uint64_t b)
-{
-    return (int64_t)(a - b) >= 0;
 }
 
 /* The statistics counters: indexes of struct lapict_timer.counts. */

@@ -2,10 +2,10 @@
 /*
  * Exact integer conversions. Kernels do not link libgcc's __udivti3, so a
  * 128-by-64 division is done with a precomputed 64-bit reciprocal and an
- * exact reduction (lapict__div128() in divide.h); the reciprocal itself
+ * exact reduction (lapict__div128() in clock.h); the reciprocal itself
  * is computed once at init.
  */
-#include "divide.h"
+#include "math.h"
 
 uint64_t lapict__gcd(uint64_t a, uint64_t b)
 {

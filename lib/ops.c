@@ -5,6 +5,7 @@
  * armed, and that falls back from the hardware preemption timer to the
  * software timer when the host refuses or the vCPU blocks.
  */
+#include "clock.h"
 #include "ops.h"
 
 bool lapict__ops_ok(const struct lapict_ops *ops)

@@ -8,7 +8,7 @@
  */
 #include "advance.h"
 #include "clock.h"
-#include "divide.h"
+#include "math.h"
 #include "ops.h"
 #include "timer.h"
 

@@ -11,7 +11,7 @@
 #include <cmocka.h>
 
 #include "clock.h"
-#include "divide.h"
+#include "math.h"
 #include "lapict_sim.h"
 #include "tu_main.h"
 
