@@ -1,10 +1,11 @@
 # SPDX-License-Identifier: MIT
 # docs/porting.md, "Embedding lapict in your VMM", walks through
-# tests/consumer/vmm_loop.c (the consumer test builds and runs it against
-# the installed KVM adapter): every ```c block of that section must be a
-# verbatim piece of the file, so the guide cannot drift from tested code.
+# examples/kvm_loop.c (built and run in the tree, and by the consumer test
+# against the installed KVM adapter): every ```c block of that section must
+# be a verbatim piece of the file, so the guide cannot drift from tested
+# code.
 #
-#   cmake -DDOC=docs/porting.md -DSOURCE=tests/consumer/vmm_loop.c -P ...
+#   cmake -DDOC=docs/porting.md -DSOURCE=examples/kvm_loop.c -P ...
 cmake_minimum_required(VERSION 3.16)
 set(heading "## 10. Embedding lapict in your VMM")
 file(READ ${DOC} doc)

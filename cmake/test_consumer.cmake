@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 # Install a built lapict into a scratch prefix and use it from outside: the
-# programs of tests/consumer (the core, a host on the simulated host, a VMM
-# loop on the KVM adapter), once built through find_package(lapict CONFIG
+# programs of tests/consumer (the core, and examples/: the core on the
+# simulated host, a VMM loop on the KVM adapter), once built through find_package(lapict CONFIG
 # COMPONENTS ...) and once through pkg-config (lapict, lapict-sim,
 # lapict-kvm). All must build and run; the VMM loop may skip (exit 77: no
 # usable /dev/kvm), which is reported. With INSTALLED_PREFIX, lapict is
@@ -15,7 +15,7 @@
 #         [-DRUN_VMM=OFF] -P test_consumer.cmake
 #
 # RUN_VMM=OFF builds the VMM loop without running it (ctest runs it as a
-# test of its own, consumer_vmm_loop, which can report a skip).
+# test of its own, consumer_kvm_loop, which can report a skip).
 cmake_minimum_required(VERSION 3.16)
 if(NOT DEFINED INSTALLED_PREFIX AND NOT DEFINED BUILD_DIR)
     message(FATAL_ERROR "test_consumer.cmake: -DBUILD_DIR=... or "
@@ -96,7 +96,7 @@ function(run_program what exe)
                             ${exe}
                     RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
     string(STRIP "${out}${err}" text)
-    if(rc STREQUAL "77" AND exe MATCHES "vmm_loop")
+    if(rc STREQUAL "77" AND exe MATCHES "kvm_loop")
         message(STATUS "consumer: ${what}: SKIPPED: ${text}")
     elseif(NOT rc STREQUAL "0")
         message(FATAL_ERROR "consumer: ${what} failed (${rc})\n$ ${exe}\n"
@@ -106,12 +106,12 @@ function(run_program what exe)
     endif()
 endfunction()
 
-# The programs: name, source, pkg-config module.
+# The programs: name, source (from SOURCE_DIR), pkg-config module.
 set(programs lapict_consumer main.c lapict
-             lapict_sim_host sim_host.c lapict-sim)
-if(EXISTS ${build}/lapict_vmm_loop OR
-   (CONFIG AND EXISTS ${build}/${CONFIG}/lapict_vmm_loop))
-    list(APPEND programs lapict_vmm_loop vmm_loop.c lapict-kvm)
+             embed_sim ../../examples/embed_sim.c lapict-sim)
+if(EXISTS ${build}/kvm_loop OR
+   (CONFIG AND EXISTS ${build}/${CONFIG}/kvm_loop))
+    list(APPEND programs kvm_loop ../../examples/kvm_loop.c lapict-kvm)
 endif()
 
 # CMake gives the build an rpath to the library unless it deems the
@@ -124,7 +124,7 @@ while(programs)
         set(exe ${build}/${CONFIG}/${name})
     endif()
     set(run_it ON)
-    if(name STREQUAL "lapict_vmm_loop" AND NOT RUN_VMM)
+    if(name STREQUAL "kvm_loop" AND NOT RUN_VMM)
         set(run_it OFF)
     endif()
     if(run_it)

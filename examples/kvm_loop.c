@@ -63,18 +63,23 @@ static int run_vcpu(struct lapict_kvm *k, int vcpu, struct kvm_run *run)
 
     while (ticks < 5) {
         int rc = lapict_kvm_pre_run(k);
-        if (rc >= 0)
-            rc = lapict_kvm_handle_exit(k, ioctl(vcpu, KVM_RUN, 0) < 0 ? -errno
-                                                                       : 0);
-        if (rc == LAPICT_KVM_HALTED)
-            rc =
-                lapict_kvm_halt_wait(k) < 0 ? LAPICT_E_SYSTEM : LAPICT_KVM_MINE;
+
+        if (rc >= 0) {
+            int e = ioctl(vcpu, KVM_RUN, 0) < 0 ? -errno : 0;
+            rc = lapict_kvm_handle_exit(k, e);
+        }
+        if (rc == LAPICT_KVM_HALTED) {
+            rc = lapict_kvm_halt_wait(k);
+            if (rc == LAPICT_OK)
+                continue; /* an interrupt can be taken: enter again */
+        }
         if (rc < 0) {
             fprintf(stderr, "kvm_loop: %s\n", lapict_strerror(rc));
             return 1;
         }
         if (rc == LAPICT_KVM_MINE)
-            continue; /* the LAPIC's exit, or a halt waited out */
+            continue; /* the LAPIC's exit: enter again */
+        /* LAPICT_KVM_NOT_MINE: the VMM's own exit, here its port 0x10. */
         if (run->exit_reason != KVM_EXIT_IO || run->io.port != 0x10) {
             fprintf(stderr, "kvm_loop: exit %u\n", run->exit_reason);
             return 1;
