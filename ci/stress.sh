@@ -11,7 +11,9 @@
 #
 # The tests:
 #  - test_kvm_host, test_kvm_vcpu, test_kvm_hooks (cmocka, memcheck runs
-#    them in CI too; test_kvm_hooks needs /dev/kvm);
+#    them in CI too; test_kvm_hooks needs /dev/kvm), and example_kvm_loop
+#    (examples/kvm_loop.c: the adapter's default loop, five ticks of a
+#    real guest on /dev/kvm);
 #  - kvm_stress_<kick>: tests/tsan/stress.c built without ThreadSanitizer,
 #    the KVM adapter's real run loop against a fake vCPU, for each kick
 #    path (signal, thread, none, caller); a new seed every run, advance off
@@ -43,7 +45,7 @@ dir=${LAPICT_STRESS_DIR:-build-stress}
 limit=${LAPICT_STRESS_TIMEOUT:-600}
 deadlines=${LAPICT_STRESS_DEADLINES:-500}
 cc=${CC:-gcc}
-unit="test_kvm_host test_kvm_vcpu test_kvm_hooks"
+unit="test_kvm_host test_kvm_vcpu test_kvm_hooks example_kvm_loop"
 fake="kvm_stress_signal kvm_stress_thread kvm_stress_none kvm_stress_caller"
 guests="check_baremetal check_vmm check_multiboot_kvm check_migrate check_changemode"
 tests=${LAPICT_STRESS_TESTS:-$unit $fake $guests}
