@@ -151,12 +151,11 @@ static inline uint64_t lapict__ns_for_raw(const struct lapict_timer *t,
 /* First ns at which @n ticks of the current clock have elapsed. */
 static inline uint64_t lapict__ns_for(const struct lapict_timer *t, uint64_t n)
 {
+    if (!(t->flags & LAPICT__F_CLAMPED))
+        return lapict__ns_for_raw(t, n);
     /* Clamped: ceil(n P / N). */
-    if (t->flags & LAPICT__F_CLAMPED)
-        return lapict__udiv128(
-            (lapict__u128)n * t->min_period_ns + (t->tmict - 1u), t->tmict);
-    return lapict__div_ceil((lapict__u128)n * lapict__ns_scale(t), t->bus_p,
-                            t->bus_rp);
+    return lapict__udiv128((lapict__u128)n * t->min_period_ns + (t->tmict - 1u),
+                           t->tmict);
 }
 
 /* ns until the guest TSC advances by @d ticks (rounded up). */
