@@ -146,9 +146,10 @@ void lapict_sim_enter(struct lapict_sim *s);
 /*
  * A wrapper around any ops table, as SQLite's test VFS wraps a VFS: the
  * instance is bound to w->ops with w as ctx, and each call is counted,
- * handed to an optional trace callback, and then either answered as a
- * fault or passed to the wrapped table. It records and faults the
- * simulated host above, a test's fake, or a real adapter alike.
+ * handed to an optional trace callback, either answered as a fault or
+ * passed to the wrapped table, and then handed with its answer to an
+ * optional after callback. It records and faults the simulated host
+ * above, a test's fake, or a real adapter alike.
  */
 enum lapict_sim_op {
     LAPICT_SIM_OP_NOW_NS,
@@ -172,6 +173,18 @@ enum lapict_sim_op {
 typedef void (*lapict_sim_trace_fn)(void *trace_arg, enum lapict_sim_op op,
                                     uint64_t arg);
 
+/*
+ * Called after each op the instance calls through the wrapper, faulted
+ * ones included, once the answer is known and before the instance gets
+ * it: @arg as for the trace callback, @answer what the instance receives
+ * (host ns, guest TSC, 1 or 0 for hv_timer_arm and inject, 0 for ops that
+ * answer nothing). It observes; it cannot change the answer. A checker
+ * that needs the host's state after the call (a timer armed, a vector
+ * queued) looks here rather than in a table of its own.
+ */
+typedef void (*lapict_sim_after_fn)(void *after_arg, enum lapict_sim_op op,
+                                    uint64_t arg, uint64_t answer);
+
 struct lapict_sim_wrap {
     /* The table to bind the instance to, with the wrapper as ctx. */
     struct lapict_ops ops;
@@ -186,6 +199,8 @@ struct lapict_sim_wrap {
     uint64_t refuse_after;
     lapict_sim_trace_fn trace;
     void *trace_arg;
+    lapict_sim_after_fn after;
+    void *after_arg;
     /* Calls per op, and in all (faulted ones included). */
     uint64_t calls[LAPICT_SIM_NOPS];
     uint64_t total_calls;

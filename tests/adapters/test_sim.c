@@ -263,7 +263,196 @@ static void wrap_records_faults_and_passes_on(void **state)
     assert_int_equal(w.calls[LAPICT_SIM_OP_SPIN], 0);
 }
 
+/* The simulated host's own count of calls of @op (0: it keeps none). */
+static uint64_t host_count(const struct lapict_sim *s, enum lapict_sim_op op)
+{
+    switch (op) {
+    case LAPICT_SIM_OP_SW_ARM:
+        return s->sw_arms;
+    case LAPICT_SIM_OP_HV_ARM:
+        return s->hv_arms;
+    case LAPICT_SIM_OP_INJECT:
+        return s->injects + s->refusals;
+    case LAPICT_SIM_OP_SPIN:
+        return s->spins;
+    case LAPICT_SIM_OP_REPORT:
+        return s->reports;
+    default:
+        return 0;
+    }
+}
+
+/* Each trace paired with its after call, the host checked in between. */
+struct pair_log {
+    struct lapict_sim *s;
+    struct lapict_sim_wrap *w;
+    bool open;
+    enum lapict_sim_op op;
+    uint64_t arg, count;
+    uint64_t afters, seen[LAPICT_SIM_NOPS];
+    unsigned host_refused, wrap_refused, accepted, hv_refused;
+};
+
+static void pair_trace(void *arg, enum lapict_sim_op op, uint64_t a)
+{
+    struct pair_log *l = arg;
+
+    assert_false(l->open); /* ops never nest */
+    l->open = true;
+    l->op = op;
+    l->arg = a;
+    l->count = host_count(l->s, op);
+}
+
+static void pair_after(void *arg, enum lapict_sim_op op, uint64_t a,
+                       uint64_t answer)
+{
+    struct pair_log *l = arg;
+    struct lapict_sim *s = l->s;
+    /* enter() has counted this call already. */
+    bool refused = (l->w->refuse & LAPICT_SIM_OP_BIT(op)) &&
+                   l->w->calls[op] - 1 >= l->w->refuse_after;
+    bool counted = op == LAPICT_SIM_OP_SW_ARM || op == LAPICT_SIM_OP_HV_ARM ||
+                   op == LAPICT_SIM_OP_INJECT || op == LAPICT_SIM_OP_SPIN ||
+                   op == LAPICT_SIM_OP_REPORT;
+
+    assert_true(l->open);
+    l->open = false;
+    assert_int_equal(op, l->op);
+    assert_int_equal(a, l->arg);
+    l->afters++;
+    l->seen[op]++;
+    if (counted)
+        assert_int_equal(host_count(s, op), l->count + !refused);
+    if (refused) {
+        assert_int_equal(answer, 0);
+        l->wrap_refused += op == LAPICT_SIM_OP_INJECT;
+        return;
+    }
+    switch (op) {
+    case LAPICT_SIM_OP_NOW_NS:
+        assert_int_equal(answer, s->now_ns);
+        break;
+    case LAPICT_SIM_OP_GUEST_TSC:
+        assert_int_equal(answer, lapict_sim_guest_tsc(s));
+        break;
+    case LAPICT_SIM_OP_TSC_TO_NS:
+        assert_int_equal(answer, lapict_sim_ops.tsc_to_host_ns(s, a));
+        break;
+    case LAPICT_SIM_OP_SW_ARM:
+        assert_int_equal(answer, 0);
+        assert_true(s->sw_armed);
+        break;
+    case LAPICT_SIM_OP_SW_CANCEL:
+        assert_int_equal(answer, 0);
+        assert_false(s->sw_armed);
+        break;
+    case LAPICT_SIM_OP_HV_CANCEL:
+        assert_int_equal(answer, 0);
+        assert_false(s->hv_armed);
+        break;
+    case LAPICT_SIM_OP_HV_ARM:
+        assert_int_equal(answer, s->hv_armed && s->hv_at_ns == a);
+        l->hv_refused += !answer;
+        break;
+    case LAPICT_SIM_OP_INJECT:
+        /* Accepted: queued for the next entry; else the window is shut. */
+        assert_int_equal(answer, s->window_open);
+        if (answer)
+            assert_int_equal(s->queued[s->nqueued - 1], a);
+        l->accepted += answer != 0;
+        l->host_refused += !answer;
+        break;
+    case LAPICT_SIM_OP_SPIN:
+        assert_int_equal(answer, 0);
+        assert_true(s->now_ns >= a);
+        break;
+    default:
+        assert_int_equal(answer, 0);
+        break;
+    }
+}
+
+/*
+ * Rule: the after callback follows each traced call once the wrapped host
+ * has acted, with the answer the instance gets: the host's own (its clock,
+ * the guest TSC, a timer armed or refused, a vector queued or refused), or
+ * 0 for a call the wrapper refused, which the host never saw.
+ */
+static void wrap_after_sees_the_host_as_the_call_left_it(void **state)
+{
+    struct lapict_sim_config c;
+    struct lapict_config cfg;
+    struct lapict_sim s;
+    struct lapict_sim_wrap w;
+    struct lapict_timer t;
+    struct pair_log log = {0};
+    unsigned op;
+    (void)state;
+
+    lapict_sim_config_default(&c);
+    c.hv_timer = true;
+    c.hv_max = 1000; /* 32 us: a far expiry falls back to the sw timer */
+    lapict_sim_init(&s, &c, NULL, NULL);
+    lapict_sim_wrap_init(&w, &lapict_sim_ops, &s, 0);
+    log.s = &s;
+    log.w = &w;
+    w.trace = pair_trace;
+    w.trace_arg = &log;
+    w.after = pair_after;
+    w.after_arg = &log;
+    lapict_config_default(&cfg);
+    cfg.tsc_khz = c.tsc_khz;
+    cfg.tsc_deadline = true;
+    cfg.advance_mode = LAPICT_ADVANCE_FIXED;
+    cfg.advance_ns = 100;
+    assert_int_equal(lapict_init(&t, &cfg, &w.ops, &w), LAPICT_OK);
+    lapict_sim_attach(&s, &t);
+
+    /* Periodic, near: the hardware timer, an early inject and a spin. */
+    assert_int_equal(lapict_tdcr_write(&t, 0xB), LAPICT_OK);
+    assert_int_equal(lapict_lvtt_write(&t, 0x200EF), LAPICT_OK);
+    assert_int_equal(lapict_tmict_write(&t, 10000u), LAPICT_OK);
+    assert_true(lapict_sim_run_until(&s, 100000u));
+    /* Far: refused by the hardware timer, armed on the software one. */
+    assert_int_equal(lapict_tmict_write(&t, 1000000000u), LAPICT_OK);
+    lapict_sim_enter(&s);
+    /* The host's window shut, then the wrapper refusing every inject. */
+    lapict_sim_window(&s, false);
+    assert_true(lapict_sim_run_until(&s, 1100000000u));
+    lapict_sim_window(&s, true);
+    w.refuse = LAPICT_SIM_OP_BIT(LAPICT_SIM_OP_INJECT);
+    assert_true(lapict_sim_run_until(&s, 2100000000u));
+    w.refuse = 0;
+    /* A TSC deadline (tsc_to_host_ns), then an illegal vector (report). */
+    assert_int_equal(lapict_lvtt_write(&t, 0x400EF), LAPICT_OK);
+    assert_int_equal(
+        lapict_tsc_deadline_write(&t, lapict_sim_guest_tsc(&s) + 5000u),
+        LAPICT_OK);
+    assert_true(lapict_sim_run_until(&s, s.now_ns + 10000u));
+    assert_int_equal(lapict_lvtt_write(&t, 0x5u), LAPICT_OK);
+    assert_int_equal(lapict_tmict_write(&t, 10u), LAPICT_OK);
+    assert_true(lapict_sim_run_until(&s, s.now_ns + 10000u));
+    lapict_sim_enter(&s);
+
+    assert_false(log.open);
+    assert_int_equal(log.afters, w.total_calls);
+    for (op = 0; op < LAPICT_SIM_NOPS; op++)
+        assert_int_equal(log.seen[op], w.calls[op]);
+    /* Every kind of answer was seen. */
+    assert_true(log.seen[LAPICT_SIM_OP_SW_ARM] > 0);
+    assert_true(log.seen[LAPICT_SIM_OP_SPIN] > 0);
+    assert_true(log.seen[LAPICT_SIM_OP_TSC_TO_NS] > 0);
+    assert_true(log.seen[LAPICT_SIM_OP_REPORT] > 0);
+    assert_true(log.seen[LAPICT_SIM_OP_HV_ARM] > log.hv_refused);
+    assert_true(log.hv_refused > 0);
+    assert_true(log.accepted > 0);
+    assert_true(log.host_refused > 0);
+    assert_true(log.wrap_refused > 0);
+}
+
 TU_MAIN(cmocka_unit_test(tsc_to_host_ns_first_instant_in_every_lap),
         cmocka_unit_test(deadline_after_a_tsc_lap_fires_at_its_instant),
         cmocka_unit_test(run_until_stops_only_on_a_livelock),
-        cmocka_unit_test(wrap_records_faults_and_passes_on))
+        cmocka_unit_test(wrap_records_faults_and_passes_on),
+        cmocka_unit_test(wrap_after_sees_the_host_as_the_call_left_it))

@@ -187,8 +187,13 @@ static struct rg_log rg_logs[2];
 
 struct rg_ctx {
     struct lapict_sim sim;
-    /* Per instance slot: a migration may change the advance and the ops. */
-    struct lapict_ops ops[2];
+    /*
+     * Per instance slot: a migration may change the advance and the ops
+     * the host offers (LAPICT_SIM_OP_BIT()s @absent). Each slot's instance
+     * calls the host through its wrapper, whose callbacks check each op.
+     */
+    struct lapict_sim_wrap wrap[2];
+    uint32_t absent[2];
     struct lapict_config cfg[2];
     struct lapict_timer timers[2];
     struct lapict_timer *t;
@@ -489,43 +494,12 @@ static void rg_o_reset(struct rg_oracle *o)
     o->owed = false;
 }
 
-/* ---- the host: wrappers around the simulated host's ops ----------------- */
+/* ---- the host: checks around each op (the wrapper's callbacks) --------- */
 
 static void rg_one_timer(void)
 {
     RG_CHECK(!(rg.sim.sw_armed && rg.sim.hv_armed),
              "both host timers armed at %llu", RG_ULL(rg.sim.now_ns));
-}
-
-static void rg_op_sw_arm(void *ctx, uint64_t host_ns)
-{
-    lapict_sim_ops.sw_timer_arm(ctx, host_ns);
-    rg.lib_armed = true;
-    rg.lib_target = host_ns;
-    rg_one_timer();
-}
-
-static bool rg_op_hv_arm(void *ctx, uint64_t host_ns)
-{
-    bool ok = lapict_sim_ops.hv_timer_arm(ctx, host_ns);
-    if (ok) {
-        rg.lib_armed = true;
-        rg.lib_target = host_ns;
-    }
-    rg_one_timer();
-    return ok;
-}
-
-static void rg_op_sw_cancel(void *ctx)
-{
-    lapict_sim_ops.sw_timer_cancel(ctx);
-    rg.lib_armed = false;
-}
-
-static void rg_op_hv_cancel(void *ctx)
-{
-    lapict_sim_ops.hv_timer_cancel(ctx);
-    rg.lib_armed = false;
 }
 
 static struct rg_event *rg_event(uint8_t kind, uint8_t which, uint64_t val)
@@ -549,18 +523,12 @@ static struct rg_event *rg_event(uint8_t kind, uint8_t which, uint64_t val)
     return e;
 }
 
-static void rg_op_spin(void *ctx, uint64_t host_ns)
-{
-    rg_event(RG_EV_SPIN, 0, host_ns);
-    lapict_sim_ops.spin_until(ctx, host_ns);
-}
-
 /* Largest advance the current instance may inject ahead with. */
 static uint32_t rg_adv_max(void)
 {
     const struct lapict_config *c = &rg.cfg[rg.t - rg.timers];
 
-    if (!rg.ops[rg.t - rg.timers].spin_until)
+    if (!rg.wrap[rg.t - rg.timers].ops.spin_until)
         return 0;
     switch (c->advance_mode) {
     case LAPICT_ADVANCE_FIXED:
@@ -604,17 +572,12 @@ static void rg_reenter(void)
              "re-entry changed the instance");
 }
 
-static bool rg_op_inject(void *ctx, uint8_t vector)
+/* The host has answered an inject of @vector: @ok if it accepted it. */
+static void rg_injected(uint8_t vector, bool ok)
 {
     struct rg_oracle *o = &rg.o;
     struct rg_event *ev;
-    bool ok;
 
-    if (rg.reenter) {
-        rg.reenter = false;
-        rg_reenter();
-    }
-    ok = lapict_sim_ops.inject(ctx, vector);
     if (ok && rg.leap && rg.sim.now_ns > UINT64_MAX - rg.leap) {
         /* Not where the simulated clock would wrap: its run_until() in
          * progress would then take the old target for 2^63 ns ahead and
@@ -631,7 +594,7 @@ static bool rg_op_inject(void *ctx, uint8_t vector)
     if (!ok || rg.wild) {
         if (ok)
             o->inflight++;
-        return ok;
+        return;
     }
     rg_advance(o, rg.sim.now_ns);
     RG_CHECK(vector == (o->lvtt & 0xFF) && vector >= 16 && !(o->lvtt & RG_MASK),
@@ -671,7 +634,57 @@ static bool rg_op_inject(void *ctx, uint8_t vector)
         ev->ahead = true;
     }
     o->inflight++;
-    return true;
+}
+
+/* Before an op reaches the host. */
+static void rg_on_trace(void *arg, enum lapict_sim_op op, uint64_t in)
+{
+    (void)arg;
+    if (op == LAPICT_SIM_OP_SPIN) {
+        rg_event(RG_EV_SPIN, 0, in);
+    } else if (op == LAPICT_SIM_OP_INJECT && rg.reenter) {
+        rg.reenter = false;
+        rg_reenter();
+    }
+}
+
+/* After the host has answered an op: the host timer the library holds, and
+ * the oracle's account of an injection. */
+static void rg_on_after(void *arg, enum lapict_sim_op op, uint64_t in,
+                        uint64_t answer)
+{
+    (void)arg;
+    switch (op) {
+    case LAPICT_SIM_OP_SW_ARM:
+    case LAPICT_SIM_OP_HV_ARM:
+        if (op == LAPICT_SIM_OP_SW_ARM || answer) {
+            rg.lib_armed = true;
+            rg.lib_target = in;
+        }
+        rg_one_timer();
+        break;
+    case LAPICT_SIM_OP_SW_CANCEL:
+    case LAPICT_SIM_OP_HV_CANCEL:
+        rg.lib_armed = false;
+        break;
+    case LAPICT_SIM_OP_INJECT:
+        rg_injected((uint8_t)in, answer != 0);
+        break;
+    default:
+        break;
+    }
+}
+
+/* Bind @t to the host through slot @k's wrapper, less the ops in @absent. */
+static int rg_bind(struct lapict_timer *t, size_t k, uint32_t absent)
+{
+    struct lapict_sim_wrap *w = &rg.wrap[k];
+
+    rg.absent[k] = absent;
+    lapict_sim_wrap_init(w, &lapict_sim_ops, &rg.sim, absent);
+    w->trace = rg_on_trace;
+    w->after = rg_on_after;
+    return lapict_init(t, &rg.cfg[k], &w->ops, w);
 }
 
 static void rg_on_deliver(void *arg, uint64_t when, uint8_t vector)
@@ -1002,17 +1015,17 @@ static void rg_exp_rebase(void)
     }
 }
 
-/* A fresh instance in the slot other than the current one, on @cfg/@ops. */
+/* A fresh instance in the slot other than the current one, on @cfg, with
+ * a host that lacks the ops in @absent. */
 static struct lapict_timer *rg_fresh(const struct lapict_config *cfg,
-                                     const struct lapict_ops *ops)
+                                     uint32_t absent)
 {
     size_t k = rg.t == &rg.timers[0] ? 1 : 0;
     struct lapict_timer *n = &rg.timers[k];
     int rc;
 
     rg.cfg[k] = *cfg;
-    rg.ops[k] = *ops;
-    rc = lapict_init(n, &rg.cfg[k], &rg.ops[k], &rg.sim);
+    rc = rg_bind(n, k, absent);
     RG_CHECK(rc == LAPICT_OK, "init: %d", rc);
     /* A new instance has no host timer armed (as the library sees it). */
     rg.lib_armed = false;
@@ -1036,7 +1049,7 @@ static void rg_save_restore(bool fresh)
     if (fresh) {
         /* The old instance is gone with its host timers (as a migration). */
         lapict_sim_drop_timers(&rg.sim);
-        n = rg_fresh(&rg.cfg[rg.t - rg.timers], &rg.ops[rg.t - rg.timers]);
+        n = rg_fresh(&rg.cfg[rg.t - rg.timers], rg.absent[rg.t - rg.timers]);
         lapict_sim_attach(&rg.sim, n);
     }
     rc = lapict_state_restore(n, blob, sizeof(blob));
@@ -1065,8 +1078,7 @@ static bool rg_state_error(int rc)
  * 3, the spin_until op toggled (a host without one cannot wait before
  * entry). Nothing the oracle models changes.
  */
-static void rg_dst_config(uint8_t m, struct lapict_config *c,
-                          struct lapict_ops *ops)
+static void rg_dst_config(uint8_t m, struct lapict_config *c, uint32_t *absent)
 {
     /* Per @m & 7: mode, advance_ns, advance_max_ns; 0 and 7 keep it. */
     static const uint32_t adv[8][3] = {
@@ -1081,7 +1093,7 @@ static void rg_dst_config(uint8_t m, struct lapict_config *c,
     if ((m & 7) != 0 && (m & 7) != 7)
         fz_advance(c, adv[m & 7][0], adv[m & 7][1], adv[m & 7][2]);
     if (m & 8)
-        ops->spin_until = ops->spin_until ? NULL : rg_op_spin;
+        *absent ^= LAPICT_SIM_OP_BIT(LAPICT_SIM_OP_SPIN);
 }
 
 /*
@@ -1125,13 +1137,13 @@ static bool rg_callback_held(void)
  * IRR. The destination may refuse a blob that holds an expiry injected
  * ahead (LAPICT_E_STATE_*, instance unchanged): the source then resumes.
  * Accepted, the guest must still not see that expiry before its instant
- * (rg_on_deliver()) nor get it twice (rg_op_inject()).
+ * (rg_on_deliver()) nor get it twice (rg_injected()).
  */
 static void rg_held_migration(uint8_t m)
 {
     uint8_t blob[LAPICT_STATE_SIZE], q[LAPICT_SIM_QUEUE];
     struct lapict_config cfg = rg.cfg[rg.t - rg.timers];
-    struct lapict_ops ops = rg.ops[rg.t - rg.timers];
+    uint32_t absent = rg.absent[rg.t - rg.timers];
     struct lapict_timer *n, before;
     struct lapict_sim src_sim, dst_sim;
     uint64_t injects = rg.sim.injects, target;
@@ -1140,9 +1152,9 @@ static void rg_held_migration(uint8_t m)
     int rc;
 
     rg.synced = rg_callback_held();
-    rg_dst_config(m, &cfg, &ops);
+    rg_dst_config(m, &cfg, &absent);
     same = memcmp(&cfg, &rg.cfg[rg.t - rg.timers], sizeof(cfg)) == 0 &&
-           !ops.spin_until == !rg.ops[rg.t - rg.timers].spin_until;
+           absent == rg.absent[rg.t - rg.timers];
     RG_TRACE("# migration before that entry:%s%s\n",
              same ? " same configuration" : " advance changed",
              (m & 8) ? " (spin_until toggled)" : "");
@@ -1159,7 +1171,7 @@ static void rg_held_migration(uint8_t m)
     nq = rg.sim.nqueued;
     memcpy(q, rg.sim.queued, nq);
     lapict_sim_drop_timers(&rg.sim);
-    n = rg_fresh(&cfg, &ops);
+    n = rg_fresh(&cfg, absent);
     lapict_sim_attach(&rg.sim, n);
     memcpy(&before, n, sizeof(before));
     memcpy(&dst_sim, &rg.sim, sizeof(dst_sim));
@@ -1473,7 +1485,8 @@ static void rg_setup(struct fz_in *in, int pass)
                                       UINT64_MAX - (1ull << 50)};
     struct lapict_sim_config sc;
     struct lapict_config *c = &rg.cfg[0];
-    struct lapict_ops *ops = &rg.ops[0];
+    const struct lapict_ops *ops = &rg.wrap[0].ops;
+    uint32_t absent = 0;
     struct rg_oracle *o = &rg.o;
     uint8_t b0 = fz_u8(in), b1 = fz_u8(in), b2 = fz_u8(in), b3 = fz_u8(in);
     uint8_t b4 = fz_u8(in), b5 = fz_u8(in), b6 = fz_u8(in), b7 = fz_u8(in);
@@ -1562,29 +1575,22 @@ static void rg_setup(struct fz_in *in, int pass)
     /* Without tsc_to_host_ns the library may be one TSC period late. */
     rg.dl_slack = 0;
 
-    *ops = lapict_sim_ops;
-    ops->sw_timer_arm = rg_op_sw_arm;
-    ops->sw_timer_cancel = rg_op_sw_cancel;
-    ops->hv_timer_arm = rg_op_hv_arm;
-    ops->hv_timer_cancel = rg_op_hv_cancel;
-    ops->inject = rg_op_inject;
-    ops->spin_until = rg_op_spin;
-    if ((b8 & 3) == 0 || (b8 & 3) == 3) {
-        /* (b8 & 3) == 3: offered by the ops, refused by the host. */
-        if ((b8 & 3) == 0)
-            ops->hv_timer_arm = NULL, ops->hv_timer_cancel = NULL;
-    }
+    /* (b8 & 3) == 0: no hardware timer ops; 3: the ops, refused by the
+     * host (sc.hv_timer off). */
+    if ((b8 & 3) == 0)
+        absent |= LAPICT_SIM_OP_BIT(LAPICT_SIM_OP_HV_ARM) |
+                  LAPICT_SIM_OP_BIT(LAPICT_SIM_OP_HV_CANCEL);
     if (b3 & 0x40) {
-        ops->tsc_to_host_ns = NULL;
+        absent |= LAPICT_SIM_OP_BIT(LAPICT_SIM_OP_TSC_TO_NS);
         rg.dl_slack = 1000000u / c->tsc_khz + 2;
     }
     if (b3 & 0x80)
-        ops->spin_until = NULL;
+        absent |= LAPICT_SIM_OP_BIT(LAPICT_SIM_OP_SPIN);
     if (b3 & 2)
-        ops->report = NULL;
+        absent |= LAPICT_SIM_OP_BIT(LAPICT_SIM_OP_REPORT);
 
     rg.t = &rg.timers[0];
-    rc = lapict_init(rg.t, c, ops, &rg.sim);
+    rc = rg_bind(rg.t, 0, absent);
     RG_CHECK(rc == LAPICT_OK, "init: %d", rc);
     lapict_sim_attach(&rg.sim, rg.t);
 

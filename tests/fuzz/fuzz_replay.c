@@ -16,10 +16,13 @@
  *   lapict_config_default -> records &r.cfg, i.e. the address of main()'s
  *                            static struct replay (cfg is its first member),
  *                            so that it can be freed and zeroed between runs
- *   lapict_sim_ops        -> a copy whose timer-arm ops count, and stop a
- *                            run after RP_MAX_ARMS host timer arms: a trace
- *                            of a few bytes can legitimately ask for 10^9
- *                            expiries ("at" far ahead of a short period)
+ *   lapict_init           -> rp_init(): binds the instance through a
+ *                            struct lapict_sim_wrap around the ops and host
+ *                            replay.c names, whose trace counts host timer
+ *                            arms and stops a run after RP_MAX_ARMS of
+ *                            them: a trace of a few bytes can legitimately
+ *                            ask for 10^9 expiries ("at" far ahead of a
+ *                            short period)
  *
  * Checked: no crash, no UB, no leak (LeakSanitizer), the exit status is 0
  * or 2 (1, a run that cannot finish, is a failure: the budget keeps memory
@@ -57,7 +60,7 @@ static int rp_status;
 static void *rp_state;
 static FILE *rp_in, *rp_out;
 static unsigned long rp_arms;
-static struct lapict_ops rp_ops;
+static struct lapict_sim_wrap rp_wrap;
 
 /* Output checker state. */
 static char rp_line[96];
@@ -77,22 +80,28 @@ static void rp_config_default(struct lapict_config *c)
     lapict_config_default(c);
 }
 
-static void rp_count_arm(void)
+/* Before each op: a host timer arm over the budget ends the run there. */
+static void rp_trace(void *arg, enum lapict_sim_op op, uint64_t host_ns)
 {
+    (void)arg;
+    (void)host_ns;
+    if (op != LAPICT_SIM_OP_SW_ARM && op != LAPICT_SIM_OP_HV_ARM)
+        return;
     if (++rp_arms > RP_MAX_ARMS)
         rp_exit(RP_BUDGET_STATUS);
 }
 
-static void rp_sw_arm(void *ctx, uint64_t host_ns)
+/*
+ * lapict_init() as replay.c calls it, through the wrapper. A save_restore
+ * binds a new instance to the same host once the old one is gone, so one
+ * wrapper serves both; the budget counts over the whole run.
+ */
+static int rp_init(struct lapict_timer *t, const struct lapict_config *cfg,
+                   const struct lapict_ops *ops, void *ctx)
 {
-    rp_count_arm();
-    lapict_sim_ops.sw_timer_arm(ctx, host_ns);
-}
-
-static bool rp_hv_arm(void *ctx, uint64_t host_ns)
-{
-    rp_count_arm();
-    return lapict_sim_ops.hv_timer_arm(ctx, host_ns);
+    lapict_sim_wrap_init(&rp_wrap, ops, ctx, 0);
+    rp_wrap.trace = rp_trace;
+    return lapict_init(t, cfg, &rp_wrap.ops, &rp_wrap);
 }
 
 /* One complete output line (without its newline). */
@@ -156,9 +165,9 @@ static ssize_t rp_out_write(void *cookie, const char *buf, size_t size)
 #define main rp_replay_main
 #define exit rp_exit
 #define lapict_config_default rp_config_default
-#define lapict_sim_ops rp_ops
+#define lapict_init rp_init
 #include "../../tools/replay/replay.c"
-#undef lapict_sim_ops
+#undef lapict_init
 #undef lapict_config_default
 #undef exit
 #undef main
@@ -183,9 +192,6 @@ int FUZZ_REPLAY_ENTRY(const uint8_t *data, size_t size)
     volatile bool exited = false;
     int status;
 
-    rp_ops = lapict_sim_ops;
-    rp_ops.sw_timer_arm = rp_sw_arm;
-    rp_ops.hv_timer_arm = rp_hv_arm;
     rp_arms = 0;
     rp_len = 0;
     rp_long = false;

@@ -521,8 +521,8 @@ int FUZZ_RESTORE_ENTRY(const uint8_t *data, size_t size)
     static struct lapict_sim src_sim, dst_sim, dst_before, sim3;
     static struct lapict_timer src, dst, before, t3;
     static uint8_t mutated[LAPICT_STATE_SIZE];
-    static struct lapict_ops nospin_ops;
-    const struct lapict_ops *dops = &lapict_sim_ops;
+    /* The destination hosts as the instances see them. */
+    static struct lapict_sim_wrap dst_wrap, wrap3;
     struct lapict_config cfg, dcfg;
     uint8_t blob2[LAPICT_STATE_SIZE], blob3[LAPICT_STATE_SIZE];
     const uint8_t *blob;
@@ -531,6 +531,7 @@ int FUZZ_RESTORE_ENTRY(const uint8_t *data, size_t size)
     uint64_t restore_at;
     unsigned carried = 0;
     uint8_t mode;
+    uint32_t absent;
     bool nospin;
     int rc;
 
@@ -539,12 +540,8 @@ int FUZZ_RESTORE_ENTRY(const uint8_t *data, size_t size)
     rs_config(data[0], &cfg);
     mode = data[1];
     rs_dst_config(mode, rs_small_adv(data[0]), &cfg, &dcfg, &nospin);
-    if (nospin) {
-        /* A host that cannot wait before entry. */
-        nospin_ops = lapict_sim_ops;
-        nospin_ops.spin_until = NULL;
-        dops = &nospin_ops;
-    }
+    /* nospin: a host that cannot wait before entry. */
+    absent = nospin ? LAPICT_SIM_OP_BIT(LAPICT_SIM_OP_SPIN) : 0;
     slen = (size_t)(data[2] % 8) * 3;
     if (slen > size - 3)
         slen = (size - 3) / 3 * 3;
@@ -557,7 +554,9 @@ int FUZZ_RESTORE_ENTRY(const uint8_t *data, size_t size)
     dst_sim.now_ns = (uint64_t)data[2] << 40;
     RS_CHECK(lapict_init(&src, &cfg, &lapict_sim_ops, &src_sim) == LAPICT_OK,
              "init");
-    RS_CHECK(lapict_init(&dst, &dcfg, dops, &dst_sim) == LAPICT_OK, "init");
+    lapict_sim_wrap_init(&dst_wrap, &lapict_sim_ops, &dst_sim, absent);
+    RS_CHECK(lapict_init(&dst, &dcfg, &dst_wrap.ops, &dst_wrap) == LAPICT_OK,
+             "init");
     lapict_sim_attach(&src_sim, &src);
     lapict_sim_attach(&dst_sim, &dst);
     rs_scenario(&src, &src_sim, data + 3, slen);
@@ -619,7 +618,8 @@ int FUZZ_RESTORE_ENTRY(const uint8_t *data, size_t size)
     lapict_sim_enter(&dst_sim);
     sim3 = dst_sim;
     lapict_sim_drop_timers(&sim3);
-    RS_CHECK(lapict_init(&t3, &dcfg, dops, &sim3) == LAPICT_OK, "init");
+    lapict_sim_wrap_init(&wrap3, &lapict_sim_ops, &sim3, absent);
+    RS_CHECK(lapict_init(&t3, &dcfg, &wrap3.ops, &wrap3) == LAPICT_OK, "init");
     if (sim3.blocked)
         lapict_vcpu_blocking(&t3);
     lapict_sim_attach(&sim3, &t3);
