@@ -234,10 +234,10 @@ int lapict_sim_enter(struct lapict_sim *s)
     return rc;
 }
 
-/* The automatic entry after a host event, when there is something to take. */
+/* The guest entry after a host event, unless the driver makes its own. */
 static void auto_enter(struct lapict_sim *s)
 {
-    if (!s->cfg.manual_entry && s->nqueued)
+    if (!s->cfg.manual_entry)
         lapict_sim_enter(s);
 }
 
