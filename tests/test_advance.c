@@ -264,25 +264,25 @@ static void run_study(struct fake_host *h, struct lapict_timer *t,
             assert_int_equal(lapict_advance_set(t, (uint32_t)goal2, budget2),
                              LAPICT_OK);
         fake_clear_records(h);
-        for (guard = 0; h->ninj == 0; guard++) {
+        for (guard = 0; h->sim.injects == 0; guard++) {
             uint64_t at;
             assert_true(guard < 4);
             assert_true(fake_armed(h));
             at = fake_armed_at(h);
-            if (fake_diff(h->now_ns, at) > 0)
-                fake_stall(h, (uint64_t)fake_diff(h->now_ns, at));
+            if (fake_diff(h->sim.now_ns, at) > 0)
+                fake_stall(h, (uint64_t)fake_diff(h->sim.now_ns, at));
             fake_stall(h, lat);
             fake_fire_sw(h);
         }
-        before = h->now_ns;
+        before = h->sim.now_ns;
         assert_int_equal(fake_enter(h), LAPICT_OK);
-        o->host_spin += h->now_ns - before;
-        assert_int_equal(h->ndlv, 1);
+        o->host_spin += h->sim.now_ns - before;
+        assert_int_equal(h->sim.deliveries, 1);
         o->delivered++;
-        if (h->dlv[0].tsc < D)
+        if (h->dlv[0].guest_tsc < D)
             o->early++;
         else
-            o->late_sum += h->dlv[0].tsc - D; /* 1 GHz: cycles = ns */
+            o->late_sum += h->dlv[0].guest_tsc - D; /* 1 GHz: cycles = ns */
         D += PERIOD_NS;
         assert_int_equal(lapict_tsc_deadline_write(t, D), LAPICT_OK);
     }
@@ -543,7 +543,7 @@ static void restore_keeps_the_host_policy(void **state)
     run_study(&h1, &a, NOISE, -1, 0, &o);
     assert_int_equal(lapict_state_save(&a, blob, sizeof(blob)), LAPICT_OK);
     setup_goal(&h2, &b, LAPICT_ADVANCE_GOAL_LATENCY, 0);
-    h2.now_ns = h1.now_ns;
+    h2.sim.now_ns = h1.sim.now_ns;
     b.spin_ns = 77;
     assert_int_equal(lapict_state_restore(&b, blob, sizeof(blob)), LAPICT_OK);
     assert_int_equal(b.adv_goal, LAPICT_ADVANCE_GOAL_LATENCY);
@@ -578,7 +578,7 @@ static void saturated_counters_do_not_stop_learning(void **state)
     }
     print_message("advance %u\n", t.adv_ns);
     assert_true(t.adv_ns >= 2900 && t.adv_ns <= 4000);
-    assert_int_equal(h.ninj, 20);
+    assert_int_equal(h.sim.injects, 20);
     tu_check_host(&h);
 }
 

@@ -227,10 +227,10 @@ static void init_null_config_uses_defaults(void **state)
                      LAPICT_OK);
     assert_int_equal(lapict_tmict_write(&t, 1000), LAPICT_OK);
     fake_advance(&h, 199999);
-    assert_int_equal(h.ninj, 0);
+    assert_int_equal(h.sim.injects, 0);
     fake_advance(&h, 1);
-    assert_int_equal(h.ninj, 1);
-    assert_int_equal(h.inj[0].ns, 200000);
+    assert_int_equal(h.sim.injects, 1);
+    assert_int_equal(h.inj[0].host_ns, 200000);
     s = tu_stats(&t);
     assert_true(s.clamps >= 1);
     assert_int_equal(s.advance_ns, 0); /* advance off by default */
@@ -322,10 +322,10 @@ static void init_extreme_rates_accept_largest_count(void **state)
     fake_advance(&h, 1000000000000ull); /* 1000 s = 7 ticks of 128 ms */
     want = UINT32_MAX - oracle_ticks_in(1000000000000ull, 1000, 128);
     assert_int_equal(lapict_tmcct_read(&t), want);
-    assert_int_equal(h.ninj, 0);
+    assert_int_equal(h.sim.injects, 0);
     /* The host timer is in the future, not wrapped into the past. */
     assert_true(fake_armed(&h));
-    assert_true(fake_diff(h.now_ns, fake_armed_at(&h)) > 0);
+    assert_true(fake_diff(h.sim.now_ns, fake_armed_at(&h)) > 0);
 }
 
 /* A TSC rate of 0 and a bus above 10 GHz are rejected by init, before
@@ -434,9 +434,9 @@ static void config_size_is_checked_and_a_larger_struct_grows(void **state)
     lapict_lvtt_write(&t, 0x40);
     lapict_tmict_write(&t, 1000);
     fake_advance(&h, 9999);
-    assert_int_equal(h.ninj, 0);
+    assert_int_equal(h.sim.injects, 0);
     fake_advance(&h, 1);
-    assert_int_equal(h.ninj, 1);
+    assert_int_equal(h.sim.injects, 1);
 }
 
 TU_MAIN(cmocka_unit_test(config_default_values_are_documented),

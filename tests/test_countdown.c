@@ -57,7 +57,8 @@ static void get_gives_the_instant_of_the_next_expiry(void **state)
     arm(&f->t, 0x0, LAPICT_LVTT_ONESHOT, 1000);
     fake_advance(&f->h, 12345);
     calls = f->h.rec.total_calls;
-    assert_int_equal(lapict_countdown_get(&f->t, f->h.now_ns, &cd), LAPICT_OK);
+    assert_int_equal(lapict_countdown_get(&f->t, f->h.sim.now_ns, &cd),
+                     LAPICT_OK);
     assert_int_equal(f->h.rec.total_calls, calls); /* no op */
     assert_int_equal(cd.lvtt, LAPICT_LVTT_ONESHOT | VEC);
     assert_int_equal(cd.tdcr, 0x0);
@@ -67,8 +68,9 @@ static void get_gives_the_instant_of_the_next_expiry(void **state)
     /* Periodic, past two expiries: the third grid point. */
     arm(&f->t, 0xB, LAPICT_LVTT_PERIODIC, 300);
     fake_advance(&f->h, 2 * ns_for(300, 0xB) + 10);
-    assert_int_equal(f->h.ninj, 2);
-    assert_int_equal(lapict_countdown_get(&f->t, f->h.now_ns, &cd), LAPICT_OK);
+    assert_int_equal(f->h.sim.injects, 2);
+    assert_int_equal(lapict_countdown_get(&f->t, f->h.sim.now_ns, &cd),
+                     LAPICT_OK);
     assert_true(cd.next_ns == f->base + 12345 + ns_for(900, 0xB));
 }
 
@@ -77,7 +79,8 @@ static void get_gives_none_without_a_running_count_down(void **state)
     struct tu_fix *f = *state;
     struct lapict_countdown cd;
 
-    assert_int_equal(lapict_countdown_get(&f->t, f->h.now_ns, &cd), LAPICT_OK);
+    assert_int_equal(lapict_countdown_get(&f->t, f->h.sim.now_ns, &cd),
+                     LAPICT_OK);
     assert_int_equal(cd.lvtt, LAPICT_LVTT_RESET);
     assert_int_equal(cd.tmict, 0);
     assert_true(cd.next_ns == LAPICT_COUNTDOWN_NONE);
@@ -85,8 +88,9 @@ static void get_gives_none_without_a_running_count_down(void **state)
     /* A one-shot after its expiry keeps TMICT and runs no more. */
     arm(&f->t, 0xB, LAPICT_LVTT_ONESHOT, 50);
     fake_advance(&f->h, ns_for(50, 0xB));
-    assert_int_equal(f->h.ninj, 1);
-    assert_int_equal(lapict_countdown_get(&f->t, f->h.now_ns, &cd), LAPICT_OK);
+    assert_int_equal(f->h.sim.injects, 1);
+    assert_int_equal(lapict_countdown_get(&f->t, f->h.sim.now_ns, &cd),
+                     LAPICT_OK);
     assert_int_equal(cd.tmict, 50);
     assert_true(cd.next_ns == LAPICT_COUNTDOWN_NONE);
 }
@@ -100,10 +104,11 @@ static void get_gives_a_due_unprocessed_expiry_in_the_past(void **state)
     arm(&f->t, 0xB, LAPICT_LVTT_ONESHOT, 40);
     /* The clock passes the instant without the host timer running. */
     fake_stall(&f->h, ns_for(40, 0xB) + 777);
-    assert_int_equal(f->h.ninj, 0);
-    assert_int_equal(lapict_countdown_get(&f->t, f->h.now_ns, &cd), LAPICT_OK);
+    assert_int_equal(f->h.sim.injects, 0);
+    assert_int_equal(lapict_countdown_get(&f->t, f->h.sim.now_ns, &cd),
+                     LAPICT_OK);
     assert_true(cd.next_ns == at);
-    assert_int_equal(f->h.ninj, 0); /* get processes nothing */
+    assert_int_equal(f->h.sim.injects, 0); /* get processes nothing */
 }
 
 static void get_reports_more_than_a_count_down(void **state)
@@ -117,7 +122,7 @@ static void get_reports_more_than_a_count_down(void **state)
                      LAPICT_OK);
     assert_int_equal(lapict_tsc_deadline_write(&f->t, fake_tsc(&f->h) + 5000),
                      LAPICT_OK);
-    assert_int_equal(lapict_countdown_get(&f->t, f->h.now_ns, &cd),
+    assert_int_equal(lapict_countdown_get(&f->t, f->h.sim.now_ns, &cd),
                      LAPICT_E_NOT_COUNTDOWN);
     assert_int_equal(cd.lvtt, LAPICT_LVTT_TSC_DEADLINE | VEC);
     assert_int_equal(cd.tmict, 0);
@@ -125,10 +130,10 @@ static void get_reports_more_than_a_count_down(void **state)
 
     /* An interrupt held pending (the host refused it). */
     fake_window(&f->h, false);
-    t0 = f->h.now_ns;
+    t0 = f->h.sim.now_ns;
     arm(&f->t, 0xB, LAPICT_LVTT_PERIODIC, 100);
     fake_advance(&f->h, ns_for(100, 0xB) + 1);
-    assert_int_equal(lapict_countdown_get(&f->t, f->h.now_ns, &cd),
+    assert_int_equal(lapict_countdown_get(&f->t, f->h.sim.now_ns, &cd),
                      LAPICT_E_NOT_COUNTDOWN);
     assert_true(cd.next_ns == t0 + ns_for(200, 0xB));
 
@@ -151,8 +156,8 @@ static void get_reports_an_expiry_injected_ahead(void **state)
     arm(&t, 0xB, LAPICT_LVTT_ONESHOT, 1000);
     /* The host timer fires the advance early and injects ahead. */
     fake_advance(&h, ns_for(1000, 0xB) - 4000);
-    assert_int_equal(h.ninj, 1);
-    assert_int_equal(lapict_countdown_get(&t, h.now_ns, &cd),
+    assert_int_equal(h.sim.injects, 1);
+    assert_int_equal(lapict_countdown_get(&t, h.sim.now_ns, &cd),
                      LAPICT_E_NOT_COUNTDOWN);
     assert_true(cd.next_ns == f->base + ns_for(1000, 0xB));
     fake_enter(&h);
@@ -166,21 +171,21 @@ static void restore_resumes_at_the_count_left_to_next_ns(void **state)
     struct tu_fix *f = *state;
     struct lapict_countdown cd;
     uint64_t next = f->base + 999000; /* 2997 ticks at /1 */
-    unsigned calls = f->h.ninj;
+    unsigned calls = f->h.sim.injects;
 
     cd = cd_of(LAPICT_LVTT_ONESHOT | VEC, 0xB, 5000, next);
-    assert_int_equal(lapict_countdown_restore(&f->t, &cd, f->h.now_ns),
+    assert_int_equal(lapict_countdown_restore(&f->t, &cd, f->h.sim.now_ns),
                      LAPICT_OK);
     assert_int_equal(lapict_tmict_read(&f->t), 5000);
     assert_int_equal(lapict_tmcct_read(&f->t), 2997);
     assert_int_equal(lapict_lvtt_read(&f->t), LAPICT_LVTT_ONESHOT | VEC);
     /* Never early: nothing until next_ns, the interrupt at it. */
     fake_advance_to(&f->h, next - 1);
-    assert_int_equal(f->h.ninj, calls);
+    assert_int_equal(f->h.sim.injects, calls);
     assert_int_equal(lapict_tmcct_read(&f->t), 1);
     fake_advance_to(&f->h, next);
-    assert_int_equal(f->h.ninj, calls + 1);
-    assert_true(f->h.inj[calls].ns == next);
+    assert_int_equal(f->h.sim.injects, calls + 1);
+    assert_true(f->h.inj[calls].host_ns == next);
     assert_int_equal(lapict_tmcct_read(&f->t), 0);
 }
 
@@ -197,16 +202,16 @@ static void restore_anchors_on_next_ns_to_the_nanosecond(void **state)
         uint64_t next = f->base + 100 + d;
         fx_twin(f, &h, &t, f->base + 100);
         cd = cd_of(LAPICT_LVTT_ONESHOT | VEC, 0xB, 10, next);
-        assert_int_equal(lapict_countdown_restore(&t, &cd, h.now_ns),
+        assert_int_equal(lapict_countdown_restore(&t, &cd, h.sim.now_ns),
                          LAPICT_OK);
         /* TMCCT: the ticks whose duration first reaches next_ns. */
         assert_int_equal(lapict_tmcct_read(&t),
                          oracle_ticks_in(d - 1, BUS, 1) + 1);
         fake_advance_to(&h, next - 1);
-        assert_int_equal(h.ninj, 0);
+        assert_int_equal(h.sim.injects, 0);
         fake_advance_to(&h, next);
-        assert_int_equal(h.ninj, 1);
-        assert_true(h.inj[0].ns == next);
+        assert_int_equal(h.sim.injects, 1);
+        assert_true(h.inj[0].host_ns == next);
         tu_check_host(&h);
     }
 }
@@ -219,17 +224,17 @@ static void restore_continues_the_periodic_grid_from_next_ns(void **state)
     unsigned i;
 
     cd = cd_of(LAPICT_LVTT_PERIODIC | VEC, 0x0, 600, next);
-    assert_int_equal(lapict_countdown_restore(&f->t, &cd, f->h.now_ns),
+    assert_int_equal(lapict_countdown_restore(&f->t, &cd, f->h.sim.now_ns),
                      LAPICT_OK);
     fake_advance_to(&f->h, next + 3 * period + 1);
-    assert_int_equal(f->h.ninj, 4);
+    assert_int_equal(f->h.sim.injects, 4);
     for (i = 0; i < 4; i++) {
         /* The grid of N = 600 ticks from the tick count at next_ns. */
         uint64_t c = oracle_ticks_in(249, BUS, 2) + 1;
         uint64_t anchor = next - ns_for(c, 0x0);
-        assert_true(f->h.inj[i].ns == anchor + ns_for(c + 600u * i, 0x0));
+        assert_true(f->h.inj[i].host_ns == anchor + ns_for(c + 600u * i, 0x0));
     }
-    assert_true(f->h.inj[0].ns == next);
+    assert_true(f->h.inj[0].host_ns == next);
 }
 
 static void restore_cuts_next_ns_to_the_whole_count(void **state)
@@ -240,17 +245,17 @@ static void restore_cuts_next_ns_to_the_whole_count(void **state)
 
     /* Years ahead, and just past the whole count: both cut to it. */
     cd = cd_of(LAPICT_LVTT_ONESHOT | VEC, 0x3, 200, f->base + (1ull << 62));
-    assert_int_equal(lapict_countdown_restore(&f->t, &cd, f->h.now_ns),
+    assert_int_equal(lapict_countdown_restore(&f->t, &cd, f->h.sim.now_ns),
                      LAPICT_OK);
     assert_int_equal(lapict_tmcct_read(&f->t), 200);
     assert_true(fake_armed_at(&f->h) == f->base + full);
     cd.next_ns = f->base + full + 1;
-    assert_int_equal(lapict_countdown_restore(&f->t, &cd, f->h.now_ns),
+    assert_int_equal(lapict_countdown_restore(&f->t, &cd, f->h.sim.now_ns),
                      LAPICT_OK);
     assert_int_equal(lapict_tmcct_read(&f->t), 200);
     fake_advance_to(&f->h, f->base + full);
-    assert_int_equal(f->h.ninj, 1);
-    assert_true(f->h.inj[0].ns == f->base + full);
+    assert_int_equal(f->h.sim.injects, 1);
+    assert_true(f->h.inj[0].host_ns == f->base + full);
 }
 
 static void restore_holds_due_expiries_pending_never_injects(void **state)
@@ -261,17 +266,17 @@ static void restore_holds_due_expiries_pending_never_injects(void **state)
 
     /* A one-shot due 10 us ago: one interrupt, at the window. */
     fake_advance(&f->h, 50000);
-    now = f->h.now_ns;
+    now = f->h.sim.now_ns;
     cd = cd_of(LAPICT_LVTT_ONESHOT | VEC, 0xB, 100, now - 10000);
     assert_int_equal(lapict_countdown_restore(&f->t, &cd, now), LAPICT_OK);
-    assert_int_equal(f->h.inject_calls, 0);
+    assert_int_equal(f->h.sim.injects + f->h.sim.refusals, 0);
     assert_int_equal(lapict_lvtt_read(&f->t),
                      LAPICT_LVTT_ONESHOT | VEC | LAPICT_LVTT_PENDING);
     assert_int_equal(lapict_tmcct_read(&f->t), 0);
     assert_int_equal(fake_window(&f->h, true), LAPICT_OK);
-    assert_int_equal(f->h.ninj, 1);
+    assert_int_equal(f->h.sim.injects, 1);
     fake_advance(&f->h, 10000000);
-    assert_int_equal(f->h.ninj, 1); /* never doubled */
+    assert_int_equal(f->h.sim.injects, 1); /* never doubled */
 }
 
 static void restore_applies_the_missed_tick_policy_to_due_ticks(void **state)
@@ -288,27 +293,27 @@ static void restore_applies_the_missed_tick_policy_to_due_ticks(void **state)
     c.missed_policy = LAPICT_MISSED_CATCH_UP;
     tu_setup(&h, &t, &c, f->base, false);
     fake_advance(&h, 10 * period);
-    now = h.now_ns;
+    now = h.sim.now_ns;
     cd = cd_of(LAPICT_LVTT_PERIODIC | VEC, 0xB, 300,
                now - 4 * period - period / 2);
     assert_int_equal(lapict_countdown_restore(&t, &cd, now), LAPICT_OK);
     s = tu_stats(&t);
     assert_int_equal(s.pending, 5);
-    assert_int_equal(h.inject_calls, 0);
+    assert_int_equal(h.sim.injects + h.sim.refusals, 0);
     /* One per window, as catch-up gives them. */
     fake_window(&h, true);
-    assert_int_equal(h.ninj, 5);
+    assert_int_equal(h.sim.injects, 5);
     /* The next on the grid, half a period on. */
     fake_advance_to(&h, cd.next_ns + 5 * period - 1);
-    assert_int_equal(h.ninj, 5);
+    assert_int_equal(h.sim.injects, 5);
     fake_advance_to(&h, cd.next_ns + 5 * period);
-    assert_int_equal(h.ninj, 6);
+    assert_int_equal(h.sim.injects, 6);
     tu_check_host(&h);
 
     /* Coalesce (the fixture's): one. */
-    cd.next_ns = f->h.now_ns;
+    cd.next_ns = f->h.sim.now_ns;
     fake_advance(&f->h, 4 * period);
-    assert_int_equal(lapict_countdown_restore(&f->t, &cd, f->h.now_ns),
+    assert_int_equal(lapict_countdown_restore(&f->t, &cd, f->h.sim.now_ns),
                      LAPICT_OK);
     s = tu_stats(&f->t);
     assert_int_equal(s.pending, 1);
@@ -322,18 +327,18 @@ static void restore_takes_a_due_expiry_beyond_the_horizon_as_due(void **state)
 
     /* 2^63 - 1 ns behind: past by the horizon rule, one interrupt. */
     cd = cd_of(LAPICT_LVTT_ONESHOT | VEC, 0xB, 7,
-               f->h.now_ns - ((1ull << 63) - 1));
-    assert_int_equal(lapict_countdown_restore(&f->t, &cd, f->h.now_ns),
+               f->h.sim.now_ns - ((1ull << 63) - 1));
+    assert_int_equal(lapict_countdown_restore(&f->t, &cd, f->h.sim.now_ns),
                      LAPICT_OK);
     assert_int_equal(tu_stats(&f->t).pending, 1);
     cd.lvtt = LAPICT_LVTT_PERIODIC | VEC;
-    assert_int_equal(lapict_countdown_restore(&f->t, &cd, f->h.now_ns),
+    assert_int_equal(lapict_countdown_restore(&f->t, &cd, f->h.sim.now_ns),
                      LAPICT_OK);
     assert_int_equal(tu_stats(&f->t).pending, 1);
     /* The grid goes on within the horizon: the next expiry is near. */
     assert_true(fake_armed(&f->h));
-    assert_true(fake_diff(f->h.now_ns, fake_armed_at(&f->h)) > 0);
-    assert_true(fake_diff(f->h.now_ns, fake_armed_at(&f->h)) <=
+    assert_true(fake_diff(f->h.sim.now_ns, fake_armed_at(&f->h)) > 0);
+    assert_true(fake_diff(f->h.sim.now_ns, fake_armed_at(&f->h)) <=
                 (int64_t)ns_for(7, 0xB));
 }
 
@@ -345,18 +350,18 @@ static void restore_without_count_down_stops_the_timer(void **state)
     arm(&f->t, 0xB, LAPICT_LVTT_PERIODIC, 100);
     /* An expired one-shot: TMICT kept, TMCCT 0, no host timer. */
     cd = cd_of(LAPICT_LVTT_ONESHOT | VEC, 0x1, 100, LAPICT_COUNTDOWN_NONE);
-    assert_int_equal(lapict_countdown_restore(&f->t, &cd, f->h.now_ns),
+    assert_int_equal(lapict_countdown_restore(&f->t, &cd, f->h.sim.now_ns),
                      LAPICT_OK);
     assert_int_equal(lapict_tmict_read(&f->t), 100);
     assert_int_equal(lapict_tmcct_read(&f->t), 0);
     assert_int_equal(lapict_tdcr_read(&f->t), 0x1);
     assert_false(fake_armed(&f->h));
     fake_advance(&f->h, 100000000);
-    assert_int_equal(f->h.ninj, 0);
+    assert_int_equal(f->h.sim.injects, 0);
 
     /* TSC-deadline mode, nothing armed. */
     cd = cd_of(LAPICT_LVTT_TSC_DEADLINE | VEC, 0, 0, LAPICT_COUNTDOWN_NONE);
-    assert_int_equal(lapict_countdown_restore(&f->t, &cd, f->h.now_ns),
+    assert_int_equal(lapict_countdown_restore(&f->t, &cd, f->h.sim.now_ns),
                      LAPICT_OK);
     assert_int_equal(lapict_lvtt_read(&f->t), LAPICT_LVTT_TSC_DEADLINE | VEC);
     assert_true(lapict_tsc_deadline_read(&f->t) == 0);
@@ -373,11 +378,11 @@ static void restore_replaces_deadline_and_pending_state(void **state)
     fake_advance(&f->h, ns_for(100, 0xB));
     assert_int_equal(tu_stats(&f->t).pending, 1);
     cd = cd_of(LAPICT_LVTT_ONESHOT | VEC, 0xB, 100,
-               f->h.now_ns + ns_for(50, 0xB));
-    assert_int_equal(lapict_countdown_restore(&f->t, &cd, f->h.now_ns),
+               f->h.sim.now_ns + ns_for(50, 0xB));
+    assert_int_equal(lapict_countdown_restore(&f->t, &cd, f->h.sim.now_ns),
                      LAPICT_OK);
     assert_int_equal(tu_stats(&f->t).pending, 0);
-    assert_int_equal(lapict_countdown_get(&f->t, f->h.now_ns, &back),
+    assert_int_equal(lapict_countdown_get(&f->t, f->h.sim.now_ns, &back),
                      LAPICT_OK);
     assert_int_equal(back.lvtt, cd.lvtt);
     assert_int_equal(back.tdcr, cd.tdcr);
@@ -392,15 +397,15 @@ static void restore_masks_lvtt_while_software_disabled(void **state)
 
     assert_int_equal(lapict_svr_write(&f->t, false), LAPICT_OK);
     cd = cd_of(LAPICT_LVTT_PERIODIC | VEC, 0xB, 100,
-               f->h.now_ns + ns_for(10, 0xB));
-    assert_int_equal(lapict_countdown_restore(&f->t, &cd, f->h.now_ns),
+               f->h.sim.now_ns + ns_for(10, 0xB));
+    assert_int_equal(lapict_countdown_restore(&f->t, &cd, f->h.sim.now_ns),
                      LAPICT_OK);
     assert_int_equal(lapict_lvtt_read(&f->t),
                      LAPICT_LVTT_PERIODIC | VEC | LAPICT_LVTT_MASK);
     /* Masked, it still counts: TMCCT and the grid run on. */
     assert_int_equal(lapict_tmcct_read(&f->t), 10);
     fake_advance(&f->h, ns_for(310, 0xB));
-    assert_int_equal(f->h.ninj, 0);
+    assert_int_equal(f->h.sim.injects, 0);
     assert_int_equal(tu_stats(&f->t).masked, 4);
 }
 
@@ -410,15 +415,15 @@ static void restore_reports_an_illegal_vector_due_once(void **state)
     struct lapict_countdown cd;
 
     fake_advance(&f->h, 1000);
-    cd = cd_of(LAPICT_LVTT_ONESHOT | 0x05u, 0xB, 10, f->h.now_ns - 1);
-    assert_int_equal(lapict_countdown_restore(&f->t, &cd, f->h.now_ns),
+    cd = cd_of(LAPICT_LVTT_ONESHOT | 0x05u, 0xB, 10, f->h.sim.now_ns - 1);
+    assert_int_equal(lapict_countdown_restore(&f->t, &cd, f->h.sim.now_ns),
                      LAPICT_OK);
-    assert_int_equal(f->h.nrep, 1);
+    assert_int_equal(f->h.sim.reports, 1);
     assert_int_equal(f->h.rep[0].status, LAPICT_E_VECTOR);
     assert_int_equal(tu_stats(&f->t).illegal_vector, 1);
     assert_int_equal(tu_stats(&f->t).pending, 0);
     fake_window(&f->h, true);
-    assert_int_equal(f->h.ninj, 0);
+    assert_int_equal(f->h.sim.injects, 0);
 }
 
 static void restore_rejects_what_no_guest_produces_state_intact(void **state)
@@ -454,9 +459,10 @@ static void restore_rejects_what_no_guest_produces_state_intact(void **state)
     before = f->t;
     calls = f->h.rec.total_calls;
     for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        cd = cd_of(bad[i].lvtt, bad[i].tdcr, bad[i].tmict,
-                   bad[i].next ? f->h.now_ns + 1000 : LAPICT_COUNTDOWN_NONE);
-        assert_int_equal(lapict_countdown_restore(&f->t, &cd, f->h.now_ns),
+        cd =
+            cd_of(bad[i].lvtt, bad[i].tdcr, bad[i].tmict,
+                  bad[i].next ? f->h.sim.now_ns + 1000 : LAPICT_COUNTDOWN_NONE);
+        assert_int_equal(lapict_countdown_restore(&f->t, &cd, f->h.sim.now_ns),
                          bad[i].rc);
         assert_memory_equal(&f->t, &before, sizeof(before));
         assert_int_equal(f->h.rec.total_calls, calls);
@@ -477,7 +483,7 @@ static void restore_of_deadline_mode_needs_an_instance_offering_it(void **state)
     tu_setup(&h, &t, &c, f->base, false);
     before = t;
     cd = cd_of(LAPICT_LVTT_TSC_DEADLINE | VEC, 0, 0, LAPICT_COUNTDOWN_NONE);
-    assert_int_equal(lapict_countdown_restore(&t, &cd, h.now_ns),
+    assert_int_equal(lapict_countdown_restore(&t, &cd, h.sim.now_ns),
                      LAPICT_E_STATE_CONFIG);
     assert_memory_equal(&t, &before, sizeof(t));
     tu_check_host(&h);
@@ -493,13 +499,14 @@ static void restore_of_a_clamped_period_keeps_the_clamp(void **state)
 
     /* 30 ticks at /1 = 10 us, clamped to 100 us. */
     cd = cd_of(LAPICT_LVTT_PERIODIC | VEC, 0xB, 30, f->base + 500000);
-    assert_int_equal(lapict_countdown_restore(t, &cd, h->now_ns), LAPICT_OK);
+    assert_int_equal(lapict_countdown_restore(t, &cd, h->sim.now_ns),
+                     LAPICT_OK);
     /* Cut to one clamped period; then one every 100 us. */
     assert_int_equal(lapict_tmcct_read(t), 30);
     fake_advance(h, 300000);
-    assert_int_equal(h->ninj, 3);
-    assert_true(h->inj[0].ns == f->base + 100000);
-    assert_true(h->inj[2].ns == f->base + 300000);
+    assert_int_equal(h->sim.injects, 3);
+    assert_true(h->inj[0].host_ns == f->base + 100000);
+    assert_true(h->inj[2].host_ns == f->base + 300000);
     assert_true(tu_stats(t).clamps >= 1);
 }
 
@@ -514,17 +521,18 @@ static void get_never_gives_the_sentinel_for_an_instant(void **state)
 
     fx_twin(f, &h, &t, start);
     arm(&t, 0xB, LAPICT_LVTT_ONESHOT, 90);
-    assert_int_equal(lapict_countdown_get(&t, h.now_ns, &cd), LAPICT_OK);
+    assert_int_equal(lapict_countdown_get(&t, h.sim.now_ns, &cd), LAPICT_OK);
     assert_true(cd.next_ns == 0);
     tu_check_host(&h);
     /* Restored 10 ns on, it comes 1 ns after UINT64_MAX, never before. */
     fx_twin(f, &h, &t, start + 10);
-    assert_int_equal(lapict_countdown_restore(&t, &cd, h.now_ns), LAPICT_OK);
+    assert_int_equal(lapict_countdown_restore(&t, &cd, h.sim.now_ns),
+                     LAPICT_OK);
     assert_int_equal(lapict_tmcct_read(&t), 90);
     fake_advance_to(&h, UINT64_MAX);
-    assert_int_equal(h.ninj, 0);
+    assert_int_equal(h.sim.injects, 0);
     fake_advance(&h, 1);
-    assert_int_equal(h.ninj, 1);
+    assert_int_equal(h.sim.injects, 1);
     tu_check_host(&h);
 }
 
@@ -559,32 +567,33 @@ static void get_restore_matches_save_restore(void **state)
         fx_twin(f, &hs, &s, f->base);
         arm(&s, cases[i].tdcr, cases[i].mode, cases[i].n);
         fake_advance(&hs, cases[i].run);
-        assert_int_equal(lapict_countdown_get(&s, hs.now_ns, &cd), LAPICT_OK);
+        assert_int_equal(lapict_countdown_get(&s, hs.sim.now_ns, &cd),
+                         LAPICT_OK);
         assert_int_equal(lapict_state_save(&s, blob, sizeof(blob)), LAPICT_OK);
         /* The destination's clock is elsewhere: the stream carries the
          * source's instant, the host shifts it by its clock offset. */
-        fx_twin(f, &ha, &a, hs.now_ns + gap);
-        fx_twin(f, &hb, &b, hs.now_ns + gap);
+        fx_twin(f, &ha, &a, hs.sim.now_ns + gap);
+        fx_twin(f, &hb, &b, hs.sim.now_ns + gap);
         if (cd.next_ns != LAPICT_COUNTDOWN_NONE)
             cd.next_ns += gap;
-        assert_int_equal(lapict_countdown_restore(&a, &cd, ha.now_ns),
+        assert_int_equal(lapict_countdown_restore(&a, &cd, ha.sim.now_ns),
                          LAPICT_OK);
         assert_int_equal(lapict_state_restore(&b, blob, sizeof(blob)),
                          LAPICT_OK);
         tu_assert_regs_equal(tu_read_regs(&a), tu_read_regs(&b));
-        end = ha.now_ns + 3 * ns_for(cases[i].n, cases[i].tdcr) + 1000;
-        if (end - ha.now_ns > 50000000)
-            end = ha.now_ns + 50000000;
+        end = ha.sim.now_ns + 3 * ns_for(cases[i].n, cases[i].tdcr) + 1000;
+        if (end - ha.sim.now_ns > 50000000)
+            end = ha.sim.now_ns + 50000000;
         fake_advance_to(&ha, end);
         fake_advance_to(&hb, end);
-        assert_int_equal(ha.ninj, hb.ninj);
+        assert_int_equal(ha.sim.injects, hb.sim.injects);
         /*
          * The next expiry exactly; the grid after it from the count at
          * next_ns, not from the source's anchor: a fractional tick may
          * round a later instant 1 ns the other way.
          */
-        for (k = 0; k < ha.ninj && k < FAKE_MAX_EVENTS; k++) {
-            int64_t d = fake_diff(hb.inj[k].ns, ha.inj[k].ns);
+        for (k = 0; k < ha.sim.injects && k < FAKE_MAX_EVENTS; k++) {
+            int64_t d = fake_diff(hb.inj[k].host_ns, ha.inj[k].host_ns);
             if (k == 0)
                 /* 1 ns late only where the source's instant was
                  * UINT64_MAX, which get gives as 0 (countdown.h). */

@@ -40,102 +40,102 @@ static uint32_t lcg(uint32_t *s)
 static void one_shot_arms_hv_when_offered_else_sw(void **state)
 {
     TU_FIX(state);
-    const bool hv = h->hv_offered;
-    uint64_t a = h->now_ns;
+    const bool hv = h->sim.cfg.hv_timer;
+    uint64_t a = h->sim.now_ns;
     countdown(t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000000);
-    assert_int_equal(h->hv_armed, hv);
-    assert_int_equal(h->sw_armed, !hv);
-    assert_int_equal(hv ? h->hv_at : h->sw_at, a + 1000000);
-    assert_int_equal(h->sw_arms, hv ? 0 : 1);
+    assert_int_equal(h->sim.hv_armed, hv);
+    assert_int_equal(h->sim.sw_armed, !hv);
+    assert_int_equal(hv ? h->sim.hv_at_ns : h->sim.sw_at_ns, a + 1000000);
+    assert_int_equal(h->sim.sw_arms, hv ? 0 : 1);
     if (!hv) {
         fake_block(h);
         fake_unblock(h);
-        assert_true(h->sw_armed);
-        assert_int_equal(h->sw_at, a + 1000000);
+        assert_true(h->sim.sw_armed);
+        assert_int_equal(h->sim.sw_at_ns, a + 1000000);
         assert_int_equal(tu_stats(t).hv_to_sw, 0);
         assert_int_equal(tu_stats(t).sw_to_hv, 0);
     }
     fake_advance(h, 1000000);
-    assert_int_equal(h->ninj, 1);
-    assert_int_equal(h->hv_fires, hv ? 1 : 0);
-    assert_int_equal(h->sw_fires, hv ? 0 : 1);
+    assert_int_equal(h->sim.injects, 1);
+    assert_int_equal(h->sim.hv_fires, hv ? 1 : 0);
+    assert_int_equal(h->sim.sw_fires, hv ? 0 : 1);
 }
 
 static void vcpu_blocking_moves_hv_to_sw_and_back(void **state)
 {
     TU_FIX(state);
     struct lapict_stats s;
-    uint64_t a = h->now_ns;
+    uint64_t a = h->sim.now_ns;
     countdown(t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000000);
     fake_advance(h, 100000);
     assert_int_equal(fake_block(h), LAPICT_OK);
-    assert_true(h->sw_armed);
-    assert_int_equal(h->sw_at, a + 1000000);
-    assert_false(h->hv_armed);
-    assert_true(h->hv_cancels >= 1);
+    assert_true(h->sim.sw_armed);
+    assert_int_equal(h->sim.sw_at_ns, a + 1000000);
+    assert_false(h->sim.hv_armed);
+    assert_true(h->sim.hv_cancels >= 1);
     s = tu_stats(t);
     assert_int_equal(s.hv_to_sw, 1);
     assert_int_equal(fake_unblock(h), LAPICT_OK);
-    assert_true(h->hv_armed);
-    assert_int_equal(h->hv_at, a + 1000000);
-    assert_false(h->sw_armed);
+    assert_true(h->sim.hv_armed);
+    assert_int_equal(h->sim.hv_at_ns, a + 1000000);
+    assert_false(h->sim.sw_armed);
     s = tu_stats(t);
     assert_int_equal(s.sw_to_hv, 1);
     /* Blocked through the expiry: the sw timer wakes it, once. */
     fake_block(h);
     fake_advance_to(h, a + 1000000);
-    assert_int_equal(h->ninj, 1);
-    assert_int_equal(h->inj[0].ns, a + 1000000);
+    assert_int_equal(h->sim.injects, 1);
+    assert_int_equal(h->inj[0].host_ns, a + 1000000);
     fake_unblock(h);
     fake_advance(h, 5000000);
-    assert_int_equal(h->ninj, 1);
+    assert_int_equal(h->sim.injects, 1);
     /* Nothing armed: blocking arms nothing. */
-    h->sw_arms = h->hv_arms = 0;
+    h->sim.sw_arms = h->sim.hv_arms = 0;
     fake_block(h);
     fake_unblock(h);
-    assert_int_equal(h->sw_arms + h->hv_arms, 0);
+    assert_int_equal(h->sim.sw_arms + h->sim.hv_arms, 0);
     assert_false(fake_armed(h));
 }
 
 static void hv_refusal_falls_back_to_sw_until_next_rearm(void **state)
 {
     TU_FIX(state);
-    uint64_t a = h->now_ns;
-    h->hv_refuse = true;
+    uint64_t a = h->sim.now_ns;
+    h->sim.cfg.hv_timer = false; /* offered, but refuses every arm */
     countdown(t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1000000);
-    assert_int_equal(h->hv_refusals, 1);
-    assert_true(h->sw_armed);
-    assert_int_equal(h->sw_at, a + 1000000);
+    assert_int_equal(h->sim.hv_refusals, 1);
+    assert_true(h->sim.sw_armed);
+    assert_int_equal(h->sim.sw_at_ns, a + 1000000);
     assert_int_equal(tu_stats(t).hv_refused, 1);
-    h->hv_refuse = false;
+    h->sim.cfg.hv_timer = true;
     fake_advance_to(h, a + 1000000);
-    assert_int_equal(h->ninj, 1);
-    assert_int_equal(h->sw_fires, 1);
+    assert_int_equal(h->sim.injects, 1);
+    assert_int_equal(h->sim.sw_fires, 1);
     /* The next re-arm tries the hardware timer again. */
-    assert_true(h->hv_armed);
-    assert_false(h->sw_armed);
-    assert_int_equal(h->hv_at, a + 2000000);
+    assert_true(h->sim.hv_armed);
+    assert_false(h->sim.sw_armed);
+    assert_int_equal(h->sim.hv_at_ns, a + 2000000);
     fake_advance_to(h, a + 2000000);
-    assert_int_equal(h->ninj, 2);
-    assert_int_equal(h->hv_fires, 1);
+    assert_int_equal(h->sim.injects, 2);
+    assert_int_equal(h->sim.hv_fires, 1);
 }
 
 static void hv_refuses_beyond_range_uses_sw(void **state)
 {
     TU_FIX(state);
-    uint64_t a = h->now_ns;
-    h->hv_max_ahead_ns = 1000000;
+    uint64_t a = h->sim.now_ns;
+    h->sim.cfg.hv_max_ahead_ns = 1000000;
     countdown(t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 5000000);
-    assert_true(h->sw_armed);
-    assert_false(h->hv_armed);
-    assert_int_equal(h->sw_at, a + 5000000);
+    assert_true(h->sim.sw_armed);
+    assert_false(h->sim.hv_armed);
+    assert_int_equal(h->sim.sw_at_ns, a + 5000000);
     lapict_tmict_write(t, 500000);
-    assert_true(h->hv_armed);
-    assert_false(h->sw_armed);
-    assert_int_equal(h->hv_at, a + 500000);
+    assert_true(h->sim.hv_armed);
+    assert_false(h->sim.sw_armed);
+    assert_int_equal(h->sim.hv_at_ns, a + 500000);
     fake_advance(h, 10000000);
-    assert_int_equal(h->ninj, 1);
-    assert_int_equal(h->inj[0].ns, a + 500000);
+    assert_int_equal(h->sim.injects, 1);
+    assert_int_equal(h->inj[0].host_ns, a + 500000);
 }
 
 /* Many hw<->sw moves while periodic runs; expiries stay on the
@@ -153,25 +153,25 @@ static void periodic_drift_across_hw_sw_switches(void **state)
         int i;
         c.bus_hz = rates[r];
         tu_setup(&h, &t, &c, tu_bases[b], true);
-        a = h.now_ns;
+        a = h.sim.now_ns;
         countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, VEC, N);
         for (i = 0; i < 600; i++) {
             fake_advance(&h, 1 + lcg(&seed) % 400000);
-            if (h.blocked)
+            if (h.sim.blocked)
                 fake_unblock(&h);
             else
                 fake_block(&h);
             if (i % 7 == 0)
                 fake_run_due(&h);
         }
-        if (h.blocked)
+        if (h.sim.blocked)
             fake_unblock(&h);
-        end = h.now_ns - a;
+        end = h.sim.now_ns - a;
         while (oracle_ns_for((n + 1) * N, rates[r], 1) <= end)
             n++;
-        assert_int_equal(h.ninj, n);
+        assert_int_equal(h.sim.injects, n);
         for (k = 0; k < n && k < FAKE_MAX_EVENTS; k++)
-            assert_int_equal(h.inj[k].ns,
+            assert_int_equal(h.inj[k].host_ns,
                              a + oracle_ns_for((k + 1) * N, rates[r], 1));
         assert_true(tu_stats(&t).hv_to_sw >= 100);
         assert_true(tu_stats(&t).sw_to_hv >= 100);
@@ -185,7 +185,7 @@ static void host_timer_rearmed_only_when_target_changes(void **state)
     TU_FIX(state);
     int i;
     countdown(t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000000);
-    assert_int_equal(h->hv_arms, 1);
+    assert_int_equal(h->sim.hv_arms, 1);
     for (i = 0; i < 10; i++) {
         fake_advance(h, 1000);
         lapict_tmcct_read(t);
@@ -195,9 +195,9 @@ static void host_timer_rearmed_only_when_target_changes(void **state)
         lapict_before_guest_entry(t);
         lapict_irq_window_open(t);
     }
-    assert_int_equal(h->hv_arms, 1);
-    assert_int_equal(h->sw_arms, 0);
-    assert_true(h->hv_armed);
+    assert_int_equal(h->sim.hv_arms, 1);
+    assert_int_equal(h->sim.sw_arms, 0);
+    assert_true(h->sim.hv_armed);
 }
 
 /* ---- Re-entry ---------------------------------------------------------- */
@@ -213,17 +213,18 @@ static uint32_t reentry_read;
 static bool reentry_inject(void *ctx, uint8_t vector)
 {
     struct fake_host *h = ctx;
-    reentry_rc[0] = lapict_irq_window_open(h->timer);
-    reentry_rc[1] = lapict_tmict_write(h->timer, 77);
-    reentry_rc[2] = lapict_expire(h->timer);
-    reentry_rc[3] = lapict_before_guest_entry(h->timer);
-    reentry_rc[4] = lapict_fini(h->timer);
+    reentry_rc[0] = lapict_irq_window_open(h->sim.timer);
+    reentry_rc[1] = lapict_tmict_write(h->sim.timer, 77);
+    reentry_rc[2] = lapict_expire(h->sim.timer);
+    reentry_rc[3] = lapict_before_guest_entry(h->sim.timer);
+    reentry_rc[4] = lapict_fini(h->sim.timer);
     {
         struct lapict_countdown cd = {0};
-        reentry_rc[5] = lapict_countdown_get(h->timer, h->now_ns, &cd);
-        reentry_rc[6] = lapict_countdown_restore(h->timer, &cd, h->now_ns);
+        reentry_rc[5] = lapict_countdown_get(h->sim.timer, h->sim.now_ns, &cd);
+        reentry_rc[6] =
+            lapict_countdown_restore(h->sim.timer, &cd, h->sim.now_ns);
     }
-    reentry_read = lapict_tmict_read(h->timer);
+    reentry_read = lapict_tmict_read(h->sim.timer);
     return reentry_inner_inject(ctx, vector);
 }
 
@@ -231,7 +232,7 @@ static void reentry_from_an_op_is_refused_without_storm(void **state)
 {
     TU_FIX(state);
     struct lapict_stats s;
-    uint64_t a = h->now_ns;
+    uint64_t a = h->sim.now_ns;
     /* An op replaced after the bind is still called (fake_attach()). */
     reentry_inner_inject = h->ops.inject;
     h->ops.inject = reentry_inject;
@@ -239,7 +240,7 @@ static void reentry_from_an_op_is_refused_without_storm(void **state)
     memset(reentry_rc, 0, sizeof(reentry_rc));
     reentry_read = 1;
     fake_advance(h, 1000);
-    assert_int_equal(h->ninj, 1);
+    assert_int_equal(h->sim.injects, 1);
     assert_int_equal(reentry_rc[0], LAPICT_E_REENTRY);
     assert_int_equal(reentry_rc[1], LAPICT_E_REENTRY);
     assert_int_equal(reentry_rc[2], LAPICT_E_REENTRY);
@@ -254,8 +255,8 @@ static void reentry_from_an_op_is_refused_without_storm(void **state)
     assert_int_equal(s.pending, 0);
     assert_int_equal(s.injections, 1);
     fake_advance(h, 1000);
-    assert_int_equal(h->ninj, 2);
-    assert_int_equal(h->inj[1].ns, a + 2000);
+    assert_int_equal(h->sim.injects, 2);
+    assert_int_equal(h->inj[1].host_ns, a + 2000);
 }
 
 /* ---- Optional ops ------------------------------------------------------ */
@@ -285,21 +286,21 @@ static void optional_ops_left_out_are_not_called(void **state)
 {
     TU_FIX(state);
     struct lapict_stats s;
-    uint64_t a = h->now_ns;
+    uint64_t a = h->sim.now_ns;
     countdown(t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 100000);
     assert_int_equal(fake_armed_at(h), a + 100000);
     fake_advance(h, 300000);
     fake_enter(h);
-    assert_int_equal(h->ninj, 3);
-    assert_int_equal(h->inj[0].ns, a + 100000);
-    assert_int_equal(h->inj[2].ns, a + 300000);
+    assert_int_equal(h->sim.injects, 3);
+    assert_int_equal(h->inj[0].host_ns, a + 100000);
+    assert_int_equal(h->inj[2].host_ns, a + 300000);
     assert_int_equal(lapict_lvtt_write(t, LAPICT_LVTT_MODE | VEC), LAPICT_OK);
     s = tu_stats(t);
     assert_int_equal(s.advance_ns, 0);
     assert_int_equal(s.spins, 0);
     assert_int_equal(s.mode_errors, 1);
-    assert_int_equal(h->spins, 0);
-    assert_int_equal(h->nrep, 0);
+    assert_int_equal(h->sim.spins, 0);
+    assert_int_equal(h->sim.reports, 0);
 }
 
 /* ---- The choke point ---------------------------------------------------- */

@@ -51,7 +51,7 @@ static void lvtt_stores_vector_mask_mode_reserved_read_zero(void **state)
         assert_int_equal(lapict_lvtt_write(&t, lvtt_cases[i].write), LAPICT_OK);
         assert_int_equal(lapict_lvtt_read(&t), lvtt_cases[i].read);
         assert_int_equal(tu_stats(&t).mode_errors, 0);
-        assert_int_equal(h.nrep, 0);
+        assert_int_equal(h.sim.reports, 0);
     }
 }
 
@@ -76,7 +76,7 @@ static void lvtt_mode_11_keeps_previous_mode_and_counts_error(void **state)
         s = tu_stats(&t);
         assert_int_equal(s.mode_errors, 1);
         assert_int_equal(s.last_error, LAPICT_E_MODE);
-        assert_int_equal(h.nrep, 1);
+        assert_int_equal(h.sim.reports, 1);
         assert_int_equal(h.rep[0].status, LAPICT_E_MODE);
         assert_int_equal(h.rep[0].detail, w);
     }
@@ -90,7 +90,7 @@ static void lvtt_mode_11_leaves_running_periodic_on_grid(void **state)
     struct lapict_timer t;
     struct lapict_config c = tu_cfg();
     tu_setup(&h, &t, &c, TU_NEAR_WRAP, false);
-    uint64_t a = h.now_ns;
+    uint64_t a = h.sim.now_ns;
     lapict_tdcr_write(&t, 0xB);
     lapict_lvtt_write(&t, LAPICT_LVTT_PERIODIC | VEC);
     lapict_tmict_write(&t, 300000);
@@ -99,10 +99,10 @@ static void lvtt_mode_11_leaves_running_periodic_on_grid(void **state)
     assert_int_equal(lapict_lvtt_read(&t), LAPICT_LVTT_PERIODIC | 0x41u);
     assert_int_equal(lapict_tmict_read(&t), 300000);
     fake_advance_to(&h, a + 900000);
-    assert_int_equal(h.ninj, 3);
-    assert_int_equal(h.inj[0].ns, a + 300000);
+    assert_int_equal(h.sim.injects, 3);
+    assert_int_equal(h.inj[0].host_ns, a + 300000);
     assert_int_equal(h.inj[0].vector, 0x41);
-    assert_int_equal(h.inj[2].ns, a + 900000);
+    assert_int_equal(h.inj[2].host_ns, a + 900000);
     tu_check_host(&h);
 }
 
@@ -117,12 +117,12 @@ static void lvtt_bit18_reserved_without_tsc_deadline(void **state)
     assert_int_equal(lapict_lvtt_write(t, 0x00060030u), LAPICT_OK);
     assert_int_equal(lapict_lvtt_read(t), 0x00020030u); /* 11 -> 01 */
     assert_int_equal(tu_stats(t).mode_errors, 0);
-    assert_int_equal(h->nrep, 0);
+    assert_int_equal(h->sim.reports, 0);
     /* Without the mode the MSR does not exist (below): never armed. */
     assert_int_equal(lapict_tsc_deadline_write(t, 5000), LAPICT_E_GP);
     assert_int_equal(lapict_tsc_deadline_read(t), 0);
     fake_advance(h, 1000000);
-    assert_int_equal(h->ninj, 0);
+    assert_int_equal(h->sim.injects, 0);
 }
 
 /* regs.h, timer.md section 4: without CPUID.01H:ECX.TSC_Deadline
@@ -141,7 +141,7 @@ static void tsc_deadline_msr_is_gp_without_the_cpuid_bit(void **state)
     lapict_lvtt_write(t, LAPICT_LVTT_PERIODIC | VEC);
     lapict_tmict_write(t, 1000);
     before = tu_read_regs(t);
-    arms = h->sw_arms;
+    arms = h->sim.sw_arms;
     assert_int_equal(lapict_msr_write(t, LAPICT_MSR_TSC_DEADLINE, 5000),
                      LAPICT_E_GP);
     assert_int_equal(lapict_msr_write(t, LAPICT_MSR_TSC_DEADLINE, 0),
@@ -151,9 +151,9 @@ static void tsc_deadline_msr_is_gp_without_the_cpuid_bit(void **state)
     assert_int_equal(v, 77);
     assert_int_equal(lapict_tsc_deadline_write(t, 5000), LAPICT_E_GP);
     tu_assert_regs_equal(before, tu_read_regs(t));
-    assert_int_equal(h->sw_arms, arms);
+    assert_int_equal(h->sim.sw_arms, arms);
     fake_advance(h, 1000);
-    assert_int_equal(h->ninj, 1);
+    assert_int_equal(h->sim.injects, 1);
     /* Offered, outside the mode: the MSR exists, writes are ignored. */
     c.tsc_deadline = true;
     tu_setup(h, t, &c, f->base, false);
@@ -172,15 +172,15 @@ static void lvtt_bit12_reads_pending_while_refused(void **state)
     lapict_tmict_write(t, 1000);
     fake_window(h, false);
     fake_advance(h, 1000);
-    assert_true(h->refusals >= 1);
-    assert_int_equal(h->ninj, 0);
+    assert_true(h->sim.refusals >= 1);
+    assert_int_equal(h->sim.injects, 0);
     assert_int_equal(lapict_lvtt_read(t), VEC | LAPICT_LVTT_PENDING);
     assert_int_equal(tu_stats(t).pending, 1);
     /* Writing bit 12 does nothing. */
     lapict_lvtt_write(t, VEC);
     assert_int_equal(lapict_lvtt_read(t), VEC | LAPICT_LVTT_PENDING);
     assert_int_equal(fake_window(h, true), LAPICT_OK);
-    assert_int_equal(h->ninj, 1);
+    assert_int_equal(h->sim.injects, 1);
     assert_int_equal(h->inj[0].vector, VEC);
     assert_int_equal(lapict_lvtt_read(t), VEC);
     assert_int_equal(tu_stats(t).pending, 0);
@@ -216,7 +216,7 @@ static void tdcr_every_value_selects_divide_table(void **state)
             c.bus_hz = buses[bi];
             tu_setup(&h, &t, &c, tu_bases[b], false);
             fake_advance(&h, 7);
-            a = h.now_ns;
+            a = h.sim.now_ns;
             lapict_tdcr_write(&t, v);
             lapict_lvtt_write(&t, VEC);
             lapict_tmict_write(&t, 1000);
@@ -225,11 +225,11 @@ static void tdcr_every_value_selects_divide_table(void **state)
                           (unsigned long long)buses[bi], v,
                           (unsigned long long)(at - a));
             fake_advance_to(&h, at - 1);
-            assert_int_equal(h.ninj, 0);
+            assert_int_equal(h.sim.injects, 0);
             assert_true(lapict_tmcct_read(&t) > 0);
             fake_advance_to(&h, at);
-            assert_int_equal(h.ninj, 1);
-            assert_int_equal(h.inj[0].ns, at);
+            assert_int_equal(h.sim.injects, 1);
+            assert_int_equal(h.inj[0].host_ns, at);
             assert_int_equal(lapict_tmcct_read(&t), 0);
             tu_check_host(&h);
         }
@@ -263,7 +263,7 @@ static void svr_disable_forces_mask_reenable_keeps_it(void **state)
     lapict_tdcr_write(t, 0xB);
     lapict_tmict_write(t, 300000);
     fake_advance(h, 600000);
-    assert_int_equal(h->ninj, 0);
+    assert_int_equal(h->sim.injects, 0);
     assert_int_equal(tu_stats(t).masked, 2);
     assert_int_equal(lapict_svr_write(t, true), LAPICT_OK);
     assert_int_equal(lapict_lvtt_read(t),
@@ -271,7 +271,7 @@ static void svr_disable_forces_mask_reenable_keeps_it(void **state)
     lapict_lvtt_write(t, LAPICT_LVTT_PERIODIC | 0x41u);
     assert_int_equal(lapict_lvtt_read(t), LAPICT_LVTT_PERIODIC | 0x41u);
     fake_advance(h, 300000);
-    assert_int_equal(h->ninj, 1);
+    assert_int_equal(h->sim.injects, 1);
 }
 
 /* regs.h, SVR: a VMM that routes every APIC write through the library
@@ -289,13 +289,13 @@ static void svr_write_through_apic_access_soft_disables_timer(void **state)
     lapict_lvtt_write(t, LAPICT_LVTT_PERIODIC | VEC);
     lapict_tmict_write(t, 1000);
     fake_advance(h, 1000);
-    assert_int_equal(h->ninj, 1);
+    assert_int_equal(h->sim.injects, 1);
     /* xAPIC: bit 8 clear soft-disables; the other bits are not the timer's. */
     assert_int_equal(lapict_xapic_write(t, 0xF0, 0x0FFu), LAPICT_E_NOREG);
     assert_int_equal(lapict_lvtt_read(t),
                      LAPICT_LVTT_PERIODIC | LAPICT_LVTT_MASK | VEC);
     fake_advance(h, 3000);
-    assert_int_equal(h->ninj, 1);
+    assert_int_equal(h->sim.injects, 1);
     assert_int_equal(tu_stats(t).masked, 3);
     /* Enabled again: the mask stays until the guest clears it. */
     assert_int_equal(lapict_xapic_write(t, 0xF0, 0x1FFu), LAPICT_E_NOREG);
@@ -303,7 +303,7 @@ static void svr_write_through_apic_access_soft_disables_timer(void **state)
                      LAPICT_LVTT_PERIODIC | LAPICT_LVTT_MASK | VEC);
     lapict_lvtt_write(t, LAPICT_LVTT_PERIODIC | VEC);
     fake_advance(h, 1000);
-    assert_int_equal(h->ninj, 2);
+    assert_int_equal(h->sim.injects, 2);
     /* x2APIC: the same through MSR 0x80F. */
     assert_int_equal(lapict_msr_write(t, 0x80F, 0xFFu), LAPICT_E_NOREG);
     assert_int_equal(lapict_lvtt_read(t),
@@ -376,14 +376,14 @@ static void xapic_tmcct_write_is_ignored(void **state)
     lapict_tmict_write(t, 500000);
     fake_advance(h, 1000);
     before = tu_read_regs(t);
-    arms = h->sw_arms + h->hv_arms;
+    arms = h->sim.sw_arms + h->sim.hv_arms;
     assert_int_equal(lapict_xapic_write(t, 0x390, 7), LAPICT_OK);
     assert_int_equal(lapict_xapic_write(t, 0x390, 0), LAPICT_OK);
     tu_assert_regs_equal(before, tu_read_regs(t));
-    assert_int_equal(h->sw_arms + h->hv_arms, arms);
+    assert_int_equal(h->sim.sw_arms + h->sim.hv_arms, arms);
     fake_advance(h, 499000);
-    assert_int_equal(h->ninj, 1);
-    assert_int_equal(h->inj[0].ns, f->base + 500000);
+    assert_int_equal(h->sim.injects, 1);
+    assert_int_equal(h->inj[0].host_ns, f->base + 500000);
 }
 
 static const uint32_t xapic_noregs[] = {
@@ -467,13 +467,15 @@ static void msr_high_bits_are_gp_and_change_nothing(void **state)
             lapict_tmict_write(&t, 400000);
             fake_advance(&h, 3000);
             before = tu_read_regs(&t);
-            arms = h.sw_arms + h.hv_arms + h.sw_cancels + h.hv_cancels;
+            arms = h.sim.sw_arms + h.sim.hv_arms + h.sim.sw_cancels +
+                   h.sim.hv_cancels;
             /* Low bits that would change the register if accepted. */
             assert_int_equal(lapict_msr_write(&t, msrs[i], highs[j] | 0x9u),
                              LAPICT_E_GP);
             tu_assert_regs_equal(before, tu_read_regs(&t));
-            assert_int_equal(
-                h.sw_arms + h.hv_arms + h.sw_cancels + h.hv_cancels, arms);
+            assert_int_equal(h.sim.sw_arms + h.sim.hv_arms + h.sim.sw_cancels +
+                                 h.sim.hv_cancels,
+                             arms);
         }
     }
 }
@@ -564,7 +566,7 @@ static void tsc_deadline_msr_ignored_outside_deadline_mode(void **state)
         lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
         assert_int_equal(lapict_tsc_deadline_read(&t), 0);
         fake_advance(&h, 1000000);
-        assert_int_equal(h.ninj, 0);
+        assert_int_equal(h.sim.injects, 0);
     }
 }
 
@@ -577,12 +579,12 @@ static void tmict_ignored_in_deadline_mode(void **state)
     assert_int_equal(lapict_tmict_read(t), 0);
     assert_int_equal(lapict_tmcct_read(t), 0);
     fake_advance(h, 1000000);
-    assert_int_equal(h->ninj, 0);
+    assert_int_equal(h->sim.injects, 0);
     /* Leaving the mode: TMICT is still 0, nothing runs. */
     lapict_lvtt_write(t, LAPICT_LVTT_ONESHOT | VEC);
     assert_int_equal(lapict_tmict_read(t), 0);
     fake_advance(h, 1000000);
-    assert_int_equal(h->ninj, 0);
+    assert_int_equal(h->sim.injects, 0);
 }
 
 TU_MAIN(TU_FIXED_AT_BASES(registers_have_reset_values, TU_HV_NEVER),

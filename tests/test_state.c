@@ -89,7 +89,7 @@ static void save_and_restore_take_the_same_buffer_sizes(void **state)
         memset(buf, 0xAB, sizeof(buf));
         assert_int_equal(lapict_state_save(&t, buf, edges[i].len), edges[i].rc);
         assert_int_equal(
-            lapict_state_save_at(&t, h.now_ns, 0, buf, edges[i].len),
+            lapict_state_save_at(&t, h.sim.now_ns, 0, buf, edges[i].len),
             edges[i].rc);
         for (j = edges[i].rc == LAPICT_OK ? SZ : 0; j < sizeof(buf); j++)
             assert_int_equal(buf[j], 0xAB);
@@ -117,7 +117,7 @@ static void blob_layout_matches_state_h(void **state)
     /* /16, N 5000: 80 us period; expiries at 80 and 160 us. */
     countdown(t, 0x3, LAPICT_LVTT_PERIODIC | 0x1u, 5000);
     fake_advance(h, 200000);
-    assert_int_equal(h->ninj, 2);
+    assert_int_equal(h->sim.injects, 2);
     save(t, blob);
     assert_int_equal(oracle_get32(blob, 0), LAPICT_STATE_MAGIC);
     assert_memory_equal(blob, "LAPT", 4);
@@ -181,7 +181,7 @@ static void build(enum scen s, struct fake_host *h, struct lapict_timer *t,
     struct lapict_config c = tu_cfg();
     c.min_period_ns = 200000;
     tu_setup(h, t, &c, base, (s & 1) != 0);
-    h->tsc_offset = 1000000000000ull;
+    h->sim.cfg.tsc_offset = 1000000000000ull;
     switch (s) {
     case S_RESET:
         break;
@@ -219,8 +219,8 @@ static void build(enum scen s, struct fake_host *h, struct lapict_timer *t,
 static void assert_same_future(struct fake_host *ha, struct lapict_timer *ta,
                                struct fake_host *hb, struct lapict_timer *tb)
 {
-    uint64_t a0 = ha->now_ns, b0 = hb->now_ns;
-    unsigned na = ha->ninj, nb = hb->ninj, i;
+    uint64_t a0 = ha->sim.now_ns, b0 = hb->sim.now_ns;
+    unsigned na = ha->sim.injects, nb = hb->sim.injects, i;
     int step;
     for (step = 0; step < 100; step++) {
         fake_advance(ha, 100000);
@@ -233,9 +233,10 @@ static void assert_same_future(struct fake_host *ha, struct lapict_timer *ta,
             lapict_lvtt_write(tb, lapict_lvtt_read(tb) & ~LAPICT_LVTT_MASK);
         }
     }
-    assert_int_equal(ha->ninj - na, hb->ninj - nb);
-    for (i = 0; i < ha->ninj - na && na + i < FAKE_MAX_EVENTS; i++) {
-        assert_int_equal(ha->inj[na + i].ns - a0, hb->inj[nb + i].ns - b0);
+    assert_int_equal(ha->sim.injects - na, hb->sim.injects - nb);
+    for (i = 0; i < ha->sim.injects - na && na + i < FAKE_MAX_EVENTS; i++) {
+        assert_int_equal(ha->inj[na + i].host_ns - a0,
+                         hb->inj[nb + i].host_ns - b0);
         assert_int_equal(ha->inj[na + i].vector, hb->inj[nb + i].vector);
     }
 }
@@ -255,7 +256,8 @@ static void round_trip_at_same_instant_changes_nothing_observable(void **state)
         /* Restored into a fresh instance on another host, same TSC. */
         save(&ta, blob);
         tu_setup(&hb, &tb, &c, tu_bases[1 - b] + 777, (s & 1) == 0);
-        hb.tsc_offset = fake_tsc(&ha) - fake_tsc(&hb) + hb.tsc_offset;
+        hb.sim.cfg.tsc_offset =
+            fake_tsc(&ha) - fake_tsc(&hb) + hb.sim.cfg.tsc_offset;
         assert_int_equal(lapict_state_restore(&tb, blob, SZ), LAPICT_OK);
         tu_assert_regs_equal(tu_read_regs(&ta), tu_read_regs(&tb));
         /* Saving again gives the same blob. */
@@ -297,12 +299,13 @@ static void save_mid_oneshot_resumes_remainder(void **state)
         dur = oracle_ns_for(N, buses[bi], 1);
         r = dur - done;
         fake_advance(&hb, r - 1);
-        assert_int_equal(hb.ninj, 0);
+        assert_int_equal(hb.sim.injects, 0);
         fake_advance(&hb, 1);
-        assert_int_equal(hb.ninj, 1);
-        assert_int_equal(hb.inj[0].ns, tu_bases[b] + done + 1000000000ull + r);
+        assert_int_equal(hb.sim.injects, 1);
+        assert_int_equal(hb.inj[0].host_ns,
+                         tu_bases[b] + done + 1000000000ull + r);
         fake_advance(&hb, 10 * dur);
-        assert_int_equal(hb.ninj, 1);
+        assert_int_equal(hb.sim.injects, 1);
         tu_check_host(&hb);
     }
 }
@@ -316,13 +319,13 @@ static void save_mid_periodic_keeps_grid_relative(void **state)
     fake_advance(ha, 1000000); /* 3 expiries, 100 us into the 4th */
     save(ta, blob);
     tu_setup(hb, tb, c, tu_bases[1 - p->b], false);
-    r = hb->now_ns;
+    r = hb->sim.now_ns;
     assert_int_equal(lapict_state_restore(tb, blob, SZ), LAPICT_OK);
     assert_int_equal(lapict_tmcct_read(tb), 200000);
     fake_advance(hb, 500000);
-    assert_int_equal(hb->ninj, 2);
-    assert_int_equal(hb->inj[0].ns, r + 200000);
-    assert_int_equal(hb->inj[1].ns, r + 500000);
+    assert_int_equal(hb->sim.injects, 2);
+    assert_int_equal(hb->inj[0].host_ns, r + 200000);
+    assert_int_equal(hb->inj[1].host_ns, r + 500000);
 }
 
 static void
@@ -338,22 +341,22 @@ tsc_deadline_restored_fires_when_destination_tsc_reaches_it(void **state)
     save(ta, blob);
     /* Destination guest TSC is 3 ms short of D (not 4 ms). */
     tu_pair_dst(p, tu_bases[1 - p->b], D - 3000000, p->b == 0);
-    r = hb->now_ns;
+    r = hb->sim.now_ns;
     assert_int_equal(lapict_state_restore(tb, blob, SZ), LAPICT_OK);
     assert_int_equal(lapict_tsc_deadline_read(tb), D);
     fake_advance(hb, 2999999);
-    assert_int_equal(hb->ninj, 0);
+    assert_int_equal(hb->sim.injects, 0);
     fake_advance(hb, 1);
-    assert_int_equal(hb->ninj, 1);
-    assert_int_equal(hb->inj[0].ns, r + 3000000);
+    assert_int_equal(hb->sim.injects, 1);
+    assert_int_equal(hb->inj[0].host_ns, r + 3000000);
     assert_int_equal(lapict_tsc_deadline_read(tb), 0);
     /* A destination already past D fires at once. */
     tu_pair_dst(p, 0, D + 5, false);
     assert_int_equal(lapict_state_restore(tb, blob, SZ), LAPICT_OK);
     fake_run_due(hb);
     lapict_irq_window_open(tb);
-    assert_int_equal(hb->ninj, 1);
-    assert_int_equal(hb->inj[0].ns, 0);
+    assert_int_equal(hb->sim.injects, 1);
+    assert_int_equal(hb->inj[0].host_ns, 0);
 }
 
 /* The expiry instant passed, the host timer has not fired yet: the blob
@@ -368,7 +371,7 @@ save_after_expiry_before_delivery_delivers_exactly_once(void **state)
         uint8_t blob[SZ];
         tu_setup(ha, ta, c, tu_bases[p->b], true);
         countdown(ta, 0xB, LAPICT_LVTT_ONESHOT, 1000000);
-        ha->window_open = win != 0;
+        ha->sim.window_open = win != 0;
         fake_stall(ha, 1000500);
         save(ta, blob);
         tu_setup(hb, tb, c, tu_bases[1 - p->b] + 99, false);
@@ -377,8 +380,8 @@ save_after_expiry_before_delivery_delivers_exactly_once(void **state)
         fake_window(hb, true);
         fake_advance(hb, 5000000);
         fake_window(hb, true);
-        assert_int_equal(ha->ninj, 0);
-        assert_int_equal(hb->ninj, 1);
+        assert_int_equal(ha->sim.injects, 0);
+        assert_int_equal(hb->sim.injects, 1);
         assert_int_equal(lapict_tmcct_read(tb), 0);
     }
 }
@@ -401,7 +404,7 @@ static void save_after_delivery_never_redelivers(void **state)
             lapict_tsc_deadline_write(&ta, fake_tsc(&ha) + 1000000);
         }
         fake_advance(&ha, 1000000);
-        assert_int_equal(ha.ninj, 1);
+        assert_int_equal(ha.sim.injects, 1);
         fake_advance(&ha, 10);
         save(&ta, blob);
         /* Destination TSC behind the source's: D would be ahead. */
@@ -411,7 +414,7 @@ static void save_after_delivery_never_redelivers(void **state)
         fake_run_due(&hb);
         fake_window(&hb, true);
         fake_advance(&hb, 50000000);
-        assert_int_equal(hb.ninj, 0);
+        assert_int_equal(hb.sim.injects, 0);
     }
 }
 
@@ -425,19 +428,19 @@ static void pending_at_save_delivered_once_after_restore(void **state)
     assert_int_equal(tu_stats(ta).pending, 1);
     save(ta, blob);
     assert_int_equal(oracle_get32(blob, 48), 1);
-    hb->window_open = false;
+    hb->sim.window_open = false;
     assert_int_equal(lapict_state_restore(tb, blob, SZ), LAPICT_OK);
     assert_int_equal(lapict_lvtt_read(tb) & LAPICT_LVTT_PENDING,
                      LAPICT_LVTT_PENDING);
     fake_advance(hb, 1000);
-    assert_int_equal(hb->ninj, 0);
+    assert_int_equal(hb->sim.injects, 0);
     fake_window(hb, true);
-    assert_int_equal(hb->ninj, 1);
+    assert_int_equal(hb->sim.injects, 1);
     assert_int_equal(hb->inj[0].vector, VEC);
     fake_window(hb, true);
     fake_advance(hb, 10000000);
-    assert_int_equal(hb->ninj, 1);
-    assert_int_equal(ha->ninj, 0);
+    assert_int_equal(hb->sim.injects, 1);
+    assert_int_equal(ha->sim.injects, 0);
 }
 
 TU_PAIR_SETUP(catch_up_pair_setup, c.missed_policy = LAPICT_MISSED_CATCH_UP)
@@ -456,7 +459,7 @@ static void catch_up_pending_count_survives_restore(void **state)
     tu_setup(hb, tb, c, tu_bases[1 - p->b], false);
     assert_int_equal(lapict_state_restore(tb, blob, SZ), LAPICT_OK);
     fake_window(hb, true);
-    assert_int_equal(hb->ninj, 4);
+    assert_int_equal(hb->sim.injects, 4);
 }
 
 static void restore_with_hw_timer_armed_cancels_it(void **state)
@@ -466,15 +469,15 @@ static void restore_with_hw_timer_armed_cancels_it(void **state)
     save(ta, blob); /* reset state: nothing running */
     tu_setup(hb, tb, c, tu_bases[p->b], true);
     countdown(tb, 0xB, LAPICT_LVTT_ONESHOT, 1000000);
-    assert_true(hb->hv_armed);
+    assert_true(hb->sim.hv_armed);
     assert_int_equal(lapict_state_restore(tb, blob, SZ), LAPICT_OK);
-    assert_true(hb->hv_cancels >= 1);
-    assert_false(hb->hv_armed);
-    assert_false(hb->sw_armed);
+    assert_true(hb->sim.hv_cancels >= 1);
+    assert_false(hb->sim.hv_armed);
+    assert_false(hb->sim.sw_armed);
     fake_advance(hb, 1000000);
     fake_fire_hv(hb); /* stale */
     fake_advance(hb, 1000000);
-    assert_int_equal(hb->ninj, 0);
+    assert_int_equal(hb->sim.injects, 0);
     assert_int_equal(lapict_lvtt_read(tb), LAPICT_LVTT_RESET);
     assert_int_equal(lapict_tmict_read(tb), 0);
 }
@@ -493,7 +496,7 @@ static void restore_drops_destination_pending(void **state)
     assert_int_equal(lapict_state_restore(tb, blob, SZ), LAPICT_OK);
     assert_int_equal(tu_stats(tb).pending, 0);
     fake_window(hb, true);
-    assert_int_equal(hb->ninj, 0);
+    assert_int_equal(hb->sim.injects, 0);
 }
 
 /* A rejected blob: same code, instance bit-for-bit unchanged, no op. */
@@ -508,15 +511,17 @@ static void expect_rejected(const uint8_t *blob, size_t len, int code)
     countdown(&t, 0x0, LAPICT_LVTT_PERIODIC, 3000000);
     fake_advance(&h, 1000);
     memcpy(&copy, &t, sizeof(t));
-    calls = h.sw_arms + h.sw_cancels + h.hv_arms + h.hv_cancels + h.ninj;
+    calls = h.sim.sw_arms + h.sim.sw_cancels + h.sim.hv_arms +
+            h.sim.hv_cancels + h.sim.injects;
     rc = lapict_state_restore(&t, blob, len);
     if (code == 0)
         assert_true(rc < 0);
     else
         assert_int_equal(rc, code);
     assert_memory_equal(&t, &copy, sizeof(t));
-    assert_int_equal(
-        h.sw_arms + h.sw_cancels + h.hv_arms + h.hv_cancels + h.ninj, calls);
+    assert_int_equal(h.sim.sw_arms + h.sim.sw_cancels + h.sim.hv_arms +
+                         h.sim.hv_cancels + h.sim.injects,
+                     calls);
 }
 
 static void
@@ -789,7 +794,7 @@ static void build_due(enum due d, struct fake_host *h, struct lapict_timer *t,
         countdown(t, 0xB, LAPICT_LVTT_PERIODIC, 1000000);
         /* The host timer fires 3 us early: injected ahead. */
         fake_advance(h, 998000);
-        assert_int_equal(h->ninj, 1);
+        assert_int_equal(h->sim.injects, 1);
         if (d == D_PREINJ_DUE)
             fake_stall(h, 2500);
         break;
@@ -839,7 +844,7 @@ static void save_calls_no_host_op_and_changes_nothing(void **state)
         /* The host is untouched too (its recorder counts the clock reads). */
         hcopy.rec = h.rec;
         assert_memory_equal(&h, &hcopy, sizeof(h));
-        now = h.now_ns;
+        now = h.sim.now_ns;
         tsc = fake_tsc(&h);
         calls = h.rec.total_calls;
         traps_on(&h, false);
@@ -875,7 +880,7 @@ static void save_describes_the_state_as_if_serviced_now(void **state)
             build_due((enum due)d, &hb, &tb, tu_bases[b], pols[p]);
             save(&ta, blob_a);
             /* The twin is serviced at the same instant, window shut. */
-            hb.window_open = false;
+            hb.sim.window_open = false;
             assert_int_equal(lapict_expire(&tb), LAPICT_OK);
             save(&tb, blob_b);
             if (d == D_ILLEGAL_DUE) {
@@ -887,8 +892,8 @@ static void save_describes_the_state_as_if_serviced_now(void **state)
                 assert_int_equal(oracle_get32(blob_b, 48), 0);
                 assert_int_equal(oracle_get32(blob_a, 92), 1);
                 assert_int_equal(oracle_get32(blob_b, 92), 0);
-                assert_int_equal(hb.nrep, 1);
-                assert_int_equal(ha.nrep, 0);
+                assert_int_equal(hb.sim.reports, 1);
+                assert_int_equal(ha.sim.reports, 0);
                 continue;
             }
             /*
@@ -939,15 +944,15 @@ static void tick_coalesced_by_a_save_is_counted_on_the_destination(void **state)
     assert_int_equal(lapict_lvtt_write(&t, LAPICT_LVTT_PERIODIC | 0x30),
                      LAPICT_OK);
     assert_int_equal(lapict_tmict_write(&t, 1000000), LAPICT_OK);
-    h.window_open = false; /* the guest cannot take it: held */
-    h.now_ns += 1000000;   /* grid point 1: serviced, pending */
+    h.sim.window_open = false; /* the guest cannot take it: held */
+    h.sim.now_ns += 1000000;   /* grid point 1: serviced, pending */
     lapict_expire(&t);
-    h.now_ns += 1000000; /* grid point 2: due, not yet serviced */
+    h.sim.now_ns += 1000000; /* grid point 2: due, not yet serviced */
     assert_int_equal(lapict_state_save(&t, blob, sizeof(blob)), LAPICT_OK);
     tu_setup(&h2, &t2, &c, 5000, false);
     assert_int_equal(lapict_state_restore(&t2, blob, sizeof(blob)), LAPICT_OK);
     lapict_irq_window_open(&t2);
-    assert_int_equal(h2.ninj, 1); /* one delivered: coalesce */
+    assert_int_equal(h2.sim.injects, 1); /* one delivered: coalesce */
     lapict_stats_get(&t, &a, sizeof(a));
     lapict_stats_get(&t2, &b, sizeof(b));
     /* The other one shows as coalesced, on the destination (the source
@@ -976,13 +981,13 @@ static unsigned migrate_with_irr(enum due d, enum lapict_missed_policy pol,
     build_due(d, &ha, &ta, base, pol);
     if (timer_first_src) {
         save(&ta, blob);
-        irr = ha.ninj; /* the IRR snapshot holds what was injected */
+        irr = ha.sim.injects; /* the IRR snapshot holds what was injected */
     } else {
-        irr = ha.ninj;
+        irr = ha.sim.injects;
         save(&ta, blob);
     }
     /* Interrupts of the source that did not make it into the IRR copy. */
-    lost += ha.ninj - irr;
+    lost += ha.sim.injects - irr;
     c.missed_policy = pol;
     c.catch_up_max = 100;
     if (d == D_PREINJ_DUE || d == D_PREINJ_AHEAD) {
@@ -990,12 +995,12 @@ static unsigned migrate_with_irr(enum due d, enum lapict_missed_policy pol,
         c.advance_ns = 3000;
     }
     tu_setup(&hb, &tb, &c, base + 5000000000ull, false);
-    hb.tsc_offset = fake_tsc(&ha); /* the TSC continues */
+    hb.sim.cfg.tsc_offset = fake_tsc(&ha); /* the TSC continues */
     if (timer_first_dst) {
         assert_int_equal(lapict_state_restore(&tb, blob, SZ), LAPICT_OK);
         /* Restoring the IRR copy overwrites what was injected meanwhile. */
-        lost += hb.ninj;
-        before_irr = hb.ninj;
+        lost += hb.sim.injects;
+        before_irr = hb.sim.injects;
     } else {
         before_irr = 0;
         assert_int_equal(lapict_state_restore(&tb, blob, SZ), LAPICT_OK);
@@ -1006,7 +1011,7 @@ static unsigned migrate_with_irr(enum due d, enum lapict_missed_policy pol,
     /* Before the next expiry of any of the states. */
     fake_advance(&hb, 400000);
     *expected = lost;
-    return irr + (hb.ninj - before_irr);
+    return irr + (hb.sim.injects - before_irr);
 }
 
 static void due_expiry_delivered_once_whatever_the_irr_save_order(void **state)
@@ -1069,20 +1074,20 @@ static void restore_injects_nothing_window_open_delivers_once(void **state)
         /* The destination's TSC is already past D: due on arrival. */
         fake_host_init(&hb, tu_bases[1 - b], 1000000, D + 10, w != 0);
         assert_int_equal(fake_attach(&hb, &tb, &c), LAPICT_OK);
-        hb.window_open = w != 0;
+        hb.sim.window_open = w != 0;
         assert_int_equal(lapict_state_restore(&tb, blob, SZ), LAPICT_OK);
-        assert_int_equal(hb.inject_calls, 0);
+        assert_int_equal(hb.sim.injects + hb.sim.refusals, 0);
         assert_int_equal(lapict_tsc_deadline_read(&tb), 0);
-        assert_int_equal(hb.inject_calls, 0);
+        assert_int_equal(hb.sim.injects + hb.sim.refusals, 0);
         assert_int_equal(lapict_lvtt_read(&tb) & LAPICT_LVTT_PENDING,
                          LAPICT_LVTT_PENDING);
         /* Window closed: it stays pending, offered again later. */
         assert_int_equal(lapict_irq_window_open(&tb), LAPICT_OK);
-        assert_int_equal(hb.ninj, w ? 1u : 0u);
+        assert_int_equal(hb.sim.injects, w ? 1u : 0u);
         fake_window(&hb, true);
         fake_window(&hb, true);
         fake_advance(&hb, 10000000);
-        assert_int_equal(hb.ninj, 1);
+        assert_int_equal(hb.sim.injects, 1);
         assert_int_equal(hb.inj[0].vector, VEC);
         tu_check_host(&hb);
     }
@@ -1102,7 +1107,7 @@ static int restore_into_tsc(const struct lapict_config *c, const uint8_t *blob,
     tu_setup(&h, &t, c, 777777, true);
     countdown(&t, 0x0, LAPICT_LVTT_PERIODIC, 3000000);
     fake_advance(&h, 1000);
-    h.tsc_offset += tsc - fake_tsc(&h);
+    h.sim.cfg.tsc_offset += tsc - fake_tsc(&h);
     memcpy(&copy, &t, sizeof(t));
     memcpy(&hcopy, &h, sizeof(h));
     rc = lapict_state_restore(&t, blob, SZ);
@@ -1374,15 +1379,15 @@ static void restored_preinjection_waits_at_most_the_advance(void **state)
         uint64_t t0, tsc;
         tsc = produce(bases[i], false, false, blob);
         tu_setup(&h, &t, &c, TU_NEAR_WRAP, false);
-        h.tsc_offset = tsc; /* the TSC continues */
-        t0 = h.now_ns;
+        h.sim.cfg.tsc_offset = tsc; /* the TSC continues */
+        t0 = h.sim.now_ns;
         assert_int_equal(lapict_state_restore(&t, blob, SZ), LAPICT_OK);
         assert_int_equal(lapict_irq_window_open(&t), LAPICT_OK);
         fake_enter(&h);
-        assert_true(h.spins <= 1);
-        assert_true(fake_diff(t0, h.now_ns) <= 5000);
+        assert_true(h.sim.spins <= 1);
+        assert_true(fake_diff(t0, h.sim.now_ns) <= 5000);
         fake_advance(&h, 150000);
-        assert_int_equal(h.ninj, 0);
+        assert_int_equal(h.sim.injects, 0);
     }
 }
 
@@ -1408,19 +1413,19 @@ static void preinjection_survives_a_host_without_advance(void **state)
         off.advance_mode = LAPICT_ADVANCE_OFF;
         tsc = produce(bases[i], false, false, blob);
         tu_setup(&h2, &t2, &off, TU_NEAR_WRAP, false);
-        h2.tsc_offset = tsc;
+        h2.sim.cfg.tsc_offset = tsc;
         assert_int_equal(lapict_state_restore(&t2, blob, SZ), LAPICT_OK);
         assert_int_equal(lapict_state_save(&t2, blob2, SZ), LAPICT_OK);
         tu_setup(&h3, &t3, &on, 0, false);
-        h3.tsc_offset = tsc; /* no time passed on the middle host */
-        t0 = h3.now_ns;
+        h3.sim.cfg.tsc_offset = tsc; /* no time passed on the middle host */
+        t0 = h3.sim.now_ns;
         assert_int_equal(lapict_state_restore(&t3, blob2, SZ), LAPICT_OK);
         assert_int_equal(lapict_irq_window_open(&t3), LAPICT_OK);
         fake_enter(&h3);
-        assert_true(fake_diff(t0, h3.now_ns) <= 5000);
+        assert_true(fake_diff(t0, h3.sim.now_ns) <= 5000);
         /* The one interrupt of that expiry was given on the source. */
         fake_advance(&h3, 150000);
-        assert_int_equal(h3.ninj, 0);
+        assert_int_equal(h3.sim.injects, 0);
     }
 }
 
@@ -1463,24 +1468,25 @@ static void clamped_periodic_keeps_its_count_into_any_min_period(void **state)
         save(&ta, blob);
         c.min_period_ns = dst[i].min_ns;
         tu_setup(&hb, &tb, &c, tu_bases[1 - b] + 12345, i & 1);
-        r = hb.now_ns;
+        r = hb.sim.now_ns;
         assert_int_equal(lapict_state_restore(&tb, blob, SZ), LAPICT_OK);
         assert_int_equal(lapict_irq_window_open(&tb), LAPICT_OK);
         assert_int_equal(lapict_tmcct_read(&tb), 25);
         assert_int_equal(lapict_tmict_read(&tb), 100);
         fake_advance(&hb, dst[i].first_ns - 1);
-        assert_int_equal(hb.ninj, 0);
+        assert_int_equal(hb.sim.injects, 0);
         assert_true(lapict_tmcct_read(&tb) >= 1);
         fake_advance(&hb, 1);
-        assert_int_equal(hb.ninj, 1);
-        assert_int_equal(hb.inj[0].ns, r + dst[i].first_ns);
+        assert_int_equal(hb.sim.injects, 1);
+        assert_int_equal(hb.inj[0].host_ns, r + dst[i].first_ns);
         assert_int_equal(lapict_tmcct_read(&tb), 100);
         fake_advance(&hb, dst[i].period_ns - 1);
-        assert_int_equal(hb.ninj, 1);
+        assert_int_equal(hb.sim.injects, 1);
         assert_true(lapict_tmcct_read(&tb) <= 100);
         fake_advance(&hb, 1);
-        assert_int_equal(hb.ninj, 2);
-        assert_int_equal(hb.inj[1].ns, r + dst[i].first_ns + dst[i].period_ns);
+        assert_int_equal(hb.sim.injects, 2);
+        assert_int_equal(hb.inj[1].host_ns,
+                         r + dst[i].first_ns + dst[i].period_ns);
         tu_check_host(&hb);
     }
 }
@@ -1726,7 +1732,7 @@ static void golden_restore(enum golden g, struct fake_host *h,
     fake_host_init(h, base, 1000000, tsc, false);
     assert_int_equal(fake_attach(h, t, &c), LAPICT_OK);
     assert_int_equal(lapict_state_restore(t, golden_v1[g], SZ), LAPICT_OK);
-    assert_int_equal(h->inject_calls, 0);
+    assert_int_equal(h->sim.injects + h->sim.refusals, 0);
     assert_int_equal(lapict_irq_window_open(t), LAPICT_OK);
 }
 
@@ -1738,15 +1744,15 @@ static void expect_interrupts(struct fake_host *h, uint64_t r,
     uint64_t done = 0;
     for (i = 0; i < n; i++) {
         fake_advance(h, at[i] - 1 - done);
-        assert_int_equal(h->ninj, i);
+        assert_int_equal(h->sim.injects, i);
         fake_advance(h, 1);
-        assert_int_equal(h->ninj, i + 1);
-        assert_int_equal(h->inj[i].ns, r + at[i]);
+        assert_int_equal(h->sim.injects, i + 1);
+        assert_int_equal(h->inj[i].host_ns, r + at[i]);
         assert_int_equal(h->inj[i].vector, 0x31);
         done = at[i];
     }
     fake_advance(h, until - done);
-    assert_int_equal(h->ninj, n);
+    assert_int_equal(h->sim.injects, n);
 }
 
 /*
@@ -1783,7 +1789,7 @@ static void golden_blobs_restore_to_their_state(void **state)
     assert_int_equal(lapict_tsc_deadline_read(&t), 5000000);
     assert_int_equal(lapict_lvtt_read(&t), LAPICT_LVTT_TSC_DEADLINE | 0x31u);
     expect_interrupts(&h, r, (const uint64_t[]){2000000}, 1, 10000000);
-    assert_int_equal(h.inj[0].tsc, 5000000);
+    assert_int_equal(h.inj[0].guest_tsc, 5000000);
     assert_int_equal(lapict_tsc_deadline_read(&t), 0);
 
     /* pending: delivered by the window-open step, once. */
@@ -1796,12 +1802,12 @@ static void golden_blobs_restore_to_their_state(void **state)
                      LAPICT_OK);
     assert_int_equal(lapict_lvtt_read(&t),
                      LAPICT_LVTT_ONESHOT | 0x31u | LAPICT_LVTT_PENDING);
-    assert_int_equal(h.ninj, 0);
+    assert_int_equal(h.sim.injects, 0);
     fake_window(&h, true);
     fake_window(&h, true);
     fake_advance(&h, 10000000);
-    assert_int_equal(h.ninj, 1);
-    assert_int_equal(h.inj[0].ns, r);
+    assert_int_equal(h.sim.injects, 1);
+    assert_int_equal(h.inj[0].host_ns, r);
     assert_int_equal(lapict_lvtt_read(&t), LAPICT_LVTT_ONESHOT | 0x31u);
 
     /* clamped: 25 of 100 ticks left on the 200 us clock. */
@@ -1815,8 +1821,8 @@ static void golden_blobs_restore_to_their_state(void **state)
      * again; the next one 1 ms later. */
     golden_restore(G_PREINJ, &h, &t, r, 0);
     fake_enter(&h);
-    assert_int_equal(h.now_ns, r + 2000);
-    assert_int_equal(h.ninj, 0);
+    assert_int_equal(h.sim.now_ns, r + 2000);
+    assert_int_equal(h.sim.injects, 0);
     assert_int_equal(lapict_tmcct_read(&t), 1000000);
     /* Injected ahead again 3 us before the next instant. */
     expect_interrupts(&h, r + 2000, (const uint64_t[]){1000000 - 3000}, 1,
@@ -1829,12 +1835,12 @@ static void golden_blobs_restore_to_their_state(void **state)
     /* /4 at 1 GHz: 400 us period, 123456 ns in: 30864 ticks done. */
     assert_int_equal(lapict_tmcct_read(&t), 100000 - 30864);
     fake_advance(&h, 5000000);
-    assert_int_equal(h.ninj, 0);
+    assert_int_equal(h.sim.injects, 0);
 
     /* catch-up: four ticks pending, each delivered. */
     golden_restore(G_CATCH_UP, &h, &t, r, 0);
     st = tu_stats(&t);
-    assert_int_equal(h.ninj, 4);
+    assert_int_equal(h.sim.injects, 4);
     assert_int_equal(st.pending, 0);
     assert_int_equal(lapict_tmcct_read(&t), 500000);
 
@@ -1877,17 +1883,17 @@ static void restore_into_another_tsc_rate_keeps_the_deadline(void **state)
             fake_host_init(&hb, tu_bases[1 - b], khzs[i], fake_tsc(&ha),
                            b == 1);
             assert_int_equal(fake_attach(&hb, &tb, &c), LAPICT_OK);
-            r = hb.now_ns;
+            r = hb.sim.now_ns;
             assert_int_equal(lapict_state_restore(&tb, blob, SZ), LAPICT_OK);
             assert_int_equal(lapict_tsc_deadline_read(&tb), D);
             /* 2 000 000 TSC ticks at this rate, rounded up. */
             first = (2000000ull * 1000000u + khzs[i] - 1) / khzs[i];
             fake_advance(&hb, first - 1);
-            assert_int_equal(hb.ninj, 0);
+            assert_int_equal(hb.sim.injects, 0);
             fake_advance(&hb, 1);
-            assert_int_equal(hb.ninj, 1);
-            assert_true(hb.inj[0].tsc >= D);
-            assert_int_equal(hb.inj[0].ns, r + first);
+            assert_int_equal(hb.sim.injects, 1);
+            assert_true(hb.inj[0].guest_tsc >= D);
+            assert_int_equal(hb.inj[0].host_ns, r + first);
             /* A count-down is indifferent to the TSC rate. */
             make_blob(blob, 0);
             tu_setup(&hb, &tb, &c, tu_bases[b], false);
@@ -1954,13 +1960,13 @@ static uint64_t saved_preinjection(uint32_t mode, uint8_t *blob, uint64_t *tsc)
         countdown(&t, 0xB, mode, 1000000);
     }
     fake_advance(&h, 1000000 - 30000);
-    assert_int_equal(h.ninj, 1); /* injected ahead */
-    at = h.now_ns;
+    assert_int_equal(h.sim.injects, 1); /* injected ahead */
+    at = h.sim.now_ns;
     *tsc = fake_tsc(&h);
     save(&t, blob);
     fake_enter(&h);
-    assert_int_equal(h.ndlv, 1);
-    return h.now_ns - at;
+    assert_int_equal(h.sim.deliveries, 1);
+    return h.sim.now_ns - at;
 }
 
 /*
@@ -1990,13 +1996,15 @@ restored_preinjection_never_early_nor_twice_in_any_advance(void **state)
             lead = saved_preinjection(modes[m], blob, &tsc);
             assert_true(lead > 1000 && lead <= 50000);
             dest_setup((enum dest)d, &h, &t, tsc);
-            t0 = h.now_ns;
+            t0 = h.sim.now_ns;
             if (d == D_NO_SPIN) {
                 struct lapict_timer before = t;
                 assert_int_equal(lapict_state_restore(&t, blob, SZ),
                                  LAPICT_E_STATE_CONFIG);
                 assert_memory_equal(&t, &before, sizeof(t));
-                assert_int_equal(h.sw_arms + h.sw_cancels + h.ninj + h.nrep, 0);
+                assert_int_equal(h.sim.sw_arms + h.sim.sw_cancels +
+                                     h.sim.injects + h.sim.reports,
+                                 0);
                 continue;
             }
             assert_int_equal(lapict_state_restore(&t, blob, SZ), LAPICT_OK);
@@ -2004,14 +2012,14 @@ restored_preinjection_never_early_nor_twice_in_any_advance(void **state)
             assert_int_equal(fake_enter(&h), LAPICT_OK);
             print_message("mode %zu dest %u: lead %llu, entered after %llu\n",
                           m, d, (unsigned long long)lead,
-                          (unsigned long long)(h.now_ns - t0));
-            assert_true(h.now_ns - t0 >= lead);
+                          (unsigned long long)(h.sim.now_ns - t0));
+            assert_true(h.sim.now_ns - t0 >= lead);
             /* The guest runs; its register writes do not repeat it. */
             assert_int_equal(lapict_tdcr_write(&t, 0x0), LAPICT_OK);
             fake_advance(&h, 30000);
             fake_enter(&h);
             if (modes[m] != LAPICT_LVTT_PERIODIC)
-                assert_int_equal(h.ninj, 0);
+                assert_int_equal(h.sim.injects, 0);
             tu_check_host(&h);
         }
 }
@@ -2034,15 +2042,15 @@ preinjection_free_blob_keeps_its_instant_under_an_advance(void **state)
     fake_advance(&h1, 1000000 - 30000);
     save(&t1, blob);
     tu_setup(&h2, &t2, &on, TU_NEAR_WRAP, false);
-    t0 = h2.now_ns;
+    t0 = h2.sim.now_ns;
     assert_int_equal(lapict_state_restore(&t2, blob, SZ), LAPICT_OK);
     /* 30 us left, within the advance: injected ahead at the first
      * callback, seen by the guest at the instant. */
     fake_advance(&h2, 1);
-    assert_int_equal(h2.ninj, 1);
+    assert_int_equal(h2.sim.injects, 1);
     fake_enter(&h2);
-    assert_int_equal(h2.ndlv, 1);
-    assert_int_equal(h2.dlv[0].ns, t0 + 30000);
+    assert_int_equal(h2.sim.deliveries, 1);
+    assert_int_equal(h2.dlv[0].host_ns, t0 + 30000);
     tu_check_host(&h2);
 }
 
@@ -2077,7 +2085,7 @@ static void illegal_vector_expiry_dropped_across_a_save(void **state)
         /* The deadline passes in the migration gap: no callback ran. */
         fake_stall(&ha, 200000);
         save(&a, blob);
-        hb.tsc_offset = fake_tsc(&ha);
+        hb.sim.cfg.tsc_offset = fake_tsc(&ha);
         fake_window(&hb, false);
         assert_int_equal(lapict_state_restore(&b, blob, SZ), LAPICT_OK);
         /* The twin: the source serviced at the same instant. */
@@ -2088,15 +2096,15 @@ static void illegal_vector_expiry_dropped_across_a_save(void **state)
         sb = tu_stats(&b);
         assert_int_equal(sb.illegal_vector, sa.illegal_vector);
         assert_int_equal(sb.last_error, LAPICT_E_VECTOR);
-        assert_int_equal(hb.nrep, ha.nrep);
+        assert_int_equal(hb.sim.reports, ha.sim.reports);
         assert_int_equal(hb.rep[0].status, LAPICT_E_VECTOR);
         /* A legal vector, then the window opens: nothing on either. */
         assert_int_equal(lapict_lvtt_write(&a, modes[m] | VEC), LAPICT_OK);
         assert_int_equal(lapict_lvtt_write(&b, modes[m] | VEC), LAPICT_OK);
         fake_window(&ha, true);
         fake_window(&hb, true);
-        assert_int_equal(ha.ninj, 0);
-        assert_int_equal(hb.ninj, 0);
+        assert_int_equal(ha.sim.injects, 0);
+        assert_int_equal(hb.sim.injects, 0);
         tu_check_host(&hb);
     }
 }

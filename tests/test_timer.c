@@ -57,7 +57,7 @@ static void oneshot_expires_at_anchor_plus_ns_for_n(void **state)
                 c.bus_hz = buses[bi];
                 tu_setup(&h, &t, &c, tu_bases[b], b == 1);
                 fake_advance(&h, 3);
-                a = h.now_ns;
+                a = h.sim.now_ns;
                 countdown(&t, tdcrs[d], LAPICT_LVTT_ONESHOT, VEC, N);
                 dur = oracle_ns_for(N, buses[bi], div);
                 print_message("base %zu bus %llu div %u N %u: %llu ns\n", b,
@@ -74,18 +74,18 @@ static void oneshot_expires_at_anchor_plus_ns_for_n(void **state)
                                      N - oracle_ticks_in(dt, buses[bi], div));
                 }
                 fake_advance_to(&h, a + dur - 1);
-                assert_int_equal(h.ninj, 0);
+                assert_int_equal(h.sim.injects, 0);
                 assert_int_equal(lapict_tmcct_read(&t),
                                  N - oracle_ticks_in(dur - 1, buses[bi], div));
                 fake_advance_to(&h, a + dur);
-                assert_int_equal(h.ninj, 1);
-                assert_int_equal(h.inj[0].ns, a + dur);
+                assert_int_equal(h.sim.injects, 1);
+                assert_int_equal(h.inj[0].host_ns, a + dur);
                 assert_int_equal(h.inj[0].vector, VEC);
                 /* A one-shot reads 0 from its expiry on and stops. */
                 assert_int_equal(lapict_tmcct_read(&t), 0);
                 assert_int_equal(lapict_tmict_read(&t), N);
                 fake_advance(&h, dur * 3 + 1000);
-                assert_int_equal(h.ninj, 1);
+                assert_int_equal(h.sim.injects, 1);
                 assert_int_equal(lapict_tmcct_read(&t), 0);
                 tu_check_host(&h);
             }
@@ -107,7 +107,7 @@ static void tmcct_reads_n_at_reload_never_zero_while_periodic(void **state)
                 continue; /* 250 s periods: covered by smaller N */
             c.bus_hz = buses[bi];
             tu_setup(&h, &t, &c, tu_bases[b], b == 0);
-            a = h.now_ns;
+            a = h.sim.now_ns;
             countdown(&t, 0x1, LAPICT_LVTT_PERIODIC, VEC, N);
             for (k = 1; k <= 5; k++) {
                 uint64_t g = oracle_ns_for(k * N, buses[bi], 4);
@@ -118,7 +118,7 @@ static void tmcct_reads_n_at_reload_never_zero_while_periodic(void **state)
                 pts[2] = g + 1;
                 for (i = 0; i < 3; i++) {
                     uint64_t T, want;
-                    if (fake_diff(h.now_ns, a + pts[i]) < 0)
+                    if (fake_diff(h.sim.now_ns, a + pts[i]) < 0)
                         continue;
                     fake_advance_to(&h, a + pts[i]);
                     T = oracle_ticks_in(pts[i], buses[bi], 4);
@@ -131,8 +131,8 @@ static void tmcct_reads_n_at_reload_never_zero_while_periodic(void **state)
                 if ((uint64_t)N * 4 * 1000000000ull < 3 * buses[bi])
                     continue;
                 expect_inj = (unsigned)k;
-                assert_int_equal(h.ninj, expect_inj);
-                assert_int_equal(h.inj[k - 1].ns, a + g);
+                assert_int_equal(h.sim.injects, expect_inj);
+                assert_int_equal(h.inj[k - 1].host_ns, a + g);
             }
             tu_check_host(&h);
         }
@@ -152,17 +152,17 @@ static void periodic_reload_is_drift_free(void **state)
         uint64_t a, k;
         c.bus_hz = rates[r];
         tu_setup(&h, &t, &c, tu_bases[b], false);
-        a = h.now_ns;
+        a = h.sim.now_ns;
         countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, VEC, N);
         for (k = 1; k <= 300; k++) {
             uint64_t g = a + oracle_ns_for(k * N, rates[r], 1);
             uint64_t lat = lcg(&seed) % 20000;
-            assert_true(h.sw_armed);
-            assert_int_equal(h.sw_at, g);
-            fake_stall(&h, (g + lat) - h.now_ns);
+            assert_true(h.sim.sw_armed);
+            assert_int_equal(h.sim.sw_at_ns, g);
+            fake_stall(&h, (g + lat) - h.sim.now_ns);
             fake_fire_sw(&h);
-            assert_int_equal(h.ninj, k);
-            assert_int_equal(h.inj[k - 1].ns, g + lat);
+            assert_int_equal(h.sim.injects, k);
+            assert_int_equal(h.inj[k - 1].host_ns, g + lat);
         }
         tu_check_host(&h);
     }
@@ -181,7 +181,7 @@ static void tmict_zero_stops_timer_and_drops_pending(void **state)
     assert_int_equal(lapict_tmcct_read(t), 0);
     fake_window(h, true);
     fake_advance(h, 10000000);
-    assert_int_equal(h->ninj, 0);
+    assert_int_equal(h->sim.injects, 0);
     assert_int_equal(lapict_tmcct_read(t), 0);
 }
 
@@ -193,18 +193,18 @@ static void tmict_write_reanchors_and_drops_pending(void **state)
     fake_window(h, false);
     fake_advance(h, 450000);
     assert_int_equal(tu_stats(t).pending, 1);
-    a2 = h->now_ns;
+    a2 = h->sim.now_ns;
     assert_int_equal(lapict_tmict_write(t, 100000), LAPICT_OK);
     assert_int_equal(tu_stats(t).pending, 0);
     assert_int_equal(lapict_tmcct_read(t), 100000);
     fake_window(h, true);
-    assert_int_equal(h->ninj, 0);
+    assert_int_equal(h->sim.injects, 0);
     fake_advance_to(h, a2 + 99999);
-    assert_int_equal(h->ninj, 0);
+    assert_int_equal(h->sim.injects, 0);
     fake_advance_to(h, a2 + 200000);
-    assert_int_equal(h->ninj, 2);
-    assert_int_equal(h->inj[0].ns, a2 + 100000);
-    assert_int_equal(h->inj[1].ns, a2 + 200000);
+    assert_int_equal(h->sim.injects, 2);
+    assert_int_equal(h->inj[0].host_ns, a2 + 100000);
+    assert_int_equal(h->inj[1].host_ns, a2 + 200000);
 }
 
 /* TDCR write while running: C = TMCCT(now), a = now, E = C, new rate. */
@@ -221,29 +221,29 @@ static void tdcr_write_preserves_count_and_reanchors(void **state)
         uint64_t a, a2, C, e1, e2;
         c.bus_hz = bus;
         tu_setup(&h, &t, &c, tu_bases[b], m == 1);
-        a = h.now_ns;
+        a = h.sim.now_ns;
         countdown(&t, 0xB, modes[m], VEC, N);
         fake_advance(&h, 333333); /* mid-tick at 7.45 ns per tick */
         C = N - oracle_ticks_in(333333, bus, 1);
         assert_int_equal(lapict_tmcct_read(&t), C);
-        a2 = h.now_ns;
+        a2 = h.sim.now_ns;
         (void)a;
         assert_int_equal(lapict_tdcr_write(&t, 0x1), LAPICT_OK); /* /4 */
         assert_int_equal(lapict_tdcr_read(&t), 0x1);
         assert_int_equal(lapict_tmcct_read(&t), C);
         e1 = a2 + oracle_ns_for(C, bus, 4);
         fake_advance_to(&h, e1 - 1);
-        assert_int_equal(h.ninj, 0);
+        assert_int_equal(h.sim.injects, 0);
         assert_int_equal(lapict_tmcct_read(&t),
                          C - oracle_ticks_in(e1 - 1 - a2, bus, 4));
         fake_advance_to(&h, e1);
-        assert_int_equal(h.ninj, 1);
-        assert_int_equal(h.inj[0].ns, e1);
+        assert_int_equal(h.sim.injects, 1);
+        assert_int_equal(h.inj[0].host_ns, e1);
         e2 = a2 + oracle_ns_for(C + N, bus, 4);
         fake_advance_to(&h, e2);
-        assert_int_equal(h.ninj, m == 1 ? 2 : 1);
+        assert_int_equal(h.sim.injects, m == 1 ? 2 : 1);
         if (m == 1)
-            assert_int_equal(h.inj[1].ns, e2);
+            assert_int_equal(h.inj[1].host_ns, e2);
         tu_check_host(&h);
     }
 }
@@ -251,7 +251,7 @@ static void tdcr_write_preserves_count_and_reanchors(void **state)
 static void tdcr_write_while_stopped_just_stores(void **state)
 {
     TU_FIX(state);
-    uint64_t a = h->now_ns;
+    uint64_t a = h->sim.now_ns;
     assert_int_equal(lapict_tdcr_write(t, 0xA), LAPICT_OK);
     assert_int_equal(lapict_tmcct_read(t), 0);
     assert_false(fake_armed(h));
@@ -259,10 +259,10 @@ static void tdcr_write_while_stopped_just_stores(void **state)
     lapict_lvtt_write(t, VEC);
     lapict_tmict_write(t, 10);
     fake_advance(h, 1279);
-    assert_int_equal(h->ninj, 0);
+    assert_int_equal(h->sim.injects, 0);
     fake_advance(h, 1);
-    assert_int_equal(h->ninj, 1);
-    assert_int_equal(h->inj[0].ns, a + 1000 + 1280);
+    assert_int_equal(h->sim.injects, 1);
+    assert_int_equal(h->inj[0].host_ns, a + 1000 + 1280);
 }
 
 enum md { MD_OS, MD_PER, MD_DL };
@@ -285,8 +285,8 @@ static void mode_switch_every_pair(void **state)
             print_message("base %zu: %s -> %s\n", b, md_name[from],
                           md_name[to]);
             tu_setup(&h, &t, &c, tu_bases[b], b == 1);
-            h.tsc_offset = 0xFFFFFFFFFFF00000ull * b;
-            a = h.now_ns;
+            h.sim.cfg.tsc_offset = 0xFFFFFFFFFFF00000ull * b;
+            a = h.sim.now_ns;
             if (from == MD_DL) {
                 lapict_lvtt_write(&t, md_bits[from] | VEC);
                 lapict_tsc_deadline_write(&t, fake_tsc(&h) + P);
@@ -317,9 +317,9 @@ static void mode_switch_every_pair(void **state)
                 }
             }
             fake_advance_to(&h, a + 3 * P + P / 2);
-            assert_int_equal(h.ninj, nwant);
+            assert_int_equal(h.sim.injects, nwant);
             for (i = 0; i < nwant; i++) {
-                assert_int_equal(h.inj[i].ns, want[i]);
+                assert_int_equal(h.inj[i].host_ns, want[i]);
                 assert_int_equal(h.inj[i].vector, VEC2);
             }
             if (to == MD_DL)
@@ -344,7 +344,7 @@ static void min_period_clamp_slows_periodic_to_min_period(void **state)
         uint64_t a, k;
         c.min_period_ns = P;
         tu_setup(&h, &t, &c, tu_bases[b], false);
-        a = h.now_ns;
+        a = h.sim.now_ns;
         countdown(&t, 0x0, LAPICT_LVTT_PERIODIC, VEC, N); /* /2 */
         assert_true(oracle_ns_for(N, 1000000000ull, 2) < P);
         for (k = 1; k <= 3; k++) {
@@ -358,8 +358,8 @@ static void min_period_clamp_slows_periodic_to_min_period(void **state)
                 want = N - T % N;
                 assert_int_equal(lapict_tmcct_read(&t), want);
             }
-            assert_int_equal(h.ninj, k);
-            assert_int_equal(h.inj[k - 1].ns, a + g);
+            assert_int_equal(h.sim.injects, k);
+            assert_int_equal(h.inj[k - 1].host_ns, a + g);
             assert_int_equal(g, k * P);
         }
         s = tu_stats(&t);
@@ -378,7 +378,7 @@ static void min_period_not_applied_at_or_above_min(void **state)
     /* ns_for(100000) at /2 is exactly 200000: not below, not clamped. */
     countdown(&f->t, 0x0, LAPICT_LVTT_PERIODIC, VEC, 100000);
     fake_advance(&f->h, 400000);
-    assert_int_equal(f->h.ninj, 2);
+    assert_int_equal(f->h.sim.injects, 2);
     s = tu_stats(&f->t);
     assert_int_equal(s.clamps, 0);
     assert_false(s.clamp_reported);
@@ -390,13 +390,13 @@ static void min_period_never_clamps_oneshot_or_deadline(void **state)
     struct lapict_stats s;
     countdown(t, 0x0, LAPICT_LVTT_ONESHOT, VEC, 7);
     fake_advance(h, 13);
-    assert_int_equal(h->ninj, 0);
+    assert_int_equal(h->sim.injects, 0);
     fake_advance(h, 1);
-    assert_int_equal(h->ninj, 1);
+    assert_int_equal(h->sim.injects, 1);
     lapict_lvtt_write(t, LAPICT_LVTT_TSC_DEADLINE | VEC);
     lapict_tsc_deadline_write(t, fake_tsc(h) + 10);
     fake_advance(h, 10);
-    assert_int_equal(h->ninj, 2);
+    assert_int_equal(h->sim.injects, 2);
     s = tu_stats(t);
     assert_int_equal(s.clamps, 0);
     assert_false(s.clamp_reported);
@@ -419,16 +419,17 @@ static void min_period_clamp_start_stop_preserves_count(void **state)
     fake_advance(&h, 100000);
     C = 2000 - 100000 / 128;
     assert_int_equal(lapict_tmcct_read(&t), C);
-    a = h.now_ns;
+    a = h.sim.now_ns;
     lapict_tdcr_write(&t, 0x9); /* /64: 128 us < P */
     assert_int_equal(lapict_tmcct_read(&t), C);
     fake_advance_to(&h, a + oracle_ns_for_clamped(C, 2000, P) - 1);
-    assert_int_equal(h.ninj, 0);
+    assert_int_equal(h.sim.injects, 0);
     fake_advance_to(&h, a + oracle_ns_for_clamped(C, 2000, P));
-    assert_int_equal(h.ninj, 1);
+    assert_int_equal(h.sim.injects, 1);
     fake_advance_to(&h, a + oracle_ns_for_clamped(C + 2000, 2000, P));
-    assert_int_equal(h.ninj, 2);
-    assert_int_equal(h.inj[1].ns, a + oracle_ns_for_clamped(C + 2000, 2000, P));
+    assert_int_equal(h.sim.injects, 2);
+    assert_int_equal(h.inj[1].host_ns,
+                     a + oracle_ns_for_clamped(C + 2000, 2000, P));
     assert_true(tu_stats(&t).clamps >= 1);
 
     /* (b) periodic -> one-shot: clamp stops, count kept. */
@@ -437,15 +438,15 @@ static void min_period_clamp_start_stop_preserves_count(void **state)
     fake_advance(&h, 100000);
     C = 7 - oracle_ticks_in_clamped(100000, 7, P);
     assert_int_equal(lapict_tmcct_read(&t), C);
-    a = h.now_ns;
+    a = h.sim.now_ns;
     lapict_lvtt_write(&t, LAPICT_LVTT_ONESHOT | VEC);
     assert_int_equal(lapict_tmcct_read(&t), C);
     fake_advance_to(&h, a + oracle_ns_for(C, 1000000000ull, 2) - 1);
-    assert_int_equal(h.ninj, 0);
+    assert_int_equal(h.sim.injects, 0);
     fake_advance_to(&h, a + oracle_ns_for(C, 1000000000ull, 2));
-    assert_int_equal(h.ninj, 1);
+    assert_int_equal(h.sim.injects, 1);
     fake_advance(&h, 1000000);
-    assert_int_equal(h.ninj, 1);
+    assert_int_equal(h.sim.injects, 1);
 
     /* (c) running one-shot -> periodic: clamp starts, count kept. */
     tu_setup(&h, &t, &c, tu_bases[b], false);
@@ -453,17 +454,17 @@ static void min_period_clamp_start_stop_preserves_count(void **state)
     fake_advance(&h, 6);
     C = 7 - 3;
     assert_int_equal(lapict_tmcct_read(&t), C);
-    a = h.now_ns;
+    a = h.sim.now_ns;
     lapict_lvtt_write(&t, LAPICT_LVTT_PERIODIC | VEC);
     assert_int_equal(lapict_tmcct_read(&t), C);
     fake_advance_to(&h, a + 14);
-    assert_int_equal(h.ninj, 0);
+    assert_int_equal(h.sim.injects, 0);
     fake_advance_to(&h, a + oracle_ns_for_clamped(C, 7, P));
-    assert_int_equal(h.ninj, 1);
-    assert_int_equal(h.inj[0].ns, a + oracle_ns_for_clamped(C, 7, P));
+    assert_int_equal(h.sim.injects, 1);
+    assert_int_equal(h.inj[0].host_ns, a + oracle_ns_for_clamped(C, 7, P));
     fake_advance_to(&h, a + oracle_ns_for_clamped(C + 7, 7, P));
-    assert_int_equal(h.ninj, 2);
-    assert_int_equal(h.inj[1].ns, a + oracle_ns_for_clamped(C + 7, 7, P));
+    assert_int_equal(h.sim.injects, 2);
+    assert_int_equal(h.inj[1].host_ns, a + oracle_ns_for_clamped(C + 7, 7, P));
 }
 
 /* ---- Section 4: TSC-deadline ---------------------------------------- */
@@ -485,7 +486,7 @@ static void deadline_fires_when_guest_tsc_reaches_d(void **state)
                 c.tsc_khz = khz[k];
                 fake_host_init(&h, tu_bases[b], khz[k], offsets[o], o == 1);
                 assert_int_equal(fake_attach(&h, &t, &c), LAPICT_OK);
-                a = h.now_ns;
+                a = h.sim.now_ns;
                 lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
                 D = fake_tsc(&h) + deltas[d];
                 lapict_tsc_deadline_write(&t, D);
@@ -498,15 +499,15 @@ static void deadline_fires_when_guest_tsc_reaches_d(void **state)
                     fake_advance_to(&h, a + dur - 1);
                     assert_true(fake_tsc(&h) < D);
                 }
-                assert_int_equal(h.ninj, 0);
+                assert_int_equal(h.sim.injects, 0);
                 fake_advance_to(&h, a + dur);
-                assert_int_equal(h.ninj, 1);
-                assert_int_equal(h.inj[0].ns, a + dur);
-                assert_true(h.inj[0].tsc >= D);
+                assert_int_equal(h.sim.injects, 1);
+                assert_int_equal(h.inj[0].host_ns, a + dur);
+                assert_true(h.inj[0].guest_tsc >= D);
                 /* After the expiry the MSR reads 0. */
                 assert_int_equal(lapict_tsc_deadline_read(&t), 0);
                 fake_advance(&h, dur + 1000);
-                assert_int_equal(h.ninj, 1);
+                assert_int_equal(h.sim.injects, 1);
                 tu_check_host(&h);
             }
 }
@@ -525,10 +526,11 @@ deadline_msr_reads_zero_after_expiry_delivered_or_masked(void **state)
                                   (masked ? LAPICT_LVTT_MASK : 0));
         lapict_tsc_deadline_write(&t, fake_tsc(&h) + 5000);
         fake_advance(&h, 4999);
-        assert_int_equal(lapict_tsc_deadline_read(&t), h.tsc_offset + 5000);
+        assert_int_equal(lapict_tsc_deadline_read(&t),
+                         h.sim.cfg.tsc_offset + 5000);
         fake_advance(&h, 1);
         assert_int_equal(lapict_tsc_deadline_read(&t), 0);
-        assert_int_equal(h.ninj, masked ? 0 : 1);
+        assert_int_equal(h.sim.injects, masked ? 0 : 1);
         assert_int_equal(tu_stats(&t).masked, masked);
         assert_int_equal(tu_stats(&t).expiries, 1);
     }
@@ -560,34 +562,34 @@ static void negative_delta_never_wraps_deadline(void **state)
             lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
             fake_advance(&h, 10);
             tsc = fake_tsc(&h);
-            a = h.now_ns;
+            a = h.sim.now_ns;
             D = ds[k].from_tsc ? tsc + ds[k].d : ds[k].d;
             print_message("base %zu offset %zu case %zu\n", b, o, k);
             assert_int_equal(lapict_tsc_deadline_write(&t, D), LAPICT_OK);
             if (k <= 2) {
                 /* Expired at the write, at this very instant. */
-                assert_int_equal(h.ninj, 1);
-                assert_int_equal(h.inj[0].ns, a);
+                assert_int_equal(h.sim.injects, 1);
+                assert_int_equal(h.inj[0].host_ns, a);
                 assert_int_equal(lapict_tsc_deadline_read(&t), 0);
             } else if (k == 3) {
-                assert_int_equal(h.ninj, 0);
+                assert_int_equal(h.sim.injects, 0);
                 fake_run_due(&h);
-                assert_int_equal(h.ninj, 0);
+                assert_int_equal(h.sim.injects, 0);
                 fake_advance(&h, 1);
-                assert_int_equal(h.ninj, 1);
-                assert_int_equal(h.inj[0].ns, a + 1);
+                assert_int_equal(h.sim.injects, 1);
+                assert_int_equal(h.inj[0].host_ns, a + 1);
             } else if (o == 1) {
                 /* TSC reaches 2^64-1 after 1000 - 10 ns. */
                 fake_advance_to(&h, a + 989);
-                assert_int_equal(h.ninj, 0);
+                assert_int_equal(h.sim.injects, 0);
                 fake_advance_to(&h, a + 990);
-                assert_int_equal(h.ninj, 1);
+                assert_int_equal(h.sim.injects, 1);
             } else {
-                assert_int_equal(h.ninj, 0);
+                assert_int_equal(h.sim.injects, 0);
                 assert_true(fake_armed(&h));
-                assert_true(fake_diff(h.now_ns, fake_armed_at(&h)) > 0);
+                assert_true(fake_diff(h.sim.now_ns, fake_armed_at(&h)) > 0);
                 fake_advance(&h, 1000000000000ull);
-                assert_int_equal(h.ninj, 0);
+                assert_int_equal(h.sim.injects, 0);
                 assert_int_equal(lapict_tsc_deadline_read(&t), D);
             }
             tu_check_host(&h);
@@ -606,11 +608,11 @@ static void deadline_max_at_slow_tsc_saturates(void **state)
     assert_int_equal(fake_attach(&h, &t, &c), LAPICT_OK);
     lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
     lapict_tsc_deadline_write(&t, UINT64_MAX);
-    assert_int_equal(h.ninj, 0);
+    assert_int_equal(h.sim.injects, 0);
     assert_true(fake_armed(&h));
-    assert_true(fake_diff(h.now_ns, fake_armed_at(&h)) > 0);
+    assert_true(fake_diff(h.sim.now_ns, fake_armed_at(&h)) > 0);
     fake_advance(&h, 1ull << 50);
-    assert_int_equal(h.ninj, 0);
+    assert_int_equal(h.sim.injects, 0);
     assert_int_equal(lapict_tsc_deadline_read(&t), UINT64_MAX);
     tu_check_host(&h);
 }
@@ -625,7 +627,7 @@ static void deadline_zero_disarms(void **state)
     assert_int_equal(lapict_tsc_deadline_write(t, 0), LAPICT_OK);
     assert_int_equal(lapict_tsc_deadline_read(t), 0);
     fake_advance(h, 10000000);
-    assert_int_equal(h->ninj, 0);
+    assert_int_equal(h->sim.injects, 0);
 }
 
 static void deadline_write_drops_pending(void **state)
@@ -637,35 +639,35 @@ static void deadline_write_drops_pending(void **state)
     lapict_tsc_deadline_write(t, fake_tsc(h) + 1000);
     fake_advance(h, 1000);
     assert_int_equal(tu_stats(t).pending, 1);
-    a = h->now_ns;
+    a = h->sim.now_ns;
     lapict_tsc_deadline_write(t, fake_tsc(h) + 5000);
     assert_int_equal(tu_stats(t).pending, 0);
     assert_int_equal(lapict_lvtt_read(t) & LAPICT_LVTT_PENDING, 0);
     fake_window(h, true);
-    assert_int_equal(h->ninj, 0);
+    assert_int_equal(h->sim.injects, 0);
     fake_advance(h, 5000);
-    assert_int_equal(h->ninj, 1);
-    assert_int_equal(h->inj[0].ns, a + 5000);
+    assert_int_equal(h->sim.injects, 1);
+    assert_int_equal(h->inj[0].host_ns, a + 5000);
 }
 
 static void deadline_rewrite_replaces_previous(void **state)
 {
     TU_FIX(state);
     uint64_t a, tsc0;
-    a = h->now_ns;
+    a = h->sim.now_ns;
     tsc0 = fake_tsc(h);
     lapict_lvtt_write(t, LAPICT_LVTT_TSC_DEADLINE | VEC);
     lapict_tsc_deadline_write(t, tsc0 + 100000);
     lapict_tsc_deadline_write(t, tsc0 + 300000); /* later */
     fake_advance_to(h, a + 299999);
-    assert_int_equal(h->ninj, 0);
+    assert_int_equal(h->sim.injects, 0);
     fake_advance_to(h, a + 300000);
-    assert_int_equal(h->ninj, 1);
+    assert_int_equal(h->sim.injects, 1);
     lapict_tsc_deadline_write(t, tsc0 + 900000);
     lapict_tsc_deadline_write(t, tsc0 + 400000); /* earlier */
     fake_advance_to(h, a + 2000000);
-    assert_int_equal(h->ninj, 2);
-    assert_int_equal(h->inj[1].ns, a + 400000);
+    assert_int_equal(h->sim.injects, 2);
+    assert_int_equal(h->inj[1].host_ns, a + 400000);
 }
 
 /* ---- Section 5: mask and vector -------------------------------------- */
@@ -674,10 +676,10 @@ static void masked_timer_keeps_counting_and_drops_expiries(void **state)
 {
     TU_FIX(state);
     struct lapict_stats s;
-    uint64_t a = h->now_ns;
+    uint64_t a = h->sim.now_ns;
     countdown(t, 0xB, LAPICT_LVTT_PERIODIC | LAPICT_LVTT_MASK, VEC, 1000000);
     fake_advance_to(h, a + 3500000);
-    assert_int_equal(h->ninj, 0);
+    assert_int_equal(h->sim.injects, 0);
     assert_int_equal(lapict_tmcct_read(t), 500000);
     s = tu_stats(t);
     assert_int_equal(s.masked, 3);
@@ -686,10 +688,10 @@ static void masked_timer_keeps_counting_and_drops_expiries(void **state)
     assert_int_equal(s.pending, 0);
     /* Unmasking does not resurrect them; the grid goes on. */
     lapict_lvtt_write(t, LAPICT_LVTT_PERIODIC | VEC);
-    assert_int_equal(h->ninj, 0);
+    assert_int_equal(h->sim.injects, 0);
     fake_advance_to(h, a + 4000000);
-    assert_int_equal(h->ninj, 1);
-    assert_int_equal(h->inj[0].ns, a + 4000000);
+    assert_int_equal(h->sim.injects, 1);
+    assert_int_equal(h->inj[0].host_ns, a + 4000000);
     s = tu_stats(t);
     assert_int_equal(s.expiries, 4);
     assert_int_equal(s.injections, 1);
@@ -704,14 +706,14 @@ static void pending_expiry_masked_before_delivery_is_dropped(void **state)
     assert_int_equal(tu_stats(t).pending, 1);
     lapict_lvtt_write(t, LAPICT_LVTT_ONESHOT | LAPICT_LVTT_MASK | VEC);
     fake_window(h, true);
-    assert_int_equal(h->ninj, 0);
+    assert_int_equal(h->sim.injects, 0);
     assert_int_equal(tu_stats(t).pending, 0);
     assert_int_equal(lapict_lvtt_read(t), LAPICT_LVTT_MASK | VEC);
     /* Unmasked later: it stays dropped. */
     lapict_lvtt_write(t, LAPICT_LVTT_ONESHOT | VEC);
     fake_window(h, true);
     fake_advance(h, 100000);
-    assert_int_equal(h->ninj, 0);
+    assert_int_equal(h->sim.injects, 0);
 }
 
 static void pending_expiry_delivered_with_new_vector(void **state)
@@ -722,7 +724,7 @@ static void pending_expiry_delivered_with_new_vector(void **state)
     fake_advance(h, 1000);
     lapict_lvtt_write(t, LAPICT_LVTT_ONESHOT | VEC2);
     fake_window(h, true);
-    assert_int_equal(h->ninj, 1);
+    assert_int_equal(h->sim.injects, 1);
     assert_int_equal(h->inj[0].vector, VEC2);
 }
 
@@ -741,21 +743,21 @@ static void illegal_vector_not_injected_and_reported(void **state)
         s = tu_stats(&t);
         assert_int_equal(s.expiries, 1);
         if (v < 16) {
-            assert_int_equal(h.ninj, 0);
-            assert_int_equal(h.inject_calls, 0);
+            assert_int_equal(h.sim.injects, 0);
+            assert_int_equal(h.sim.injects + h.sim.refusals, 0);
             assert_int_equal(s.illegal_vector, 1);
             assert_int_equal(s.injections, 0);
             assert_int_equal(s.last_error, LAPICT_E_VECTOR);
-            assert_int_equal(h.nrep, 1);
+            assert_int_equal(h.sim.reports, 1);
             assert_int_equal(h.rep[0].status, LAPICT_E_VECTOR);
             assert_int_equal(h.rep[0].detail, v);
             assert_int_equal(s.pending, 0);
         } else {
-            assert_int_equal(h.ninj, 1);
+            assert_int_equal(h.sim.injects, 1);
             assert_int_equal(h.inj[0].vector, 16);
             assert_int_equal(s.illegal_vector, 0);
             assert_int_equal(s.last_error, LAPICT_OK);
-            assert_int_equal(h.nrep, 0);
+            assert_int_equal(h.sim.reports, 0);
         }
     }
 }
@@ -772,7 +774,7 @@ static void illegal_vector_without_report_op(void **state)
     assert_int_equal(fake_attach(&h, &t, &c), LAPICT_OK);
     countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, 3, 100000);
     fake_advance(&h, 300000);
-    assert_int_equal(h.ninj, 0);
+    assert_int_equal(h.sim.injects, 0);
     assert_int_equal(tu_stats(&t).illegal_vector, 3);
 }
 
@@ -782,28 +784,28 @@ static void refused_expiry_is_pending_and_delivered_once(void **state)
 {
     TU_FIX(state);
     struct lapict_stats s;
-    uint64_t a = h->now_ns;
+    uint64_t a = h->sim.now_ns;
     countdown(t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000);
     fake_window(h, false);
     fake_advance(h, 1000);
     s = tu_stats(t);
-    assert_int_equal(h->ninj, 0);
-    assert_true(h->refusals >= 1);
-    assert_int_equal(s.refused, h->refusals);
+    assert_int_equal(h->sim.injects, 0);
+    assert_true(h->sim.refusals >= 1);
+    assert_int_equal(s.refused, h->sim.refusals);
     assert_int_equal(s.pending, 1);
     fake_spurious_expire(h);
     fake_advance(h, 5000);
-    assert_int_equal(h->ninj, 0);
+    assert_int_equal(h->sim.injects, 0);
     assert_int_equal(fake_window(h, true), LAPICT_OK);
-    assert_int_equal(h->ninj, 1);
-    assert_int_equal(h->inj[0].ns, a + 6000);
+    assert_int_equal(h->sim.injects, 1);
+    assert_int_equal(h->inj[0].host_ns, a + 6000);
     s = tu_stats(t);
     assert_int_equal(s.injections, 1);
     assert_int_equal(s.pending, 0);
     fake_window(h, true);
     fake_spurious_expire(h);
     fake_advance(h, 1000000);
-    assert_int_equal(h->ninj, 1);
+    assert_int_equal(h->sim.injects, 1);
 }
 
 /* Behaviour choice: a register access after an instant whose host timer
@@ -811,64 +813,64 @@ static void refused_expiry_is_pending_and_delivered_once(void **state)
 static void register_access_after_instant_processes_expiry(void **state)
 {
     TU_FIX(state);
-    uint64_t a = h->now_ns;
+    uint64_t a = h->sim.now_ns;
     countdown(t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000000);
     fake_stall(h, 1500000);
     assert_int_equal(lapict_tmcct_read(t), 0);
-    assert_int_equal(h->ninj, 1);
-    assert_int_equal(h->inj[0].ns, a + 1500000);
+    assert_int_equal(h->sim.injects, 1);
+    assert_int_equal(h->inj[0].host_ns, a + 1500000);
     fake_run_due(h); /* the late host timer: nothing more */
     fake_advance(h, 1000000);
-    assert_int_equal(h->ninj, 1);
+    assert_int_equal(h->sim.injects, 1);
 
     /* Periodic: TMCCT already shows the reload; one interrupt. */
-    a = h->now_ns;
+    a = h->sim.now_ns;
     countdown(t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1000000);
     fake_stall(h, 2500000);
     assert_int_equal(lapict_lvtt_read(t), LAPICT_LVTT_PERIODIC | VEC);
-    assert_int_equal(h->ninj, 2);
-    assert_int_equal(h->inj[1].ns, a + 2500000);
+    assert_int_equal(h->sim.injects, 2);
+    assert_int_equal(h->inj[1].host_ns, a + 2500000);
     assert_int_equal(lapict_tmcct_read(t), 500000);
     assert_int_equal(tu_stats(t).coalesced, 1);
     fake_run_due(h);
-    assert_int_equal(h->ninj, 2);
+    assert_int_equal(h->sim.injects, 2);
     fake_advance_to(h, a + 3000000);
-    assert_int_equal(h->ninj, 3);
-    assert_int_equal(h->inj[2].ns, a + 3000000);
+    assert_int_equal(h->sim.injects, 3);
+    assert_int_equal(h->inj[2].host_ns, a + 3000000);
 }
 
 static void early_late_duplicate_stale_callbacks_are_harmless(void **state)
 {
     TU_FIX(state);
-    uint64_t a = h->now_ns;
+    uint64_t a = h->sim.now_ns;
     countdown(t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000000);
     /* Early callback: re-armed for the instant, nothing injected. */
     fake_stall(h, 400000);
     fake_fire_sw(h);
-    assert_int_equal(h->ninj, 0);
-    assert_true(h->sw_armed);
-    assert_int_equal(h->sw_at, a + 1000000);
+    assert_int_equal(h->sim.injects, 0);
+    assert_true(h->sim.sw_armed);
+    assert_int_equal(h->sim.sw_at_ns, a + 1000000);
     /* Spurious/duplicate callback while armed. */
     fake_spurious_expire(h);
-    assert_int_equal(h->ninj, 0);
-    assert_true(h->sw_armed);
-    assert_int_equal(h->sw_at, a + 1000000);
+    assert_int_equal(h->sim.injects, 0);
+    assert_true(h->sim.sw_armed);
+    assert_int_equal(h->sim.sw_at_ns, a + 1000000);
     fake_advance_to(h, a + 999999);
-    assert_int_equal(h->ninj, 0);
+    assert_int_equal(h->sim.injects, 0);
     fake_advance_to(h, a + 1000000);
-    assert_int_equal(h->ninj, 1);
+    assert_int_equal(h->sim.injects, 1);
     /* Duplicate after the expiry. */
     fake_fire_sw(h);
     fake_spurious_expire(h);
-    assert_int_equal(h->ninj, 1);
+    assert_int_equal(h->sim.injects, 1);
     /* Stale: the timer was stopped, its old callback arrives. */
-    a = h->now_ns;
+    a = h->sim.now_ns;
     countdown(t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000);
     lapict_tmict_write(t, 0);
     fake_stall(h, 1000);
     fake_fire_sw(h);
     fake_advance(h, 100000);
-    assert_int_equal(h->ninj, 1);
+    assert_int_equal(h->sim.injects, 1);
 }
 
 static void
@@ -878,12 +880,12 @@ before_guest_entry_without_advanced_injection_does_not_spin(void **state)
     uint64_t now;
     countdown(t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000);
     fake_advance(h, 1000);
-    now = h->now_ns;
+    now = h->sim.now_ns;
     assert_int_equal(fake_enter(h), LAPICT_OK);
-    assert_int_equal(h->spins, 0);
-    assert_int_equal(h->now_ns, now);
+    assert_int_equal(h->sim.spins, 0);
+    assert_int_equal(h->sim.now_ns, now);
     assert_int_equal(tu_stats(t).spins, 0);
-    assert_int_equal(h->ndlv, 1);
+    assert_int_equal(h->sim.deliveries, 1);
 }
 
 /* ---- Section 6: missed ticks ---------------------------------------- */
@@ -902,25 +904,25 @@ static void coalesce_keeps_at_most_one_pending(void **state)
 {
     TU_FIX(state);
     struct lapict_stats s;
-    uint64_t a = h->now_ns;
+    uint64_t a = h->sim.now_ns;
     countdown(t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1000000);
     fake_window(h, false);
     fake_advance_to(h, a + 5000000);
     s = tu_stats(t);
-    assert_int_equal(h->ninj, 0);
+    assert_int_equal(h->sim.injects, 0);
     assert_int_equal(s.pending, 1);
     assert_int_equal(s.coalesced, 4);
     assert_int_equal(s.expiries, 5);
     assert_true(s.refused >= 1);
     fake_advance(h, 100);
     fake_window(h, true);
-    assert_int_equal(h->ninj, 1);
+    assert_int_equal(h->sim.injects, 1);
     s = tu_stats(t);
     assert_int_equal(s.pending, 0);
     assert_int_equal(s.injections, 1);
     fake_advance_to(h, a + 6000000);
-    assert_int_equal(h->ninj, 2);
-    assert_int_equal(h->inj[1].ns, a + 6000000);
+    assert_int_equal(h->sim.injects, 2);
+    assert_int_equal(h->inj[1].host_ns, a + 6000000);
 }
 
 static void catch_up_delivers_each_missed_tick_one_per_acceptance(void **state)
@@ -928,21 +930,21 @@ static void catch_up_delivers_each_missed_tick_one_per_acceptance(void **state)
     TU_FIX(state);
     struct lapict_stats s;
     unsigned calls;
-    uint64_t a = h->now_ns;
+    uint64_t a = h->sim.now_ns;
     countdown(t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1000000);
     fake_window(h, false);
     fake_advance_to(h, a + 5000000);
     s = tu_stats(t);
-    assert_int_equal(h->ninj, 0);
+    assert_int_equal(h->sim.injects, 0);
     assert_int_equal(s.pending, 5);
     assert_int_equal(s.coalesced, 0);
     assert_int_equal(s.dropped, 0);
     assert_int_equal(lapict_lvtt_read(t) & LAPICT_LVTT_PENDING,
                      LAPICT_LVTT_PENDING);
-    calls = h->inject_calls;
+    calls = h->sim.injects + h->sim.refusals;
     fake_window(h, true);
-    assert_int_equal(h->ninj, 5);
-    assert_int_equal(h->inject_calls - calls, 5);
+    assert_int_equal(h->sim.injects, 5);
+    assert_int_equal((h->sim.injects + h->sim.refusals) - calls, 5);
     s = tu_stats(t);
     assert_int_equal(s.pending, 0);
     assert_int_equal(s.injections, 5);
@@ -950,14 +952,14 @@ static void catch_up_delivers_each_missed_tick_one_per_acceptance(void **state)
     fake_window(h, false);
     fake_advance_to(h, a + 8000000);
     assert_int_equal(tu_stats(t).pending, 3);
-    h->accept_limited = true;
-    h->accept_budget = 1;
+    h->rec.refuse = FAKE_OP_INJECT; /* refused after a budget of accepts */
+    h->rec.refuse_after = h->rec.calls[LAPICT_SIM_OP_INJECT] + 1;
     fake_window(h, true);
-    assert_int_equal(h->ninj, 6);
+    assert_int_equal(h->sim.injects, 6);
     assert_int_equal(tu_stats(t).pending, 2);
-    h->accept_budget = 2;
+    h->rec.refuse_after = h->rec.calls[LAPICT_SIM_OP_INJECT] + 2;
     fake_window(h, true);
-    assert_int_equal(h->ninj, 8);
+    assert_int_equal(h->sim.injects, 8);
     assert_int_equal(tu_stats(t).pending, 0);
 }
 
@@ -972,17 +974,17 @@ static void catch_up_bound_drops_excess(void **state)
     assert_int_equal(s.pending, 3);
     assert_int_equal(s.dropped, 2);
     fake_window(h, true);
-    assert_int_equal(h->ninj, 3);
+    assert_int_equal(h->sim.injects, 3);
 }
 
 static void catch_up_after_stall_delivers_all_missed_in_loop(void **state)
 {
     TU_FIX(state);
-    uint64_t a = h->now_ns;
+    uint64_t a = h->sim.now_ns;
     countdown(t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1000000);
     fake_stall(h, 5500000);
     fake_run_due(h);
-    assert_int_equal(h->ninj, 5);
+    assert_int_equal(h->sim.injects, 5);
     assert_int_equal(tu_stats(t).pending, 0);
     assert_int_equal(fake_armed_at(h), a + 6000000);
 }
@@ -1000,17 +1002,17 @@ drop_policy_delivers_none_when_several_grid_points_passed(void **state)
         uint64_t a;
         c.missed_policy = LAPICT_MISSED_DROP;
         tu_setup(&h, &t, &c, tu_bases[b], b == 1);
-        a = h.now_ns;
+        a = h.sim.now_ns;
         countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1000000);
         fake_stall(&h, 3500000);
         fake_run_due(&h);
         s = tu_stats(&t);
-        assert_int_equal(h.ninj, 0);
+        assert_int_equal(h.sim.injects, 0);
         assert_int_equal(s.dropped, 3);
         assert_int_equal(lapict_tmcct_read(&t), 500000);
         fake_advance_to(&h, a + 4000000);
-        assert_int_equal(h.ninj, 1);
-        assert_int_equal(h.inj[0].ns, a + 4000000);
+        assert_int_equal(h.sim.injects, 1);
+        assert_int_equal(h.inj[0].host_ns, a + 4000000);
         tu_check_host(&h);
     }
 }
@@ -1018,15 +1020,15 @@ drop_policy_delivers_none_when_several_grid_points_passed(void **state)
 static void drop_policy_delivers_merely_late_single_expiry(void **state)
 {
     TU_FIX(state);
-    uint64_t a = h->now_ns;
+    uint64_t a = h->sim.now_ns;
     countdown(t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1000000);
     fake_stall(h, 1500000);
     fake_run_due(h);
-    assert_int_equal(h->ninj, 1);
-    assert_int_equal(h->inj[0].ns, a + 1500000);
+    assert_int_equal(h->sim.injects, 1);
+    assert_int_equal(h->inj[0].host_ns, a + 1500000);
     assert_int_equal(tu_stats(t).dropped, 0);
     fake_advance_to(h, a + 2000000);
-    assert_int_equal(h->ninj, 2);
+    assert_int_equal(h->sim.injects, 2);
 }
 
 /*
@@ -1049,23 +1051,23 @@ static void long_stall_gives_one_interrupt_with_o1_host_work(void **state)
         uint64_t k = stalls[i] / P;
         /* Restart on the grid: the count is anchored at the write. */
         assert_int_equal(lapict_tmict_write(t, (uint32_t)P), LAPICT_OK);
-        a = h->now_ns;
+        a = h->sim.now_ns;
         s0 = tu_stats(t);
         fake_stall(h, stalls[i]);
         fake_clear_records(h);
         fake_run_due(h);
         s = tu_stats(t);
-        assert_int_equal(h->expire_calls, 1);
-        assert_int_equal(h->ninj, 1);
-        assert_int_equal(h->inj[0].ns, a + stalls[i]);
+        assert_int_equal(h->sim.expire_calls, 1);
+        assert_int_equal(h->sim.injects, 1);
+        assert_int_equal(h->inj[0].host_ns, a + stalls[i]);
         assert_int_equal(s.coalesced - s0.coalesced, k - 1);
-        assert_true(h->sw_arms + h->hv_arms <= 2);
+        assert_true(h->sim.sw_arms + h->sim.hv_arms <= 2);
         assert_true(h->rec.total_calls <= 16);
         assert_true(fake_armed(h));
         assert_int_equal(fake_armed_at(h), a + (k + 1) * P);
         assert_int_equal(lapict_tmcct_read(t), P - stalls[i] % P);
         fake_advance(h, P);
-        assert_int_equal(h->ninj, 2);
+        assert_int_equal(h->sim.injects, 2);
     }
 }
 
@@ -1076,26 +1078,26 @@ static void fixed_advance_injects_early_and_spins_to_instant(void **state)
     TU_FIX(state);
     struct lapict_stats s;
     uint64_t a, k;
-    a = h->now_ns;
+    a = h->sim.now_ns;
     assert_int_equal(tu_stats(t).advance_ns, 5000);
     countdown(t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1000000);
     for (k = 1; k <= 3; k++) {
         uint64_t g = a + k * 1000000;
         assert_int_equal(fake_armed_at(h), g - 5000);
         fake_advance_to(h, g - 5001);
-        assert_int_equal(h->ninj, k - 1);
+        assert_int_equal(h->sim.injects, k - 1);
         fake_advance_to(h, g - 5000);
-        assert_int_equal(h->ninj, k);
-        assert_int_equal(h->inj[k - 1].ns, g - 5000);
+        assert_int_equal(h->sim.injects, k);
+        assert_int_equal(h->inj[k - 1].host_ns, g - 5000);
         fake_advance(h, 700); /* exit + injection cost */
         assert_int_equal(fake_enter(h), LAPICT_OK);
-        assert_int_equal(h->ndlv, k);
-        assert_int_equal(h->dlv[k - 1].ns, g);
-        assert_int_equal(h->spins, k);
+        assert_int_equal(h->sim.deliveries, k);
+        assert_int_equal(h->dlv[k - 1].host_ns, g);
+        assert_int_equal(h->sim.spins, k);
         assert_int_equal(h->spin_to[k - 1], g);
         /* A second entry does not wait again. */
         fake_enter(h);
-        assert_int_equal(h->spins, k);
+        assert_int_equal(h->sim.spins, k);
     }
     s = tu_stats(t);
     assert_int_equal(s.spins, 3);
@@ -1106,16 +1108,16 @@ static void fixed_advance_injects_early_and_spins_to_instant(void **state)
 static void only_expire_applies_advance(void **state)
 {
     TU_FIX(state);
-    uint64_t a = h->now_ns;
+    uint64_t a = h->sim.now_ns;
     countdown(t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000000);
     fake_stall(h, 1000000 - 100);
     assert_int_equal(lapict_tmcct_read(t), 100);
-    assert_int_equal(h->ninj, 0);
+    assert_int_equal(h->sim.injects, 0);
     fake_run_due(h); /* the late host timer */
-    assert_int_equal(h->ninj, 1);
-    assert_int_equal(h->inj[0].ns, a + 1000000 - 100);
+    assert_int_equal(h->sim.injects, 1);
+    assert_int_equal(h->inj[0].host_ns, a + 1000000 - 100);
     fake_enter(h);
-    assert_int_equal(h->dlv[0].ns, a + 1000000);
+    assert_int_equal(h->dlv[0].host_ns, a + 1000000);
 }
 
 static void no_spin_op_means_no_advance(void **state)
@@ -1130,14 +1132,14 @@ static void no_spin_op_means_no_advance(void **state)
     fake_ops_null(&h.ops, FAKE_OP_SPIN);
     assert_int_equal(fake_attach(&h, &t, &c), LAPICT_OK);
     countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000000);
-    assert_int_equal(h.sw_at, 1000000);
+    assert_int_equal(h.sim.sw_at_ns, 1000000);
     fake_advance(&h, 999999);
-    assert_int_equal(h.ninj, 0);
+    assert_int_equal(h.sim.injects, 0);
     fake_advance(&h, 1);
-    assert_int_equal(h.ninj, 1);
-    assert_int_equal(h.inj[0].ns, 1000000);
+    assert_int_equal(h.sim.injects, 1);
+    assert_int_equal(h.inj[0].host_ns, 1000000);
     fake_enter(&h);
-    assert_int_equal(h.dlv[0].ns, 1000000);
+    assert_int_equal(h.dlv[0].host_ns, 1000000);
     assert_int_equal(tu_stats(&t).spins, 0);
 }
 
@@ -1148,27 +1150,27 @@ static void deadline_closer_than_advance_fires_at_once(void **state)
     TU_FIX(state);
     size_t b = f->b;
     uint64_t a, D;
-    h->tsc_offset = b ? UINT64_MAX - 3000 : 0;
+    h->sim.cfg.tsc_offset = b ? UINT64_MAX - 3000 : 0;
     lapict_lvtt_write(t, LAPICT_LVTT_TSC_DEADLINE | VEC);
-    a = h->now_ns;
+    a = h->sim.now_ns;
     D = fake_tsc(h) + 1000;
     lapict_tsc_deadline_write(t, D);
     fake_run_due(h); /* no clock movement */
-    assert_int_equal(h->now_ns, a);
-    assert_int_equal(h->ninj, 1);
-    assert_int_equal(h->inj[0].ns, a);
-    assert_int_equal(h->ndlv, 0);
+    assert_int_equal(h->sim.now_ns, a);
+    assert_int_equal(h->sim.injects, 1);
+    assert_int_equal(h->inj[0].host_ns, a);
+    assert_int_equal(h->sim.deliveries, 0);
     fake_enter(h);
-    assert_int_equal(h->ndlv, 1);
-    assert_int_equal(h->dlv[0].ns, a + 1000);
-    assert_true(h->dlv[0].tsc >= D);
+    assert_int_equal(h->sim.deliveries, 1);
+    assert_int_equal(h->dlv[0].host_ns, a + 1000);
+    assert_true(h->dlv[0].guest_tsc >= D);
     assert_int_equal(tu_stats(t).spins, 1);
 }
 
-static uint64_t random_tsc(struct fake_host *h)
+static uint64_t random_tsc(void *ctx)
 {
     static uint64_t x = 88172645463325252ull;
-    (void)h;
+    (void)ctx;
     x ^= x << 13;
     x ^= x >> 7;
     x ^= x << 17;
@@ -1200,7 +1202,7 @@ static void adaptive_advance_stays_bounded_and_per_instance(void **state)
     tu_setup(&ha, &ta, &c, 0, false);
     tu_setup(&hb, &tb, &c, TU_NEAR_WRAP, true);
     tu_setup(&hc, &tc, &c, 0, false);
-    hc.tsc_fn = random_tsc;
+    hc.ops.guest_tsc = random_tsc;
     countdown(&ta, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1000000);
     countdown(&tb, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1000000);
     countdown(&tc, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1000000);
@@ -1232,9 +1234,10 @@ static void adaptive_advance_stays_bounded_and_per_instance(void **state)
     assert_true(sa.advance_ns >= 2000);
     assert_true(sb.advance_ns <= 1000);
     /* Never delivered before the instant on B (1 GHz TSC = ns). */
-    for (i = 0; i < (int)hb.ndlv && i < (int)FAKE_MAX_EVENTS; i++)
-        assert_true(fake_diff(hb.start_ns + 1000000ull * (uint64_t)(i + 1),
-                              hb.dlv[i].ns) >= 0);
+    for (i = 0; i < (int)hb.sim.deliveries && i < (int)FAKE_MAX_EVENTS; i++)
+        assert_true(
+            fake_diff(hb.sim.cfg.start_ns + 1000000ull * (uint64_t)(i + 1),
+                      hb.dlv[i].host_ns) >= 0);
     tu_check_host(&ha);
     tu_check_host(&hb);
 }
@@ -1245,7 +1248,9 @@ static void run_until_delivered(struct fake_host *h)
     int i;
     fake_run_due(h);
     fake_enter(h);
-    for (i = 0; i < 1000 && h->ndlv == 0 && fake_armed(h) && !h->runaway; i++) {
+    for (i = 0; i < 1000 && h->sim.deliveries == 0 && fake_armed(h) &&
+                !h->sim.livelocks;
+         i++) {
         fake_advance_to(h, fake_armed_at(h));
         fake_enter(h);
     }
@@ -1271,19 +1276,19 @@ static void guest_tsc_2x_rate_never_delivers_early(void **state)
             fake_host_init(&h, tu_bases[b], 2000000,
                            b ? UINT64_MAX - 3000000 : 0, b == 1);
             assert_int_equal(fake_attach(&h, &t, &c), LAPICT_OK);
-            a = h.now_ns;
+            a = h.sim.now_ns;
             lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
             D = fake_tsc(&h) + deltas[d];
             lapict_tsc_deadline_write(&t, D);
             if (!adv)
-                assert_int_equal(h.ninj, 0);
+                assert_int_equal(h.sim.injects, 0);
             run_until_delivered(&h);
-            assert_int_equal(h.ndlv, 1);
-            assert_true(h.dlv[0].tsc >= D);
-            assert_int_equal(h.dlv[0].ns, a + (deltas[d] + 1) / 2);
+            assert_int_equal(h.sim.deliveries, 1);
+            assert_true(h.dlv[0].guest_tsc >= D);
+            assert_int_equal(h.dlv[0].host_ns, a + (deltas[d] + 1) / 2);
             if (!adv) {
-                assert_int_equal(h.inj[0].ns, a + (deltas[d] + 1) / 2);
-                assert_true(h.inj[0].tsc >= D);
+                assert_int_equal(h.inj[0].host_ns, a + (deltas[d] + 1) / 2);
+                assert_true(h.inj[0].guest_tsc >= D);
             }
             tu_check_host(&h);
         }
@@ -1304,21 +1309,21 @@ static void slow_guest_tsc_never_delivers_early(void **state)
         /* tsc_khz says 1 GHz; the guest TSC really runs at 500 MHz. */
         fake_host_init(&h, tu_bases[b], 500000, 7, b == 1);
         assert_int_equal(fake_attach(&h, &t, &c), LAPICT_OK);
-        a = h.now_ns;
+        a = h.sim.now_ns;
         lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
         D = fake_tsc(&h) + 1000000;
         lapict_tsc_deadline_write(&t, D);
         run_until_delivered(&h);
         /* No callback storm while the TSC lags behind the estimate. */
-        assert_false(h.runaway);
+        assert_false(h.sim.livelocks);
         if (!adv)
-            assert_true(h.ninj == 0 || h.inj[0].tsc >= D);
+            assert_true(h.sim.injects == 0 || h.inj[0].guest_tsc >= D);
         fake_advance(&h, 4000000);
         fake_enter(&h);
-        assert_int_equal(h.ndlv, 1);
-        assert_true(h.dlv[0].tsc >= D);
+        assert_int_equal(h.sim.deliveries, 1);
+        assert_true(h.dlv[0].guest_tsc >= D);
         if (!adv)
-            assert_int_equal(h.inj[0].ns, a + 2000000);
+            assert_int_equal(h.inj[0].host_ns, a + 2000000);
         tu_check_host(&h);
     }
 }
@@ -1347,7 +1352,7 @@ static void reset_restores_reset_values_and_cancels_everything(void **state)
     assert_int_equal(s.expiries, 1);
     fake_window(h, true);
     fake_advance(h, 10000000);
-    assert_int_equal(h->ninj, 0);
+    assert_int_equal(h->sim.injects, 0);
     /* The SVR disable survives the reset: writes still forced masked. */
     lapict_lvtt_write(t, LAPICT_LVTT_PERIODIC | VEC);
     assert_int_equal(lapict_lvtt_read(t),
@@ -1358,15 +1363,15 @@ static void reset_with_hw_timer_armed_cancels_it(void **state)
 {
     TU_FIX(state);
     countdown(t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000000);
-    assert_true(h->hv_armed);
+    assert_true(h->sim.hv_armed);
     assert_int_equal(lapict_reset(t), LAPICT_OK);
-    assert_true(h->hv_cancels >= 1);
-    assert_false(h->hv_armed);
-    assert_false(h->sw_armed);
+    assert_true(h->sim.hv_cancels >= 1);
+    assert_false(h->sim.hv_armed);
+    assert_false(h->sim.sw_armed);
     fake_advance(h, 1000000);
     fake_fire_hv(h); /* stale callback */
     fake_advance(h, 1000000);
-    assert_int_equal(h->ninj, 0);
+    assert_int_equal(h->sim.injects, 0);
     assert_int_equal(tu_stats(t).expiries, 0);
 }
 
@@ -1384,23 +1389,23 @@ tsc_deadline_to_periodic_switch_with_hw_timer_armed_never_fires_old_deadline(
         tu_setup(&h, &t, &c, tu_bases[b], true);
         lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
         lapict_tsc_deadline_write(&t, fake_tsc(&h) + 500000);
-        assert_true(h.hv_armed);
+        assert_true(h.sim.hv_armed);
         fake_advance(&h, 100000);
         lapict_lvtt_write(&t, LAPICT_LVTT_PERIODIC | VEC);
-        assert_false(h.hv_armed);
-        assert_true(h.hv_cancels >= 1);
+        assert_false(h.sim.hv_armed);
+        assert_true(h.sim.hv_cancels >= 1);
         fake_advance(&h, 400000);
         fake_fire_hv(&h); /* a stale callback at the old deadline */
         fake_advance(&h, 1000000);
-        assert_int_equal(h.ninj, 0);
+        assert_int_equal(h.sim.injects, 0);
         assert_int_equal(tu_stats(&t).expiries, 0);
         /* The periodic timer starts only with a TMICT write. */
-        a = h.now_ns;
+        a = h.sim.now_ns;
         lapict_tdcr_write(&t, 0xB);
         lapict_tmict_write(&t, 300000);
         fake_advance(&h, 600000);
-        assert_int_equal(h.ninj, 2);
-        assert_int_equal(h.inj[0].ns, a + 300000);
+        assert_int_equal(h.sim.injects, 2);
+        assert_int_equal(h.inj[0].host_ns, a + 300000);
         tu_check_host(&h);
     }
 }
@@ -1469,8 +1474,8 @@ static void spin_1ns(void *ctx, uint64_t host_ns)
 {
     struct fake_host *h = ctx;
     (void)host_ns;
-    h->spins++;
-    h->now_ns++;
+    h->sim.spins++;
+    h->sim.now_ns++;
 }
 
 static void entry_wait_never_gives_up_before_the_instant(void **state)
@@ -1487,7 +1492,7 @@ static void entry_wait_never_gives_up_before_the_instant(void **state)
         fake_host_init(&h, tu_bases[b], c.tsc_khz, 0, false);
         h.ops.spin_until = spin_1ns;
         assert_int_equal(fake_attach(&h, &t, &c), LAPICT_OK);
-        a = h.now_ns;
+        a = h.sim.now_ns;
         if (deadline) {
             lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
             D = fake_tsc(&h) + 1000;
@@ -1496,16 +1501,16 @@ static void entry_wait_never_gives_up_before_the_instant(void **state)
             countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000);
         }
         fake_run_due(&h); /* injected ahead at once (1000 < advance) */
-        assert_int_equal(h.ninj, 1);
+        assert_int_equal(h.sim.injects, 1);
         fake_enter(&h);
-        assert_int_equal(h.ndlv, 1);
-        assert_true(fake_diff(a + 1000, h.dlv[0].ns) >= 0);
+        assert_int_equal(h.sim.deliveries, 1);
+        assert_true(fake_diff(a + 1000, h.dlv[0].host_ns) >= 0);
         if (deadline)
-            assert_true(h.dlv[0].tsc >= D);
+            assert_true(h.dlv[0].guest_tsc >= D);
         /* The expiry was processed on arrival: nothing more comes. */
         fake_advance(&h, 100000);
         fake_enter(&h);
-        assert_int_equal(h.ninj, 1);
+        assert_int_equal(h.sim.injects, 1);
         tu_check_host(&h);
     }
 }
@@ -1531,16 +1536,16 @@ deadline_reached_before_tsc_wrap_fires_when_serviced_late(void **state)
             fake_host_init(&h, tu_bases[b], c.tsc_khz, UINT64_MAX - 615,
                            b == 1);
             assert_int_equal(fake_attach(&h, &t, &c), LAPICT_OK);
-            a = h.now_ns;
+            a = h.sim.now_ns;
             lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
             /* Reached at a + 600 (TSC = 2^64 - 616 + elapsed). */
             lapict_tsc_deadline_write(&t, UINT64_MAX - 15);
-            assert_int_equal(h.ninj, 0);
+            assert_int_equal(h.sim.injects, 0);
             fake_stall(&h, 1600); /* the host timer runs 1000 ns late */
             assert_true(fake_tsc(&h) < UINT64_MAX - 15);
             fake_run_due(&h);
             fake_enter(&h);
-            assert_int_equal(h.ninj, 1);
+            assert_int_equal(h.sim.injects, 1);
             assert_int_equal(lapict_tsc_deadline_read(&t), 0);
             assert_int_equal(tu_stats(&t).expiries, 1);
             /* A register access after the wrap also sees it. */
@@ -1549,16 +1554,16 @@ deadline_reached_before_tsc_wrap_fires_when_serviced_late(void **state)
             fake_stall(&h, 1000);
             assert_int_equal(lapict_tsc_deadline_read(&t), 0);
             fake_enter(&h);
-            assert_int_equal(h.ninj, 2);
+            assert_int_equal(h.sim.injects, 2);
             /* A deadline written after the wrap, below the TSC, fires now
              * (section 4); one far above it does not. */
             lapict_tsc_deadline_write(&t, 5);
             fake_enter(&h);
-            assert_int_equal(h.ninj, 3);
+            assert_int_equal(h.sim.injects, 3);
             lapict_tsc_deadline_write(&t, UINT64_MAX - 15);
             fake_advance(&h, 1000000);
             fake_enter(&h);
-            assert_int_equal(h.ninj, 3);
+            assert_int_equal(h.sim.injects, 3);
             assert_int_equal(lapict_tsc_deadline_read(&t), UINT64_MAX - 15);
             (void)a;
             tu_check_host(&h);
@@ -1584,7 +1589,7 @@ static void clock_jump_of_2p63_before_entry_is_no_ub(void **state)
         tu_setup(&h, &t, &c, tu_bases[b], false);
         countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000000);
         fake_advance_to(&h, fake_armed_at(&h)); /* injected ahead */
-        assert_int_equal(h.ninj, 1);
+        assert_int_equal(h.sim.injects, 1);
         fake_stall(&h, jumps[j]);
         fake_enter(&h);
         assert_true(tu_stats(&t).advance_ns <= 5000);
@@ -1610,7 +1615,7 @@ static unsigned injections_at_1ns(uint64_t base, uint32_t policy, bool adv)
     fake_advance(&h, 1);
     fake_enter(&h);
     tu_check_host(&h);
-    return h.ninj;
+    return h.sim.injects;
 }
 
 static void advance_gives_one_interrupt_per_coalesced_servicing(void **state)
@@ -1652,13 +1657,14 @@ static void stall_beyond_2p63_gives_no_callback_storm(void **state)
             fake_run_due(&h);
             /* Less than a period: only a storm could call back here. */
             fake_advance(&h, 100000);
-            print_message("stall %llu: %u callbacks, %u arms\n",
-                          (unsigned long long)stalls[i], h.expire_calls,
-                          h.sw_arms + h.hv_arms);
-            assert_false(h.runaway);
-            assert_true(h.expire_calls <= 3);
-            assert_true(h.sw_arms + h.hv_arms <= 4);
-            assert_true(h.ninj <= 1);
+            print_message("stall %llu: %llu callbacks, %llu arms\n",
+                          (unsigned long long)stalls[i],
+                          (unsigned long long)h.sim.expire_calls,
+                          (unsigned long long)(h.sim.sw_arms + h.sim.hv_arms));
+            assert_false(h.sim.livelocks);
+            assert_true(h.sim.expire_calls <= 3);
+            assert_true(h.sim.sw_arms + h.sim.hv_arms <= 4);
+            assert_true(h.sim.injects <= 1);
             tu_check_host(&h);
         }
 }
@@ -1674,16 +1680,16 @@ static void tsc_going_back_before_entry_ends_wait_without_double(void **state)
     D = fake_tsc(h) + 1000;
     lapict_tsc_deadline_write(t, D);
     fake_run_due(h); /* injected ahead */
-    assert_int_equal(h->ninj, 1);
-    h->tsc_offset -= 1000000000u; /* the guest TSC goes back 1 s */
+    assert_int_equal(h->sim.injects, 1);
+    h->sim.cfg.tsc_offset -= 1000000000u; /* the guest TSC goes back 1 s */
     fake_enter(h);
-    assert_int_equal(h->ndlv, 1);
+    assert_int_equal(h->sim.deliveries, 1);
     assert_int_equal(tu_stats(t).spins, 0);
     /* Preinject declines a deadline reached meanwhile, and the expiry
      * when the TSC gets to D gives nothing more. */
     fake_advance(h, 1000000000u + 1000);
     fake_enter(h);
-    assert_int_equal(h->ninj, 1);
+    assert_int_equal(h->sim.injects, 1);
     assert_int_equal(lapict_tsc_deadline_read(t), 0);
 }
 
@@ -1706,7 +1712,7 @@ static void fini_cancels_host_timer_and_uninitialises(void **state)
     assert_true(fake_armed(&h));
     assert_int_equal(lapict_fini(&t), LAPICT_OK);
     assert_false(fake_armed(&h));
-    assert_int_equal(hv ? h.hv_cancels : h.sw_cancels, 1);
+    assert_int_equal(hv ? h.sim.hv_cancels : h.sim.sw_cancels, 1);
     /* A callback already under way finds no instance: no op called. */
     h.rec.total_calls = 0;
     assert_int_equal(lapict_expire(&t), LAPICT_E_INVAL);
@@ -1720,13 +1726,13 @@ static void fini_cancels_host_timer_and_uninitialises(void **state)
     assert_int_equal(lapict_fini(&t), LAPICT_E_INVAL);
     assert_false(fake_armed(&h));
     fake_advance(&h, 5000);
-    assert_int_equal(h.ninj, 0);
+    assert_int_equal(h.sim.injects, 0);
     /* Bound again: a fresh instance in its reset state. */
     assert_int_equal(fake_attach(&h, &t, &c), LAPICT_OK);
     assert_int_equal(lapict_lvtt_read(&t), LAPICT_LVTT_RESET);
     countdown(&t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 100);
     fake_advance(&h, 100);
-    assert_int_equal(h.ninj, 1);
+    assert_int_equal(h.sim.injects, 1);
     tu_check_host(&h);
     assert_int_equal(lapict_fini(NULL), LAPICT_E_INVAL);
 }
@@ -1755,7 +1761,7 @@ static void stats_tell_guest_entry_from_host_arrival(void **state)
     /* Count-down injected ahead: ready 5 us early, entered on time. */
     countdown(t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 100000);
     fake_advance(h, 95000);
-    assert_int_equal(h->ninj, 1);
+    assert_int_equal(h->sim.injects, 1);
     fake_enter(h);
     s = tu_stats(t);
     assert_int_equal(s.last_arrival_ns, -5000);
@@ -1764,7 +1770,7 @@ static void stats_tell_guest_entry_from_host_arrival(void **state)
     lapict_lvtt_write(t, LAPICT_LVTT_TSC_DEADLINE | VEC);
     lapict_tsc_deadline_write(t, fake_tsc(h) + 100000);
     fake_advance(h, 95000);
-    assert_int_equal(h->ninj, 2);
+    assert_int_equal(h->sim.injects, 2);
     fake_stall(h, 2000);
     fake_enter(h);
     s = tu_stats(t);
@@ -1779,7 +1785,7 @@ static void stats_tell_guest_entry_from_host_arrival(void **state)
     s = tu_stats(t);
     assert_int_equal(s.last_arrival_ns, 7000);
     assert_int_equal(s.last_guest_ns, 7000);
-    assert_int_equal(h->ndlv, 3);
+    assert_int_equal(h->sim.deliveries, 3);
 }
 
 /* timer.h: a guest TSC that goes back between an injection ahead and the
@@ -1800,8 +1806,8 @@ static void stats_guest_ns_is_negative_only_when_really_early(void **state)
     lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
     lapict_tsc_deadline_write(&t, fake_tsc(&h) + 1000);
     fake_run_due(&h); /* injected ahead, 1 us before the instant */
-    assert_int_equal(h.ninj, 1);
-    h.tsc_offset -= 1000000000u;
+    assert_int_equal(h.sim.injects, 1);
+    h.sim.cfg.tsc_offset -= 1000000000u;
     fake_enter(&h);
     s = tu_stats(&t);
     assert_int_equal(s.last_arrival_ns, -1000);
@@ -1875,15 +1881,15 @@ static void tsc_khz_too_low_is_reported_with_the_measured_rate(void **state)
     struct lapict_timer t;
     uint64_t t0, D;
     wk_setup(&h, &t, 1000000u, tu_bases[b], b == 1);
-    t0 = h.now_ns;
+    t0 = h.sim.now_ns;
     D = fake_tsc(&h) + (uint64_t)WK_DL_NS * WK_REAL_KHZ / 1000000u;
     lapict_tsc_deadline_write(&t, D);
     assert_int_equal(tu_stats(&t).tsc_khz_measured, 0);
     fake_advance(&h, 40000000u);
-    assert_int_equal(h.ninj, 1);
+    assert_int_equal(h.sim.injects, 1);
     /* Where tsc_khz put it: 37.5 ms, the TSC reached D at 15 ms. */
-    assert_int_equal(h.inj[0].ns - t0, 37500000u);
-    assert_int_equal(h.nrep, 1);
+    assert_int_equal(h.inj[0].host_ns - t0, 37500000u);
+    assert_int_equal(h.sim.reports, 1);
     assert_int_equal(h.rep[0].status, LAPICT_E_TSC_RATE);
     assert_int_equal(h.rep[0].detail, WK_REAL_KHZ);
     assert_int_equal(tu_stats(&t).tsc_khz_measured, WK_REAL_KHZ);
@@ -1891,8 +1897,8 @@ static void tsc_khz_too_low_is_reported_with_the_measured_rate(void **state)
     /* The next deadline is measured again, but reported no more. */
     lapict_tsc_deadline_write(&t, fake_tsc(&h) + 1000000u);
     fake_advance(&h, 2000000u);
-    assert_int_equal(h.ninj, 2);
-    assert_int_equal(h.nrep, 1);
+    assert_int_equal(h.sim.injects, 2);
+    assert_int_equal(h.sim.reports, 1);
     assert_int_equal(tu_stats(&t).tsc_khz_measured, WK_REAL_KHZ);
     tu_check_host(&h);
 }
@@ -1914,17 +1920,18 @@ static void tsc_khz_too_high_rearms_once_never_early_and_reports(void **state)
             struct lapict_timer t;
             uint64_t t0, D;
             wk_setup(&h, &t, khz[k], tu_bases[b], b == 1);
-            t0 = h.now_ns;
+            t0 = h.sim.now_ns;
             D = fake_tsc(&h) + (uint64_t)WK_DL_NS * WK_REAL_KHZ / 1000000u;
             lapict_tsc_deadline_write(&t, D);
             fake_advance(&h, 20000000u);
-            print_message("%u kHz: %u fires\n", khz[k],
-                          h.sw_fires + h.hv_fires);
-            assert_int_equal(h.ninj, 1);
-            assert_true(h.inj[0].tsc >= D);
-            assert_int_equal(h.inj[0].ns - t0, WK_DL_NS);
-            assert_int_equal(h.sw_fires + h.hv_fires, 2);
-            assert_int_equal(h.nrep, 1);
+            print_message(
+                "%u kHz: %llu fires\n", khz[k],
+                (unsigned long long)(h.sim.sw_fires + h.sim.hv_fires));
+            assert_int_equal(h.sim.injects, 1);
+            assert_true(h.inj[0].guest_tsc >= D);
+            assert_int_equal(h.inj[0].host_ns - t0, WK_DL_NS);
+            assert_int_equal(h.sim.sw_fires + h.sim.hv_fires, 2);
+            assert_int_equal(h.sim.reports, 1);
             assert_int_equal(h.rep[0].status, LAPICT_E_TSC_RATE);
             assert_int_equal(h.rep[0].detail, WK_REAL_KHZ);
             assert_int_equal(tu_stats(&t).tsc_khz_measured, WK_REAL_KHZ);
@@ -1940,8 +1947,9 @@ static uint64_t wk_exact_tsc_to_host(void *ctx, uint64_t tsc)
 {
     struct fake_host *h = ctx;
     /* First ns at which offset + floor(el * khz / 10^6) >= tsc. */
-    return h->start_ns + (tsc - h->tsc_offset + 0ull) * 1000000u / WK_REAL_KHZ +
-           (((tsc - h->tsc_offset) * 1000000u) % WK_REAL_KHZ != 0);
+    return h->sim.cfg.start_ns +
+           (tsc - h->sim.cfg.tsc_offset + 0ull) * 1000000u / WK_REAL_KHZ +
+           (((tsc - h->sim.cfg.tsc_offset) * 1000000u) % WK_REAL_KHZ != 0);
 }
 
 static void tsc_rate_right_reports_nothing_host_exact_is_on_time(void **state)
@@ -1961,14 +1969,14 @@ static void tsc_rate_right_reports_nothing_host_exact_is_on_time(void **state)
                 assert_int_equal(fake_attach(&h, &t, &c), LAPICT_OK);
                 lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC);
             }
-            t0 = h.now_ns;
+            t0 = h.sim.now_ns;
             D = fake_tsc(&h) + (uint64_t)WK_DL_NS * WK_REAL_KHZ / 1000000u;
             lapict_tsc_deadline_write(&t, D);
             fake_advance(&h, 20000000u);
-            assert_int_equal(h.ninj, 1);
-            assert_int_equal(h.inj[0].ns - t0, WK_DL_NS);
-            assert_int_equal(h.sw_fires + h.hv_fires, 1);
-            assert_int_equal(h.nrep, k);
+            assert_int_equal(h.sim.injects, 1);
+            assert_int_equal(h.inj[0].host_ns - t0, WK_DL_NS);
+            assert_int_equal(h.sim.sw_fires + h.sim.hv_fires, 1);
+            assert_int_equal(h.sim.reports, k);
             assert_int_equal(tu_stats(&t).tsc_khz_measured,
                              k ? WK_REAL_KHZ : 0);
             tu_check_host(&h);
@@ -1990,24 +1998,24 @@ static void tsc_that_stops_rearms_a_bounded_number_of_times(void **state)
     lapict_tsc_deadline_write(t, D);
     fake_advance(h, 50000u);
     /* The TSC stops 50 us short of D. */
-    h->tsc_offset = fake_tsc(h);
-    h->start_ns = h->now_ns;
-    h->tsc_num_khz = 0;
+    h->sim.cfg.tsc_offset = fake_tsc(h);
+    h->sim.cfg.start_ns = h->sim.now_ns;
+    h->sim.cfg.tsc_khz = 0;
     fake_advance(h, 1000000000u);
-    fires = h->sw_fires;
+    fires = h->sim.sw_fires;
     print_message("%llu fires in 1 s\n", (unsigned long long)fires);
     assert_true(fires <= 8 + 31);
-    assert_int_equal(h->ninj, 0);
+    assert_int_equal(h->sim.injects, 0);
     /* It runs again: D is 50 us away on the TSC. */
-    resume = h->now_ns;
-    h->start_ns = h->now_ns;
-    h->tsc_num_khz = 1000000u;
+    resume = h->sim.now_ns;
+    h->sim.cfg.start_ns = h->sim.now_ns;
+    h->sim.cfg.tsc_khz = 1000000u;
     fake_advance(h, 3000000000u);
-    assert_int_equal(h->ninj, 1);
-    assert_true(h->inj[0].tsc >= D);
-    assert_true(h->inj[0].ns - resume <= 50000u + 1100000000u);
-    assert_true(h->sw_fires - fires <= 3);
-    assert_int_equal(h->nrep, 1);
+    assert_int_equal(h->sim.injects, 1);
+    assert_true(h->inj[0].guest_tsc >= D);
+    assert_true(h->inj[0].host_ns - resume <= 50000u + 1100000000u);
+    assert_true(h->sim.sw_fires - fires <= 3);
+    assert_int_equal(h->sim.reports, 1);
     assert_int_equal(h->rep[0].status, LAPICT_E_TSC_RATE);
 }
 
@@ -2034,24 +2042,24 @@ static void tsc_off_rate_stops_deadlines_injected_ahead(void **state)
     D = fake_tsc(&h) + 250000u;
     lapict_tsc_deadline_write(&t, D);
     fake_run_due(&h);
-    assert_int_equal(h.ninj, 1);
+    assert_int_equal(h.sim.injects, 1);
     fake_enter(&h);
-    assert_true(h.dlv[0].tsc >= D);
-    assert_int_equal(h.nrep, 1);
-    spins = h.spins;
+    assert_true(h.dlv[0].guest_tsc >= D);
+    assert_int_equal(h.sim.reports, 1);
+    spins = h.sim.spins;
     assert_true(spins >= 1);
     /* The next one: no injection ahead, no spin, on time. */
-    t0 = h.now_ns;
+    t0 = h.sim.now_ns;
     D = fake_tsc(&h) + 250000u;
     lapict_tsc_deadline_write(&t, D);
     fake_advance(&h, 99999);
-    assert_int_equal(h.ninj, 1);
+    assert_int_equal(h.sim.injects, 1);
     fake_advance(&h, 1);
-    assert_int_equal(h.ninj, 2);
-    assert_true(h.inj[1].tsc >= D);
-    assert_int_equal(h.inj[1].ns - t0, 100000u);
+    assert_int_equal(h.sim.injects, 2);
+    assert_true(h.inj[1].guest_tsc >= D);
+    assert_int_equal(h.inj[1].host_ns - t0, 100000u);
     fake_enter(&h);
-    assert_int_equal(h.spins, spins);
+    assert_int_equal(h.sim.spins, spins);
     tu_check_host(&h);
 }
 
@@ -2115,10 +2123,10 @@ static void stall_beyond_2p64_ticks_keeps_the_policy_count(void **state)
             fake_stall(&h, stalls[s]);
             fake_clear_records(&h);
             fake_run_due(&h);
-            assert_int_equal(h.expire_calls, 1);
-            assert_int_equal(h.ninj, want[p]);
-            for (i = 1; i < h.ninj && i < FAKE_MAX_EVENTS; i++)
-                assert_int_equal(h.inj[i].ns, h.inj[0].ns);
+            assert_int_equal(h.sim.expire_calls, 1);
+            assert_int_equal(h.sim.injects, want[p]);
+            for (i = 1; i < h.sim.injects && i < FAKE_MAX_EVENTS; i++)
+                assert_int_equal(h.inj[i].host_ns, h.inj[0].host_ns);
             assert_true(tu_stats(&t).expiries == UINT64_MAX);
             assert_int_equal(lapict_tmcct_read(&t), 1);
             tu_check_host(&h);
@@ -2134,28 +2142,28 @@ static void stall_beyond_2p64_ticks_keeps_the_policy_count(void **state)
 static void late_due_expiry_is_not_held_back_by_the_next_one(void **state)
 {
     TU_FIX(state);
-    uint64_t a = h->now_ns;
+    uint64_t a = h->sim.now_ns;
     countdown(t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 100000);
     fake_advance_to(h, a + 90000);
-    assert_int_equal(h->ninj, 1);
+    assert_int_equal(h->sim.injects, 1);
     fake_enter(h);
-    assert_int_equal(h->dlv[0].ns, a + 100000);
+    assert_int_equal(h->dlv[0].host_ns, a + 100000);
     /* The host sleeps through the second's advance and instant. */
-    fake_stall(h, a + 292000 - h->now_ns);
+    fake_stall(h, a + 292000 - h->sim.now_ns);
     fake_run_due(h);
-    assert_int_equal(h->ninj, 2);
+    assert_int_equal(h->sim.injects, 2);
     fake_enter(h);
-    assert_int_equal(h->ndlv, 2);
-    assert_int_equal(h->dlv[1].ns, a + 292000);
+    assert_int_equal(h->sim.deliveries, 2);
+    assert_int_equal(h->dlv[1].host_ns, a + 292000);
     /* The third: never early, given once. */
     fake_advance_to(h, a + 300000);
     fake_enter(h);
-    assert_int_equal(h->ninj, 3);
-    assert_int_equal(h->ndlv, 3);
-    assert_true(fake_diff(a + 300000, h->dlv[2].ns) >= 0);
+    assert_int_equal(h->sim.injects, 3);
+    assert_int_equal(h->sim.deliveries, 3);
+    assert_true(fake_diff(a + 300000, h->dlv[2].host_ns) >= 0);
     fake_advance_to(h, a + 385000);
     fake_enter(h);
-    assert_int_equal(h->ninj, 3);
+    assert_int_equal(h->sim.injects, 3);
 }
 
 /*
@@ -2184,13 +2192,13 @@ static void illegal_vector_dropped_at_expiry_with_window_shut(void **state)
             assert_int_equal(lapict_tmict_write(&t, 100000), LAPICT_OK);
         fake_stall(&h, 250000); /* the callback is late (divide 2) */
         assert_int_equal(lapict_lvtt_read(&t), modes[m] | 5u);
-        assert_int_equal(h.nrep, 1);
+        assert_int_equal(h.sim.reports, 1);
         assert_int_equal(h.rep[0].status, LAPICT_E_VECTOR);
         fake_run_due(&h); /* the late callback finds nothing more */
-        assert_int_equal(h.nrep, 1);
+        assert_int_equal(h.sim.reports, 1);
         assert_int_equal(lapict_lvtt_write(&t, modes[m] | VEC), LAPICT_OK);
         fake_window(&h, true);
-        assert_int_equal(h.ninj, 0);
+        assert_int_equal(h.sim.injects, 0);
         assert_int_equal(tu_stats(&t).illegal_vector, 1);
         tu_check_host(&h);
     }

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Deterministic simulated host for lapict: a virtual clock, a software timer
- * with a fixed latency, an optional hardware preemption timer that counts
- * only while the vCPU runs, an interrupt window and an entry latency.
+ * Deterministic simulated host for lapict: a virtual clock from any start
+ * instant (wrapping at 2^64), a software timer with a fixed latency, an
+ * optional hardware preemption timer that counts only while the vCPU runs,
+ * an interrupt window, an entry latency, per-timer counters and a recorder
+ * of injections, deliveries, spins and reports.
  * See README.md beside this file for the exact event model.
  */
 #ifndef LAPICT_SIM_H
@@ -18,18 +20,55 @@ extern "C" {
 #endif
 
 struct lapict_sim_config {
-    uint32_t tsc_khz;          /* guest TSC rate */
-    uint64_t tsc_offset;       /* guest TSC at host time 0 */
-    bool hv_timer;             /* offer a hardware preemption timer */
-    uint32_t hv_shift;         /* preemption timer rate: TSC >> hv_shift */
-    uint64_t hv_max;           /* largest count it accepts */
+    uint32_t tsc_khz;    /* guest TSC rate (0: a TSC that stands still) */
+    uint64_t tsc_offset; /* guest TSC at start_ns */
+    uint64_t start_ns;   /* host clock at lapict_sim_init() */
+    bool hv_timer;       /* offer a hardware preemption timer */
+    uint32_t hv_shift;   /* preemption timer rate: TSC >> hv_shift */
+    uint64_t hv_max;     /* largest count it accepts */
+    /* Refuse hardware timer arms further ahead than this; 0: no limit. */
+    uint64_t hv_max_ahead_ns;
     uint64_t host_latency_ns;  /* host timers fire this late */
     uint64_t entry_latency_ns; /* injection-to-guest delay */
+    /*
+     * The driver calls lapict_sim_enter() itself: no guest entry after a
+     * host timer callback, lapict_sim_block(), lapict_sim_unblock() or
+     * lapict_sim_window().
+     */
+    bool manual_entry;
 };
 
 /* Called for each interrupt the guest receives, at guest-visible time. */
 typedef void (*lapict_sim_deliver_fn)(void *arg, uint64_t when_ns,
                                       uint8_t vector);
+
+/* One interrupt: when the host accepted it or the guest received it. */
+struct lapict_sim_event {
+    uint64_t host_ns;
+    uint64_t guest_tsc;
+    uint8_t vector;
+};
+
+struct lapict_sim_report {
+    int status;
+    uint32_t detail;
+};
+
+/*
+ * The recorder: buffers the caller owns, filled in call order up to their
+ * capacity (capacity 0, the default, records nothing); the sim's
+ * counters (injects, deliveries, spins, reports) keep counting past it.
+ */
+struct lapict_sim_log {
+    struct lapict_sim_event *inj; /* accepted injections */
+    uint32_t inj_cap;
+    struct lapict_sim_event *dlv; /* deliveries at guest entry */
+    uint32_t dlv_cap;
+    uint64_t *spin_to; /* spin_until targets */
+    uint32_t spin_cap;
+    struct lapict_sim_report *rep; /* reports */
+    uint32_t rep_cap;
+};
 
 #define LAPICT_SIM_QUEUE 1024
 /*
@@ -45,17 +84,26 @@ struct lapict_sim {
     struct lapict_timer *timer;
     lapict_sim_deliver_fn deliver;
     void *deliver_arg;
+    struct lapict_sim_log log;
     uint64_t now_ns;
     bool blocked, window_open;
     bool sw_armed, hv_armed;
-    uint64_t sw_fire_ns; /* instant the software timer callback runs */
+    uint64_t sw_at_ns;   /* instant the software timer was armed for */
+    uint64_t sw_fire_ns; /* instant its callback runs (with the latency) */
     uint64_t hv_at_ns;   /* instant the hardware timer was armed for */
     /* Vectors accepted since the last entry. */
     uint32_t nqueued;
     uint8_t queued[LAPICT_SIM_QUEUE];
-    /* Counters for tests. */
-    uint64_t sw_arms, hv_arms, hv_refusals, cancels, spins, injects, refusals,
-        reports, expire_calls;
+    /* Counters for tests: per timer, then per op. */
+    uint64_t sw_arms, sw_cancels, sw_fires;
+    uint64_t hv_arms, hv_cancels, hv_refusals, hv_fires;
+    uint64_t injects, refusals, deliveries, spins, reports;
+    /* lapict_expire() calls, host timer callbacks and lapict_sim_fire(). */
+    uint64_t expire_calls;
+    /* Library calls after which both host timers were armed. */
+    uint64_t both_armed;
+    /* Runs that stopped on a livelock (LAPICT_SIM_STUCK). */
+    uint64_t livelocks;
     int last_report_status;
     uint32_t last_report_detail;
 };
@@ -64,14 +112,16 @@ struct lapict_sim {
 extern const struct lapict_ops lapict_sim_ops;
 
 /**
- * lapict_sim_config_default() - tsc_khz 1 000 000, offset 0, no hardware
- * timer (shift 5, max 2^32-1 when enabled), no latencies.
+ * lapict_sim_config_default() - tsc_khz 1 000 000, offset 0, start 0, no
+ * hardware timer (shift 5, max 2^32-1 when enabled), no latencies, a
+ * guest entry after every host event.
  * @c: filled.
  */
 void lapict_sim_config_default(struct lapict_sim_config *c);
 
 /**
- * lapict_sim_init() - a host at time 0, window open, vCPU running.
+ * lapict_sim_init() - a host at time @c->start_ns, window open, vCPU
+ * running, nothing recorded.
  * @s: the host.
  * @c: its configuration (copied); NULL for defaults.
  * @deliver: called for each delivered interrupt (may be NULL).
@@ -97,18 +147,28 @@ void lapict_sim_drop_timers(struct lapict_sim *s);
 /**
  * lapict_sim_guest_tsc() - the guest TSC at the current host time.
  * @s: the host.
- * Return: tsc_offset + floor(now * tsc_khz / 10^6), wrapping at 2^64.
+ * Return: tsc_offset + floor((now - start_ns) * tsc_khz / 10^6), the
+ * difference taken on the wrapping clock, the sum wrapping at 2^64.
  */
 uint64_t lapict_sim_guest_tsc(const struct lapict_sim *s);
 
 /**
- * lapict_sim_run_until() - move the clock to @t_ns running due timers.
+ * lapict_sim_advance() - move the clock by @delta_ns running due timers.
  * @s: the host.
- * @t_ns: target time; below the current time only runs what is due.
+ * @delta_ns: how far; any value, the clock wraps at 2^64.
  *
- * Runs every host timer callback due up to @t_ns, however many.
+ * Runs every host timer callback due within @delta_ns, however many.
  * Return: true; false if it stopped on a livelock (LAPICT_SIM_STUCK
  * callbacks in a row at one instant), the clock where they left it.
+ */
+bool lapict_sim_advance(struct lapict_sim *s, uint64_t delta_ns);
+
+/**
+ * lapict_sim_run_until() - move the clock to @t_ns running due timers.
+ * @s: the host.
+ * @t_ns: target time, compared with now by the signed 64-bit difference:
+ *        at or behind the current time only runs what is due.
+ * Return: as lapict_sim_advance().
  */
 bool lapict_sim_run_until(struct lapict_sim *s, uint64_t t_ns);
 
@@ -116,32 +176,54 @@ bool lapict_sim_run_until(struct lapict_sim *s, uint64_t t_ns);
  * lapict_sim_stall() - freeze the host for @d_ns, then run what came due.
  * @s: the host.
  * @d_ns: length of the stall.
- * Return: as lapict_sim_run_until().
+ * Return: as lapict_sim_advance().
  */
 bool lapict_sim_stall(struct lapict_sim *s, uint64_t d_ns);
 
-/** lapict_sim_block() - the vCPU halts. @s: the host. */
-void lapict_sim_block(struct lapict_sim *s);
+enum lapict_sim_timer {
+    LAPICT_SIM_TIMER_NONE, /* a spurious callback: nothing disarmed */
+    LAPICT_SIM_TIMER_SW,
+    LAPICT_SIM_TIMER_HV,
+};
+
+/**
+ * lapict_sim_fire() - a host timer callback now, whether its instant has
+ * come or not (an early, stale or spurious callback).
+ * @s: the host.
+ * @which: the timer disarmed and counted as fired, or none.
+ * Return: lapict_expire()'s status.
+ */
+int lapict_sim_fire(struct lapict_sim *s, enum lapict_sim_timer which);
+
+/**
+ * lapict_sim_block() - the vCPU halts.
+ * @s: the host.
+ * Return: lapict_vcpu_blocking()'s status.
+ */
+int lapict_sim_block(struct lapict_sim *s);
 
 /**
  * lapict_sim_unblock() - the vCPU resumes, and what came due runs.
  * @s: the host.
- * Return: as lapict_sim_run_until().
+ * Return: lapict_vcpu_unblocked()'s status; a livelock of what came due
+ * is counted in @s->livelocks.
  */
-bool lapict_sim_unblock(struct lapict_sim *s);
+int lapict_sim_unblock(struct lapict_sim *s);
 
 /**
  * lapict_sim_window() - open or close the interrupt window.
  * @s: the host.
  * @open: the new state.
+ * Return: lapict_irq_window_open()'s status on opening, else LAPICT_OK.
  */
-void lapict_sim_window(struct lapict_sim *s, bool open);
+int lapict_sim_window(struct lapict_sim *s, bool open);
 
 /**
  * lapict_sim_enter() - guest entry: the advance wait, then deliveries.
  * @s: the host.
+ * Return: lapict_before_guest_entry()'s status.
  */
-void lapict_sim_enter(struct lapict_sim *s);
+int lapict_sim_enter(struct lapict_sim *s);
 
 /*
  * A wrapper around any ops table, as SQLite's test VFS wraps a VFS: the

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The deterministic simulated host. Single-threaded: library callbacks are
- * run by lapict_sim_run_until() in instant order, never re-entrantly from an
- * op (ops only record what the library asked for).
+ * run by lapict_sim_advance() in instant order, never re-entrantly from an
+ * op (ops only record what the library asked for). Instants are compared
+ * by their distance from now on the wrapping clock, so a host that starts
+ * near 2^64 behaves as one that starts at 0.
  */
 #include "lapict_sim.h"
 
@@ -13,11 +15,23 @@ static struct lapict_sim *S(void *ctx)
     return ctx;
 }
 
+/* How far @at is ahead of now; 0 if it is due (at or before now). */
+static uint64_t ahead(const struct lapict_sim *s, uint64_t at)
+{
+    return (int64_t)(at - s->now_ns) > 0 ? at - s->now_ns : 0;
+}
+
+static uint64_t tsc_at(const struct lapict_sim *s, uint64_t ns)
+{
+    unsigned __int128 p =
+        (unsigned __int128)(ns - s->cfg.start_ns) * s->cfg.tsc_khz;
+    /* floor(elapsed * khz / 10^6); test code, a 128-bit divide is fine. */
+    return s->cfg.tsc_offset + (uint64_t)(p / 1000000u);
+}
+
 uint64_t lapict_sim_guest_tsc(const struct lapict_sim *s)
 {
-    unsigned __int128 p = (unsigned __int128)s->now_ns * s->cfg.tsc_khz;
-    /* floor(now * khz / 10^6); test code, a plain 128-bit divide is fine. */
-    return s->cfg.tsc_offset + (uint64_t)(p / 1000000u);
+    return tsc_at(s, s->now_ns);
 }
 
 static uint64_t op_now(void *ctx)
@@ -33,61 +47,57 @@ static uint64_t op_tsc(void *ctx)
 static uint64_t op_tsc_to_ns(void *ctx, uint64_t tsc)
 {
     struct lapict_sim *s = S(ctx);
+    uint64_t el = s->now_ns - s->cfg.start_ns;
     /*
      * The first instant from now on at which the guest TSC reads @tsc (the
-     * op's contract). Work in ticks since host time 0 without the wrap:
-     * that count passes 2^64 (one lap of the TSC, 7.4 * 10^18 ns at
-     * 2.5 GHz) well inside the 2^64 ns clock, so @tsc is placed in the lap
-     * the TSC is in now, or the next one if the TSC has already passed it.
+     * op's contract). Work in ticks since start_ns without the wrap: that
+     * count passes 2^64 (one lap of the TSC, 7.4 * 10^18 ns at 2.5 GHz)
+     * well inside the 2^64 ns clock, so @tsc is placed in the lap the TSC
+     * is in now, or the next one if the TSC has already passed it.
      */
-    unsigned __int128 cur =
-        (unsigned __int128)s->cfg.tsc_offset +
-        (unsigned __int128)s->now_ns * s->cfg.tsc_khz / 1000000u;
+    unsigned __int128 cur = (unsigned __int128)s->cfg.tsc_offset +
+                            (unsigned __int128)el * s->cfg.tsc_khz / 1000000u;
     unsigned __int128 want = (cur >> 64 << 64) + tsc;
 
+    if (!s->cfg.tsc_khz) /* a TSC that stands still reaches nothing new */
+        return (uint64_t)cur == tsc ? s->now_ns : s->now_ns + (UINT64_MAX >> 1);
     if (want < cur)
         want += (unsigned __int128)1 << 64;
     want = (want - s->cfg.tsc_offset) * 1000000u;
-    return (uint64_t)((want + s->cfg.tsc_khz - 1) / s->cfg.tsc_khz);
-}
-
-static uint64_t later(const struct lapict_sim *s, uint64_t x)
-{
-    /* Armed in the past: fires now (plus the latency). */
-    uint64_t at = (int64_t)(x - s->now_ns) < 0 ? s->now_ns : x;
-    return at + s->cfg.host_latency_ns;
+    return s->cfg.start_ns +
+           (uint64_t)((want + s->cfg.tsc_khz - 1) / s->cfg.tsc_khz);
 }
 
 static void op_sw_arm(void *ctx, uint64_t host_ns)
 {
     struct lapict_sim *s = S(ctx);
     s->sw_armed = true;
-    s->sw_fire_ns = later(s, host_ns);
+    s->sw_at_ns = host_ns;
+    /* Armed in the past: fires now (plus the latency). */
+    s->sw_fire_ns = s->now_ns + ahead(s, host_ns) + s->cfg.host_latency_ns;
     s->sw_arms++;
 }
 
 static void op_sw_cancel(void *ctx)
 {
     S(ctx)->sw_armed = false;
-    S(ctx)->cancels++;
+    S(ctx)->sw_cancels++;
 }
 
 static bool op_hv_arm(void *ctx, uint64_t host_ns)
 {
     struct lapict_sim *s = S(ctx);
-    uint64_t delta_ns, ticks;
+    uint64_t delta_ns = ahead(s, host_ns), ticks;
+    unsigned __int128 p = (unsigned __int128)delta_ns * s->cfg.tsc_khz;
 
     s->hv_arms++;
-    if (!s->cfg.hv_timer) {
-        s->hv_refusals++;
-        return false;
-    }
     /* Range check as VMX does it: guest TSC ticks shifted by the rate. */
-    delta_ns = (int64_t)(host_ns - s->now_ns) > 0 ? host_ns - s->now_ns : 0;
-    unsigned __int128 p = (unsigned __int128)delta_ns * s->cfg.tsc_khz;
     ticks = (uint64_t)((p + 999999u) / 1000000u);
-    if ((ticks >> s->cfg.hv_shift) > s->cfg.hv_max) {
+    if (!s->cfg.hv_timer || (ticks >> s->cfg.hv_shift) > s->cfg.hv_max ||
+        (s->cfg.hv_max_ahead_ns && delta_ns > s->cfg.hv_max_ahead_ns)) {
         s->hv_refusals++;
+        /* Arming replaces: a refused arm leaves nothing armed. */
+        s->hv_armed = false;
         return false;
     }
     s->hv_armed = true;
@@ -98,7 +108,18 @@ static bool op_hv_arm(void *ctx, uint64_t host_ns)
 static void op_hv_cancel(void *ctx)
 {
     S(ctx)->hv_armed = false;
-    S(ctx)->cancels++;
+    S(ctx)->hv_cancels++;
+}
+
+/* Out of line: the ops stay a few loads and stores when nothing records. */
+static __attribute__((noinline)) void record(struct lapict_sim_event *buf,
+                                             uint64_t n,
+                                             const struct lapict_sim *s,
+                                             uint64_t ns, uint8_t vector)
+{
+    buf[n].host_ns = ns;
+    buf[n].guest_tsc = tsc_at(s, ns);
+    buf[n].vector = vector;
 }
 
 static bool op_inject(void *ctx, uint8_t vector)
@@ -109,6 +130,8 @@ static bool op_inject(void *ctx, uint8_t vector)
         return false;
     }
     s->queued[s->nqueued++] = vector;
+    if (s->injects < s->log.inj_cap)
+        record(s->log.inj, s->injects, s, s->now_ns, vector);
     s->injects++;
     return true;
 }
@@ -116,14 +139,19 @@ static bool op_inject(void *ctx, uint8_t vector)
 static void op_spin(void *ctx, uint64_t host_ns)
 {
     struct lapict_sim *s = S(ctx);
+    if (s->spins < s->log.spin_cap)
+        s->log.spin_to[s->spins] = host_ns;
     s->spins++;
-    if ((int64_t)(host_ns - s->now_ns) > 0)
-        s->now_ns = host_ns;
+    s->now_ns += ahead(s, host_ns); /* forward only */
 }
 
 static void op_report(void *ctx, int status, uint32_t detail)
 {
     struct lapict_sim *s = S(ctx);
+    if (s->reports < s->log.rep_cap) {
+        s->log.rep[s->reports].status = status;
+        s->log.rep[s->reports].detail = detail;
+    }
     s->reports++;
     s->last_report_status = status;
     s->last_report_detail = detail;
@@ -161,6 +189,7 @@ void lapict_sim_init(struct lapict_sim *s, const struct lapict_sim_config *c,
         lapict_sim_config_default(&s->cfg);
     s->deliver = deliver;
     s->deliver_arg = arg;
+    s->now_ns = s->cfg.start_ns;
     s->window_open = true;
 }
 
@@ -175,121 +204,165 @@ void lapict_sim_drop_timers(struct lapict_sim *s)
     s->nqueued = 0;
 }
 
-void lapict_sim_enter(struct lapict_sim *s)
+/* After each library call the host makes: an instance arms one timer. */
+static void check_one_armed(struct lapict_sim *s)
 {
-    uint32_t i, n;
+    if (s->sw_armed && s->hv_armed)
+        s->both_armed++;
+}
 
-    if (!s->nqueued || !s->timer)
-        return;
-    lapict_before_guest_entry(s->timer);
+int lapict_sim_enter(struct lapict_sim *s)
+{
+    uint64_t at;
+    uint32_t i, n;
+    int rc;
+
+    if (!s->timer)
+        return LAPICT_OK;
+    rc = lapict_before_guest_entry(s->timer);
     /* before_guest_entry may inject more (a due expiry): take all. */
     n = s->nqueued;
     s->nqueued = 0;
-    for (i = 0; i < n; i++)
+    at = s->now_ns + s->cfg.entry_latency_ns;
+    for (i = 0; i < n; i++) {
+        if (s->deliveries < s->log.dlv_cap)
+            record(s->log.dlv, s->deliveries, s, at, s->queued[i]);
+        s->deliveries++;
         if (s->deliver)
-            s->deliver(s->deliver_arg, s->now_ns + s->cfg.entry_latency_ns,
-                       s->queued[i]);
+            s->deliver(s->deliver_arg, at, s->queued[i]);
+    }
+    return rc;
 }
 
-/* The hardware timer's firing instant, if it can fire (vCPU running). */
-static bool hv_due_at(const struct lapict_sim *s, uint64_t *at)
+/* The guest entry after a host event, unless the driver makes its own. */
+static void auto_enter(struct lapict_sim *s)
 {
-    if (!s->hv_armed || s->blocked)
+    if (!s->cfg.manual_entry)
+        lapict_sim_enter(s);
+}
+
+int lapict_sim_fire(struct lapict_sim *s, enum lapict_sim_timer which)
+{
+    int rc = LAPICT_OK;
+
+    if (which == LAPICT_SIM_TIMER_SW) {
+        s->sw_armed = false;
+        s->sw_fires++;
+    } else if (which == LAPICT_SIM_TIMER_HV) {
+        s->hv_armed = false;
+        s->hv_fires++;
+    }
+    s->expire_calls++;
+    if (s->timer) {
+        rc = lapict_expire(s->timer);
+        check_one_armed(s);
+        auto_enter(s);
+    }
+    return rc;
+}
+
+/*
+ * Run the earliest timer due within @left ns from now; false if none. At
+ * equal instants the software timer runs first; the hardware timer only
+ * fires while the vCPU runs.
+ */
+static bool run_one(struct lapict_sim *s, uint64_t left)
+{
+    bool hv = s->hv_armed && !s->blocked;
+    uint64_t hv_fire = s->hv_at_ns + s->cfg.host_latency_ns;
+    uint64_t dsw = s->sw_armed ? ahead(s, s->sw_fire_ns) : 0;
+    uint64_t dhv = hv ? ahead(s, hv_fire) : 0;
+    bool use_sw, hv_first;
+
+    if (!s->sw_armed && !hv)
         return false;
-    *at = s->hv_at_ns + s->cfg.host_latency_ns;
+    /* Both due (a stall went past them): in the order of their instants. */
+    hv_first =
+        dhv < dsw || (dhv == dsw && (int64_t)(hv_fire - s->sw_fire_ns) < 0);
+    use_sw = s->sw_armed && (!hv || !hv_first);
+    if ((use_sw ? dsw : dhv) > left)
+        return false;
+    /* The clock moves to the instant, or stays if a stall went past it. */
+    s->now_ns += use_sw ? dsw : dhv;
+    lapict_sim_fire(s, use_sw ? LAPICT_SIM_TIMER_SW : LAPICT_SIM_TIMER_HV);
     return true;
 }
 
-/* Run the earliest timer due at or before @limit; false if none. */
-static bool run_one(struct lapict_sim *s, uint64_t limit)
+bool lapict_sim_advance(struct lapict_sim *s, uint64_t delta_ns)
 {
-    uint64_t hv_at = 0, at, rel_at;
-    bool hv = hv_due_at(s, &hv_at);
-    bool sw = s->sw_armed;
-    bool use_sw;
+    uint64_t left = delta_ns, at = s->now_ns;
+    uint32_t same = 0;
 
-    if (!sw && !hv)
-        return false;
-    /* At equal instants the software timer runs first. */
-    use_sw = sw && (!hv || (int64_t)(s->sw_fire_ns - hv_at) <= 0);
-    at = use_sw ? s->sw_fire_ns : hv_at;
-    /* A spin already took the clock past the limit: nothing more now. */
-    if (limit < s->now_ns)
-        return false;
-    /* Compare distances from now: the trace may jump by more than 2^63. */
-    rel_at = (int64_t)(at - s->now_ns) < 0 ? 0 : at - s->now_ns;
-    if (rel_at > limit - s->now_ns)
-        return false;
-    if (use_sw)
-        s->sw_armed = false;
-    else
-        s->hv_armed = false;
-    /* Never move the clock backwards (a stall or spin went past). */
-    if ((int64_t)(at - s->now_ns) > 0)
-        s->now_ns = at;
-    s->expire_calls++;
-    if (s->timer) {
-        lapict_expire(s->timer);
-        lapict_sim_enter(s);
+    /*
+     * @left shrinks by every move of the clock, callbacks' spins included:
+     * timers that come due because a spin moved the clock past the target
+     * run at the next call, as extending the target would let a chain of
+     * spins run away with the clock. There is no bound on the callbacks
+     * of a long run; only callbacks that keep the clock where it is stop
+     * it (each re-arms a timer that is due at once).
+     */
+    while (run_one(s, left)) {
+        uint64_t moved = s->now_ns - at;
+
+        if (moved) {
+            left = moved < left ? left - moved : 0;
+            at = s->now_ns;
+            same = 0;
+        } else if (++same >= LAPICT_SIM_STUCK) {
+            s->livelocks++;
+            return false;
+        }
     }
+    s->now_ns += left;
     return true;
 }
 
 bool lapict_sim_run_until(struct lapict_sim *s, uint64_t t_ns)
 {
-    uint64_t at = s->now_ns;
-    uint32_t same = 0;
-
-    if (t_ns < s->now_ns)
-        t_ns = s->now_ns; /* a spin went past: only run what is due */
-    /*
-     * Timers that come due because a callback's spin moved the clock past
-     * @t_ns run at the next call: extending the target here would let a
-     * chain of spins run away with the clock. There is no bound on the
-     * callbacks of a long run; only callbacks that keep the clock where it
-     * is stop it (each re-arms a timer that is due at once).
-     */
-    while (run_one(s, t_ns)) {
-        if (s->now_ns != at) {
-            at = s->now_ns;
-            same = 0;
-        } else if (++same >= LAPICT_SIM_STUCK) {
-            return false;
-        }
-    }
-    if (t_ns > s->now_ns)
-        s->now_ns = t_ns;
-    return true;
+    return lapict_sim_advance(s, ahead(s, t_ns));
 }
 
 bool lapict_sim_stall(struct lapict_sim *s, uint64_t d_ns)
 {
     s->now_ns += d_ns;
-    return lapict_sim_run_until(s, s->now_ns);
+    return lapict_sim_advance(s, 0);
 }
 
-void lapict_sim_block(struct lapict_sim *s)
+int lapict_sim_block(struct lapict_sim *s)
 {
-    if (s->timer)
-        lapict_vcpu_blocking(s->timer);
-    lapict_sim_enter(s);
+    int rc = LAPICT_OK;
+
+    if (s->timer) {
+        rc = lapict_vcpu_blocking(s->timer);
+        check_one_armed(s);
+    }
+    auto_enter(s);
     s->blocked = true;
+    return rc;
 }
 
-bool lapict_sim_unblock(struct lapict_sim *s)
+int lapict_sim_unblock(struct lapict_sim *s)
 {
+    int rc = LAPICT_OK;
+
     s->blocked = false;
-    if (s->timer)
-        lapict_vcpu_unblocked(s->timer);
-    lapict_sim_enter(s);
-    return lapict_sim_run_until(s, s->now_ns);
+    if (s->timer) {
+        rc = lapict_vcpu_unblocked(s->timer);
+        check_one_armed(s);
+    }
+    auto_enter(s);
+    lapict_sim_advance(s, 0);
+    return rc;
 }
 
-void lapict_sim_window(struct lapict_sim *s, bool open)
+int lapict_sim_window(struct lapict_sim *s, bool open)
 {
+    int rc = LAPICT_OK;
+
     s->window_open = open;
     if (open && s->timer) {
-        lapict_irq_window_open(s->timer);
-        lapict_sim_enter(s);
+        rc = lapict_irq_window_open(s->timer);
+        auto_enter(s);
     }
+    return rc;
 }

@@ -263,6 +263,179 @@ static void wrap_records_faults_and_passes_on(void **state)
     assert_int_equal(w.calls[LAPICT_SIM_OP_SPIN], 0);
 }
 
+#define NEAR_WRAP (UINT64_MAX - 1000000u)
+
+/*
+ * Rule: the guest TSC counts from the start instant, on the wrapping
+ * difference, and tsc_to_host_ns() stays the first instant at which the
+ * TSC reaches a value, also across the 2^64 clock wrap.
+ */
+static void tsc_counts_from_the_start_across_the_clock_wrap(void **state)
+{
+    static const uint32_t khz[] = {2500000u, 1000000u, 999999u, 500000u};
+    static const uint64_t ahead[] = {1, 2, 3, 999, 1000001, 3000000};
+    unsigned i, k;
+    (void)state;
+
+    for (i = 0; i < sizeof(khz) / sizeof(khz[0]); i++) {
+        struct lapict_sim_config c;
+        struct lapict_sim s;
+
+        lapict_sim_config_default(&c);
+        c.tsc_khz = khz[i];
+        c.tsc_offset = UINT64_MAX - 5;
+        c.start_ns = NEAR_WRAP;
+        lapict_sim_init(&s, &c, NULL, NULL);
+        assert_int_equal(s.now_ns, NEAR_WRAP);
+        assert_int_equal(lapict_sim_guest_tsc(&s), c.tsc_offset);
+        assert_int_equal(tsc_at(&s, NEAR_WRAP + 2000000u),
+                         c.tsc_offset + 2000000ull * khz[i] / 1000000u);
+        for (k = 0; k < 2 * 6; k++) {
+            uint64_t d, at;
+
+            s.now_ns = NEAR_WRAP + (k < 6 ? 17 : 999990);
+            d = lapict_sim_guest_tsc(&s) + ahead[k % 6];
+            at = lapict_sim_ops.tsc_to_host_ns(&s, d);
+            assert_true((int64_t)(at - s.now_ns) > 0);
+            assert_true(tsc_at(&s, at) - d <= khz[i] / 1000000u);
+            assert_true(d - tsc_at(&s, at - 1) - 1 <= khz[i] / 1000000u);
+        }
+    }
+}
+
+struct rec_host {
+    struct lapict_sim s;
+    struct lapict_timer t;
+    struct lapict_sim_event inj[2], dlv[2];
+    struct lapict_sim_report rep[1];
+    uint64_t spin_to[1];
+};
+
+static void rec_host_init(struct rec_host *h, uint64_t start, bool manual,
+                          bool hv)
+{
+    struct lapict_sim_config c;
+    struct lapict_config cfg;
+
+    lapict_sim_config_default(&c);
+    c.start_ns = start;
+    c.manual_entry = manual;
+    c.hv_timer = hv;
+    lapict_sim_init(&h->s, &c, NULL, NULL);
+    h->s.log.inj = h->inj;
+    h->s.log.inj_cap = 2;
+    h->s.log.dlv = h->dlv;
+    h->s.log.dlv_cap = 2;
+    h->s.log.rep = h->rep;
+    h->s.log.rep_cap = 1;
+    h->s.log.spin_to = h->spin_to;
+    h->s.log.spin_cap = 1;
+    lapict_config_default(&cfg);
+    cfg.tsc_khz = c.tsc_khz;
+    cfg.min_period_ns = 0;
+    assert_int_equal(lapict_init(&h->t, &cfg, &lapict_sim_ops, &h->s),
+                     LAPICT_OK);
+    lapict_sim_attach(&h->s, &h->t);
+    assert_int_equal(lapict_tdcr_write(&h->t, 0xB), LAPICT_OK);
+}
+
+/*
+ * Rule: timers fire exactly at their instant across the clock wrap, each
+ * counted per timer; the recorder keeps the first events up to its
+ * capacity and the counts go on; with manual_entry nothing is delivered
+ * until the driver enters the guest.
+ */
+static void timers_fire_on_time_across_the_wrap_and_are_recorded(void **state)
+{
+    unsigned manual;
+    (void)state;
+
+    for (manual = 0; manual < 2; manual++) {
+        struct rec_host h;
+        uint64_t cancels;
+
+        rec_host_init(&h, NEAR_WRAP, manual, false);
+        assert_int_equal(lapict_lvtt_write(&h.t, LAPICT_LVTT_PERIODIC | 0xEF),
+                         LAPICT_OK);
+        assert_int_equal(lapict_tmict_write(&h.t, 400000u), LAPICT_OK);
+        assert_true(h.s.sw_armed);
+        assert_int_equal(h.s.sw_at_ns, NEAR_WRAP + 400000u);
+        /* Three periods, the third past the wrap of the clock. */
+        assert_true(lapict_sim_run_until(&h.s, NEAR_WRAP + 1200000u));
+        assert_int_equal(h.s.now_ns, NEAR_WRAP + 1200000u);
+        assert_int_equal(h.s.sw_fires, 3);
+        assert_int_equal(h.s.expire_calls, 3);
+        assert_int_equal(h.s.hv_refusals, h.s.hv_arms); /* none offered */
+        assert_int_equal(h.s.hv_fires, 0);
+        assert_int_equal(h.s.injects, 3);
+        assert_int_equal(h.inj[0].host_ns, NEAR_WRAP + 400000u);
+        assert_int_equal(h.inj[0].guest_tsc, 400000u);
+        assert_int_equal(h.inj[1].host_ns, NEAR_WRAP + 800000u);
+        assert_int_equal(h.inj[1].vector, 0xEF);
+        assert_int_equal(h.s.deliveries, manual ? 0 : 3);
+        assert_int_equal(lapict_sim_enter(&h.s), LAPICT_OK);
+        assert_int_equal(h.s.deliveries, 3);
+        assert_int_equal(h.dlv[1].host_ns,
+                         manual ? NEAR_WRAP + 1200000u : NEAR_WRAP + 800000u);
+        cancels = h.s.sw_cancels;
+        assert_int_equal(lapict_tmict_write(&h.t, 0), LAPICT_OK);
+        assert_false(h.s.sw_armed);
+        assert_int_equal(h.s.sw_cancels, cancels + 1);
+        assert_int_equal(h.s.both_armed + h.s.livelocks, 0);
+        /* A spin moves the clock forward only, and is recorded. */
+        lapict_sim_ops.spin_until(&h.s, h.s.now_ns - 1);
+        lapict_sim_ops.spin_until(&h.s, h.s.now_ns + 5);
+        assert_int_equal(h.s.now_ns, NEAR_WRAP + 1200005u);
+        assert_int_equal(h.s.spins, 2);
+        assert_int_equal(h.spin_to[0], NEAR_WRAP + 1199999u);
+        lapict_sim_ops.report(&h.s, -3, 7);
+        lapict_sim_ops.report(&h.s, -4, 8);
+        assert_int_equal(h.s.reports, 2);
+        assert_int_equal(h.rep[0].status, -3);
+        assert_int_equal(h.rep[0].detail, 7);
+    }
+}
+
+/*
+ * Rule: the hardware timer refuses arms beyond hv_max_ahead_ns, or all
+ * when not offered, and a refused arm leaves nothing armed (arming
+ * replaces); it fires only while the vCPU runs. lapict_sim_fire() runs a
+ * callback early, disarming the timer it names.
+ */
+static void hv_timer_faults_and_early_callbacks(void **state)
+{
+    struct rec_host h;
+    (void)state;
+
+    rec_host_init(&h, 0, true, true);
+    assert_true(lapict_sim_ops.hv_timer_arm(&h.s, 500));
+    assert_true(h.s.hv_armed);
+    h.s.cfg.hv_max_ahead_ns = 1000;
+    assert_false(lapict_sim_ops.hv_timer_arm(&h.s, 1001));
+    assert_false(h.s.hv_armed);
+    assert_true(lapict_sim_ops.hv_timer_arm(&h.s, 1000));
+    h.s.cfg.hv_timer = false;
+    assert_false(lapict_sim_ops.hv_timer_arm(&h.s, 10));
+    assert_false(h.s.hv_armed);
+    assert_int_equal(h.s.hv_arms, 4);
+    assert_int_equal(h.s.hv_refusals, 2);
+    h.s.cfg.hv_timer = true;
+    assert_true(lapict_sim_ops.hv_timer_arm(&h.s, 10));
+    h.s.blocked = true;
+    assert_true(lapict_sim_run_until(&h.s, 20));
+    assert_int_equal(h.s.hv_fires, 0);
+    h.s.blocked = false;
+    assert_true(lapict_sim_advance(&h.s, 0));
+    assert_int_equal(h.s.hv_fires, 1);
+    assert_int_equal(h.s.now_ns, 20);
+    lapict_sim_ops.sw_timer_arm(&h.s, 1000);
+    assert_int_equal(lapict_sim_fire(&h.s, LAPICT_SIM_TIMER_SW), LAPICT_OK);
+    assert_false(h.s.sw_armed);
+    assert_int_equal(lapict_sim_fire(&h.s, LAPICT_SIM_TIMER_NONE), LAPICT_OK);
+    assert_int_equal(h.s.sw_fires, 1);
+    assert_int_equal(h.s.expire_calls, 3);
+}
+
 /* The simulated host's own count of calls of @op (0: it keeps none). */
 static uint64_t host_count(const struct lapict_sim *s, enum lapict_sim_op op)
 {
@@ -455,4 +628,7 @@ TU_MAIN(cmocka_unit_test(tsc_to_host_ns_first_instant_in_every_lap),
         cmocka_unit_test(deadline_after_a_tsc_lap_fires_at_its_instant),
         cmocka_unit_test(run_until_stops_only_on_a_livelock),
         cmocka_unit_test(wrap_records_faults_and_passes_on),
+        cmocka_unit_test(tsc_counts_from_the_start_across_the_clock_wrap),
+        cmocka_unit_test(timers_fire_on_time_across_the_wrap_and_are_recorded),
+        cmocka_unit_test(hv_timer_faults_and_early_callbacks),
         cmocka_unit_test(wrap_after_sees_the_host_as_the_call_left_it))

@@ -267,8 +267,8 @@ static void rs_on_deliver(void *arg, uint64_t when, uint8_t vector)
 
 static uint64_t rs_calls(const struct lapict_sim *s)
 {
-    return s->sw_arms + s->hv_arms + s->cancels + s->spins + s->injects +
-           s->refusals + s->reports;
+    return s->sw_arms + s->hv_arms + s->sw_cancels + s->hv_cancels + s->spins +
+           s->injects + s->refusals + s->reports;
 }
 
 /*

@@ -78,8 +78,8 @@ static inline void tu_setup(struct fake_host *h, struct lapict_timer *t,
 /* Invariants every test checks at its end. */
 static inline void tu_check_host(const struct fake_host *h)
 {
-    assert_int_equal(h->both_armed, 0);
-    assert_false(h->runaway);
+    assert_int_equal(h->sim.both_armed, 0);
+    assert_false(h->sim.livelocks);
 }
 
 /*
