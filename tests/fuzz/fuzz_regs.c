@@ -1694,6 +1694,17 @@ static const char *rg_ev_text(const struct rg_event *e, char *buf, size_t n)
  *   (cut_tuner), and everything after one that changed the advance
  *   (cut_all; also wild clocks and full logs).
  */
+/*
+ * An injection ahead of its instant: from there the entry's wait moves
+ * one timeline and not the other, so the twins part by design, also
+ * where only reads were still compared (a register access that an
+ * injection makes re-enter the library then lands on another step).
+ */
+static bool rg_ev_ahead(const struct rg_event *e)
+{
+    return e->kind == RG_EV_INJ && e->ahead;
+}
+
 static void rg_twin_compare(void)
 {
     const struct rg_log *a = &rg_logs[0], *b = &rg_logs[1];
@@ -1709,10 +1720,10 @@ static void rg_twin_compare(void)
         bool same;
 
         while (ia < a->n && a->ev[ia].step < lim && reads_only &&
-               a->ev[ia].kind != RG_EV_READ)
+               a->ev[ia].kind != RG_EV_READ && !rg_ev_ahead(&a->ev[ia]))
             ia++;
         while (ib < b->n && b->ev[ib].step < lim && reads_only &&
-               b->ev[ib].kind != RG_EV_READ)
+               b->ev[ib].kind != RG_EV_READ && !rg_ev_ahead(&b->ev[ib]))
             ib++;
         if (ia < a->n && a->ev[ia].step < lim)
             x = &a->ev[ia];
@@ -1757,8 +1768,7 @@ static void rg_twin_compare(void)
             ia++, ib++;
             continue;
         }
-        if ((x && x->kind == RG_EV_INJ && x->ahead) ||
-            (y && y->kind == RG_EV_INJ && y->ahead) ||
+        if ((x && rg_ev_ahead(x)) || (y && rg_ev_ahead(y)) ||
             (x && y && x->kind == RG_EV_INJ && y->kind == RG_EV_INJ &&
              x->val == y->val && x->which == y->which) ||
             (est && x && y && x->kind == RG_EV_SPIN && y->kind == RG_EV_SPIN)) {
