@@ -31,9 +31,9 @@
  * adv_outliers: bits 0-6 count consecutive outliers, bit 7 is set when
  * they were late.
  *
- * That is the latency goal: the guest first. Its price is host spin: under
- * uniform 0.5-3.5 us noise the peak hold waits 2.2 us per interrupt on
- * average, under 10-30 us noise 15 us (BENCHMARKS.md, tuning study).
+ * That is the latency goal: the guest first. Its price is host spin, of
+ * the order of the latency's spread per interrupt (BENCHMARKS.md gives the
+ * figures and the command that measures them).
  *
  * The balanced goal weighs a ns of host spin the same as a ns of lateness.
  * Per interrupt the cost is (advance - L) when early, (L - advance) when
@@ -53,12 +53,8 @@
  * latency). So the median is aimed at while dev fits the budget. A budget
  * below is not spent on a partial advance, which would still leave most
  * interrupts late: the aim drops to median - 3 dev, under nearly every
- * latency (the whole range of a uniform one), where the host hardly spins.
- * The figures (BENCHMARKS.md): under 10-30 us noise with a 1 us budget the
- * median aim would cost 2.5 us per interrupt; an advance capped at 1 us of
- * spin (16.3 us) would leave the median arrival 3.7 us late; the floor
- * costs nothing and cuts the median lateness from 19.9 us (no advance) to
- * 14.8 us, already below KVM's rule (18.9 us, stuck at 1 us there).
+ * latency (the whole range of a uniform one), where the host hardly spins
+ * and the lateness is still cut by that floor.
  */
 #include "advance.h"
 #include "ops.h"

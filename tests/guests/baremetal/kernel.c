@@ -82,9 +82,9 @@ struct vt {
 
 /*
  * From SAMPLES_ADDR up: vts[K], slots[LAPICT_BM_SLOTS(K)], then the
- * lateness log. Not in .bss, which entry.S clears whole at boot: megabytes
- * of that take seconds in a nested guest (about 2000 host cycles per guest
- * instruction here).
+ * lateness log. Not in .bss, which entry.S clears whole at boot: clearing
+ * megabytes takes seconds where the guest runs under software
+ * virtualisation, thousands of host cycles per guest instruction.
  */
 static struct vt *vts;
 static struct lapict_bm_slot *slots;
