@@ -302,8 +302,9 @@ static void test_exit(void)
  * test_entry()'s wait, which gives up RAX and RDX to it, so nothing is
  * saved before the stamp. With ENTRY_ISR_TIMER the handler is the timer's
  * own (timer_stub saves the registers, timer_isr() stamps), so the floor
- * includes what every latency test's ISR does before its stamp: on PVM
- * the first stack writes after an exit to userspace cost ~10 k cycles.
+ * includes what every latency test's ISR does before its stamp: under
+ * software virtualisation (PVM) the first stack writes after an exit to
+ * userspace are a large part of it.
  * EOI is left to the wait, after the stamp. mb->wait picks the exit the
  * entry follows: a PIO exit (W_SPIN) or a HLT exit (W_HLT).
  */
