@@ -32,12 +32,6 @@ static void bind(struct fake_host *h, struct lapict_timer *t, uint32_t mode,
     OK(fake_attach(h, t, &c));
 }
 
-static void setup(struct fake_host *h, struct lapict_timer *t, uint32_t mode,
-                  uint32_t start, uint32_t max, bool spin)
-{
-    bind(h, t, mode, start, max, spin, GOAL_LAT, 0);
-}
-
 /* The tuner of the study: adaptive from 1 us, bound MAXA, spin op. */
 static void setup_goal(struct fake_host *h, struct lapict_timer *t,
                        uint32_t goal, uint32_t budget)
@@ -45,8 +39,7 @@ static void setup_goal(struct fake_host *h, struct lapict_timer *t,
     bind(h, t, LAPICT_ADVANCE_ADAPTIVE, 1000, MAXA, true, goal, budget);
 }
 
-/* The fixtures: adaptive from 1 us, bound MAXA (or 5 us), spin op; with
- * the balanced goal. */
+/* Fixtures: adaptive from 1 us, bound MAXA (or 5 us), latency or balanced. */
 TU_SETUP(adaptive_setup, c.advance_mode = LAPICT_ADVANCE_ADAPTIVE;
          c.advance_ns = 1000; c.advance_max_ns = MAXA)
 TU_SETUP(adaptive_5us_setup, c.advance_mode = LAPICT_ADVANCE_ADAPTIVE;
@@ -89,7 +82,7 @@ static void first_sample_converges_at_any_level(void **state)
     for (i = 0; i < N_OF(lats); i++) {
         struct fake_host h;
         struct lapict_timer t;
-        setup(&h, &t, LAPICT_ADVANCE_ADAPTIVE, 1000, MAXA, true);
+        setup_goal(&h, &t, GOAL_LAT, 0);
         for (k = 0; k < 51; k++) {
             sample(&t, lats[i]);
             assert_int_equal(t.adv_ns, lats[i]);
@@ -117,11 +110,8 @@ static void advance_is_bounded(void **state)
     }
 }
 
-/*
- * Outlier rules as sample sequences on a fresh adaptive tuner (bound
- * MAXA): each step feeds @times samples of @lat ns, then adv_ns must be
- * @expect (unless NONE).
- */
+/* Outlier rules as steps on a fresh tuner: @times samples of @lat ns,
+ * then adv_ns is @expect (unless NONE). */
 #define NONE UINT32_MAX
 struct tune_step {
     uint32_t times, lat, expect;
@@ -151,7 +141,7 @@ static void tuner_follows_the_steps(void **state)
     struct fake_host h;
     struct lapict_timer t;
     uint32_t k;
-    setup(&h, &t, LAPICT_ADVANCE_ADAPTIVE, 1000, MAXA, true);
+    setup_goal(&h, &t, GOAL_LAT, 0);
     for (s = *state; s->times; s++) {
         for (k = 0; k < s->times; k++)
             sample(&t, s->lat);
@@ -165,9 +155,8 @@ static void tuner_follows_the_steps(void **state)
     { #steps, tuner_follows_the_steps, NULL, NULL, (void *)(steps) }
 /* clang-format on */
 
-/* Rule: a late in-gate sample is covered at once (guest-visible); quiet
- * spells lower the advance slowly (at most a quarter of the gap a step),
- * towards est + 2 dev. */
+/* Rule: a late sample is covered at once; quiet spells lower the advance
+ * slowly (at most a quarter of the gap a step), towards est + 2 dev. */
 static void late_sample_raises_at_once_quiet_lowers_slowly(void **state)
 {
     TU_FIX(state);
@@ -224,8 +213,8 @@ static void only_adaptive_with_spin_tunes(void **state)
     for (i = 0; i < N_OF(cases); i++) {
         struct fake_host h;
         struct lapict_timer t;
-        setup(&h, &t, cases[i].mode, cases[i].start, cases[i].max,
-              cases[i].spin);
+        bind(&h, &t, cases[i].mode, cases[i].start, cases[i].max, cases[i].spin,
+             GOAL_LAT, 0);
         assert_int_equal(t.adv_ns, cases[i].at_init);
         tune_err(&t, cases[i].spin ? 5000 : 2000);
         assert_int_equal(t.adv_ns, cases[i].after);
@@ -271,9 +260,8 @@ struct run_out {
     uint64_t late_sum; /* host ns of lateness, summed */
 };
 
-/* A guest re-arming its TSC deadline every ms; the host timer fires @lat
- * ns after the instant it was armed for; the fake's spin_until moves its
- * clock, so spin is counted in time the host lost, not timed. Switch to
+/* A guest re-arming its TSC deadline every ms, the host timer firing @lat
+ * ns late; spin is the time the host's clock lost in entry. Switches to
  * (@goal2, @budget2) half-way when @goal2 >= 0. */
 static void run_study(struct fake_host *h, struct lapict_timer *t,
                       enum shape sh, int goal2, uint32_t budget2,
@@ -281,7 +269,6 @@ static void run_study(struct fake_host *h, struct lapict_timer *t,
 {
     uint32_t seed = 11u + (uint32_t)sh, n;
     uint64_t D = fake_tsc(h) + PERIOD_NS;
-
     memset(o, 0, sizeof(*o));
     OK(lapict_lvtt_write(t, LAPICT_LVTT_TSC_DEADLINE | 0xEC));
     OK(lapict_tsc_deadline_write(t, D));
@@ -289,7 +276,6 @@ static void run_study(struct fake_host *h, struct lapict_timer *t,
         uint32_t lat = shape_lat(sh, n, &seed);
         uint64_t before;
         int guard;
-
         if (goal2 >= 0 && n == STUDY_N / 2)
             OK(lapict_advance_set(t, (uint32_t)goal2, budget2));
         fake_clear_records(h);
@@ -317,10 +303,8 @@ static void run_study(struct fake_host *h, struct lapict_timer *t,
     }
 }
 
-/* Rule (spin budget): under the balanced goal the mean spin per interrupt
- * over each scenario of the tuning study, warm-up included, stays within
- * the budget; no interrupt is early; the library's spin account is the
- * time the host lost waiting. */
+/* Rule (spin budget): balanced, the mean spin per interrupt of each study
+ * scenario stays in the budget, never early; the spin account is exact. */
 static void balanced_budget_holds_over_the_study(void **state)
 {
     static const uint32_t budgets[] = {100, 250, 1000, 4000};
@@ -381,7 +365,7 @@ static void latency_goal_ignores_the_budget(void **state)
     struct lapict_timer t2;
     uint32_t s1 = 5, s2 = 5;
     int k;
-    setup(&h2, &t2, LAPICT_ADVANCE_ADAPTIVE, 1000, MAXA, true);
+    setup_goal(&h2, &t2, GOAL_LAT, 0);
     OK(lapict_advance_set(&t2, GOAL_LAT, 1));
     for (k = 0; k < 3000; k++) {
         sample(t, noise20(&s1));
@@ -450,10 +434,9 @@ static void advance_set_validates(void **state)
     assert_int_equal(c.advance_spin_budget_ns, 0);
 }
 
-/* Rule (balanced goal): a constant latency is matched exactly (no spin),
- * noise settles near its median, a budget below the median's cost (2.5
- * us here) moves the aim under nearly every latency (under 1 % early),
- * and one the bound (the mean deviation, 5 us) fits keeps the median. */
+/* Rule (balanced goal): a constant is matched, noise gives its median; a
+ * budget under the median's cost (2.5 us) aims under nearly every latency
+ * (< 1 % early), one that fits the bound (mean deviation, 5 us) does not. */
 static void balanced_tracks_the_median_or_the_floor(void **state)
 {
     TU_FIX(state);
@@ -480,10 +463,8 @@ static void balanced_tracks_the_median_or_the_floor(void **state)
     assert_true(t->adv_ns > 15000);
 }
 
-/* Rule (spin budget): early samples far below the median are spin too:
- * 40 % of the latencies 10 us under the rest are outliers of the gate,
- * yet the balanced goal keeps within a 3 us budget, while the latency
- * goal, which ignores the budget, holds the upper level. */
+/* Rule (spin budget): early outliers (40 % at 10 us under the rest) are
+ * spin too: balanced keeps a 3 us budget, latency holds the upper level. */
 static void balanced_budget_sees_early_outliers(void **state)
 {
     uint32_t seed = 21, spin[2] = {0, 0};
@@ -516,9 +497,8 @@ static void spin_account_saturates(void **state)
     assert_true(tu_stats(t).spin_ns_total == UINT64_MAX);
 }
 
-/* Rule (section 8 vs host policy): the blob carries the tuned advance,
- * not the goal or the budget, nor the spin account: a restore keeps the
- * instance's own. */
+/* Rule (section 8): the blob carries the tuned advance, not the goal,
+ * budget or spin account: a restore keeps the instance's own. */
 static void restore_keeps_the_host_policy(void **state)
 {
     struct fake_host h1, h2;
@@ -567,9 +547,8 @@ static void saturated_counters_do_not_stop_learning(void **state)
 TU_PAIR_SETUP(adaptive_pair_setup, c.advance_mode = LAPICT_ADVANCE_ADAPTIVE;
               c.advance_ns = 1000; c.advance_max_ns = 10000)
 
-/* Rule (section 8, save/restore changes nothing observable): a run of
- * outliers being counted travels with the blob: after one late outlier,
- * a save and restore, the second reseeds both instances alike. */
+/* Rule (section 8): a run of outliers being counted travels with the blob:
+ * one late outlier, save/restore, a second reseeds both alike. */
 static void outlier_run_survives_save_and_restore(void **state)
 {
     TU_PAIR(state);

@@ -8,11 +8,8 @@
 
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 
-/*
- * fake_attach(@h, @t, @c) on an instance filled with @fill gives @rc; a
- * failed init leaves every byte of it as it was and never reads its
- * registers as an instance's.
- */
+/* fake_attach() on an instance filled with @fill gives @rc; a failed init
+ * leaves every byte as it was (not an instance: TMCCT reads 0). */
 static void attach_gives(struct fake_host *h, struct lapict_timer *t,
                          const struct lapict_config *c, int fill, int rc)
 {

@@ -101,8 +101,7 @@ static void get_gives_none_without_a_running_count_down(void **state)
     assert_true(cd.next_ns == LAPICT_COUNTDOWN_NONE);
 }
 
-/* Rule: a due expiry the host timer has not run yet is given, in the
- * past, and get processes nothing. */
+/* Rule: a due, unprocessed expiry is given in the past; get runs none. */
 static void get_gives_a_due_unprocessed_expiry_in_the_past(void **state)
 {
     TU_FIX(state);
@@ -227,8 +226,7 @@ static void restore_cuts_next_ns_to_the_whole_count(void **state)
     assert_true(h->inj[0].host_ns == f->base + full);
 }
 
-/* Rule: restore never injects: a due expiry is held pending for the
- * window, and delivered once. */
+/* Rule: restore never injects: a due expiry is held for the window. */
 static void restore_holds_due_expiries_pending_never_injects(void **state)
 {
     TU_FIX(state);
@@ -315,8 +313,7 @@ static void restore_without_count_down_stops_the_timer(void **state)
     assert_true(lapict_tsc_deadline_read(t) == 0);
 }
 
-/* Rule: restore replaces the pending interrupt and the deadline: get
- * gives back what was restored. */
+/* Rule: restore replaces pending and deadline state; get gives it back. */
 static void restore_replaces_deadline_and_pending_state(void **state)
 {
     TU_FIX(state);

@@ -1,12 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * lib/ops.c: the one choke point between the core and its host. The host
- * timer it picks (the hardware preemption timer while the vCPU runs and
- * the host accepts, else the software timer; never both), when it arms
- * again, the re-entry guard around the ops, the optional ops, and that no
- * other file of lib/ calls through the ops table (docs/spec/timer.md
- * section 7; <lapict/ops.h>). On a fake host, at clock bases 0 and near
- * 2^64.
+ * lib/ops.c, the one choke point between the core and its host (timer.md
+ * section 7; <lapict/ops.h>): which host timer (never both), when it is
+ * armed, the re-entry guard, optional ops, no ops call outside ops.c.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
@@ -172,8 +168,7 @@ static void periodic_drift_across_hw_sw_switches(void **state)
     }
 }
 
-/* Rule (behaviour choice): the host timer is re-armed only when its
- * target moves. */
+/* Rule (behaviour choice): the host timer is re-armed only on a move. */
 static void host_timer_rearmed_only_when_target_changes(void **state)
 {
     TU_FIX(state);
@@ -245,8 +240,7 @@ static void reentry_from_an_op_is_refused_without_storm(void **state)
     assert_int_equal(h->inj[1].host_ns, a + 2000);
 }
 
-/* A host without spin_until and report (bound again once they are left
- * out), a fixed 5 us advance asked for. */
+/* A host without spin_until and report, a fixed 5 us advance asked for. */
 static int no_spin_no_report_setup(void **state)
 {
     struct lapict_config c = tu_cfg();
@@ -260,9 +254,8 @@ static int no_spin_no_report_setup(void **state)
     return fake_attach(&f->h, &f->t, &c) == LAPICT_OK ? 0 : -1;
 }
 
-/* Rule: an optional op left NULL is never called: without spin_until no
- * advance (every expiry at its instant), without report an error is only
- * counted. */
+/* Rule: an optional op left NULL is never called: no spin_until, no
+ * advance (expiries at their instant); no report, errors only counted. */
 static void optional_ops_left_out_are_not_called(void **state)
 {
     TU_FIX(state);
