@@ -149,16 +149,17 @@ static void get_reports_an_expiry_injected_ahead(void **state)
     fake_enter(h);
 }
 
-/* Rule: restore resumes at the count left to next_ns, never early. */
-static void restore_resumes_at_the_count_left_to_next_ns(void **state)
+/* A one-shot of @tmict restored due @d ns from now, on the fixture. */
+static void resume_at(struct tu_fix *f, uint64_t d, uint32_t tmict)
 {
-    TU_FIX(state);
+    struct fake_host *h = &f->h;
+    struct lapict_timer *t = &f->t;
     struct lapict_countdown cd;
-    uint64_t next = f->base + 999000; /* 2997 ticks at /1 */
-    OK(put(h, t, &cd, ONESHOT, 0xB, 5000, next));
-    assert_int_equal(lapict_tmict_read(t), 5000);
-    assert_int_equal(lapict_tmcct_read(t), 2997);
+    uint64_t next = h->sim.now_ns + d;
+    OK(put(h, t, &cd, ONESHOT, 0xB, tmict, next));
+    assert_int_equal(lapict_tmict_read(t), tmict);
     assert_int_equal(lapict_lvtt_read(t), ONESHOT);
+    assert_int_equal(lapict_tmcct_read(t), oracle_ticks_in(d - 1, BUS, 1) + 1);
     fake_advance_to(h, next - 1);
     assert_int_equal(h->sim.injects, 0);
     assert_int_equal(lapict_tmcct_read(t), 1);
@@ -166,30 +167,22 @@ static void restore_resumes_at_the_count_left_to_next_ns(void **state)
     assert_int_equal(h->sim.injects, 1);
     assert_true(h->inj[0].host_ns == next);
     assert_int_equal(lapict_tmcct_read(t), 0);
+    tu_check_host(h);
 }
 
-/* Rule: the expiry comes exactly at next_ns, whatever the offset within a
- * few ticks; TMCCT is the ticks whose duration first reaches it. */
-static void restore_anchors_on_next_ns_to_the_nanosecond(void **state)
+/* Rule: restore resumes at the count left to next_ns (the ticks whose
+ * duration first reaches it) and expires exactly at next_ns, never early,
+ * at every offset within a few ticks and 2997 ticks on. */
+static void restore_resumes_at_the_count_left_to_next_ns(void **state)
 {
     TU_FIX(state);
     uint64_t d;
     for (d = 1; d < 1500; d += 7) {
-        struct fake_host h2;
-        struct lapict_timer t2;
-        struct lapict_countdown cd;
-        uint64_t next = f->base + 100 + d;
-        fx_twin(f, &h2, &t2, f->base + 100);
-        OK(put(&h2, &t2, &cd, ONESHOT, 0xB, 10, next));
-        assert_int_equal(lapict_tmcct_read(&t2),
-                         oracle_ticks_in(d - 1, BUS, 1) + 1);
-        fake_advance_to(&h2, next - 1);
-        assert_int_equal(h2.sim.injects, 0);
-        fake_advance_to(&h2, next);
-        assert_int_equal(h2.sim.injects, 1);
-        assert_true(h2.inj[0].host_ns == next);
-        tu_check_host(&h2);
+        tu_setup(h, t, &f->cfg, f->base + 100, false);
+        resume_at(f, d, 10);
     }
+    tu_setup(h, t, &f->cfg, f->base, false);
+    resume_at(f, 999000, 5000);
 }
 
 /* Rule: the periodic grid of N ticks goes on from the count at next_ns. */
@@ -526,7 +519,6 @@ TU_MAIN(AT_BOTH(get_gives_the_instant_of_the_next_expiry),
         AT_BOTH_WITH(get_reports_an_expiry_injected_ahead, advance_5us_setup),
         AT_BOTH(get_never_gives_the_sentinel_for_an_instant),
         AT_BOTH(restore_resumes_at_the_count_left_to_next_ns),
-        AT_BOTH(restore_anchors_on_next_ns_to_the_nanosecond),
         AT_BOTH(restore_continues_the_periodic_grid_from_next_ns),
         AT_BOTH(restore_cuts_next_ns_to_the_whole_count),
         AT_BOTH(restore_holds_due_expiries_pending_never_injects),
