@@ -1,12 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * lib/ops.c: the one choke point between the core and its host. The host
- * timer it picks (the hardware preemption timer while the vCPU runs and
- * the host accepts, else the software timer; never both), when it arms
- * again, the re-entry guard around the ops, the optional ops, and that no
- * other file of lib/ calls through the ops table (docs/spec/timer.md
- * section 7; <lapict/ops.h>). On a fake host, at clock bases 0 and near
- * 2^64.
+ * lib/ops.c, the one choke point between the core and its host (timer.md
+ * section 7; <lapict/ops.h>): which host timer (never both), when it is
+ * armed, the re-entry guard, optional ops, no ops call outside ops.c.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
@@ -16,12 +12,23 @@
 
 #define VEC 0x30u
 
-static void countdown(struct lapict_timer *t, uint32_t tdcr, uint32_t mode,
-                      uint32_t vec, uint32_t n)
+#define OK(call) assert_int_equal((call), LAPICT_OK)
+
+static void arm(struct lapict_timer *t, uint32_t tdcr, uint32_t lvtt,
+                uint32_t n)
 {
-    assert_int_equal(lapict_tdcr_write(t, tdcr), LAPICT_OK);
-    assert_int_equal(lapict_lvtt_write(t, mode | vec), LAPICT_OK);
-    assert_int_equal(lapict_tmict_write(t, n), LAPICT_OK);
+    OK(lapict_tdcr_write(t, tdcr));
+    OK(lapict_lvtt_write(t, lvtt));
+    OK(lapict_tmict_write(t, n));
+}
+
+/* The host timer armed is the hardware one if @hv (else the software
+ * one), for @at_ns, and the other is not armed. */
+static void armed_on(const struct fake_host *h, bool hv, uint64_t at_ns)
+{
+    assert_int_equal(h->sim.hv_armed, hv);
+    assert_int_equal(h->sim.sw_armed, !hv);
+    assert_int_equal(hv ? h->sim.hv_at_ns : h->sim.sw_at_ns, at_ns);
 }
 
 static uint32_t lcg(uint32_t *s)
@@ -30,28 +37,23 @@ static uint32_t lcg(uint32_t *s)
     return *s >> 8;
 }
 
-/* ---- Which host timer, and when it is armed --------------------------- */
+#define ONESHOT (LAPICT_LVTT_ONESHOT | VEC)
+#define PERIODIC (LAPICT_LVTT_PERIODIC | VEC)
 
-/*
- * A one-shot arms the hardware timer when the host offers it (the vCPU
- * running), else the software timer, which a block/unblock then leaves
- * as it is; it fires once, from the timer armed.
- */
+/* Rule: a one-shot arms the hardware timer when offered, else the
+ * software timer (which a block/unblock leaves alone); it fires once. */
 static void one_shot_arms_hv_when_offered_else_sw(void **state)
 {
     TU_FIX(state);
     const bool hv = h->sim.cfg.hv_timer;
     uint64_t a = h->sim.now_ns;
-    countdown(t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000000);
-    assert_int_equal(h->sim.hv_armed, hv);
-    assert_int_equal(h->sim.sw_armed, !hv);
-    assert_int_equal(hv ? h->sim.hv_at_ns : h->sim.sw_at_ns, a + 1000000);
+    arm(t, 0xB, ONESHOT, 1000000);
+    armed_on(h, hv, a + 1000000);
     assert_int_equal(h->sim.sw_arms, hv ? 0 : 1);
     if (!hv) {
         fake_block(h);
         fake_unblock(h);
-        assert_true(h->sim.sw_armed);
-        assert_int_equal(h->sim.sw_at_ns, a + 1000000);
+        armed_on(h, false, a + 1000000);
         assert_int_equal(tu_stats(t).hv_to_sw, 0);
         assert_int_equal(tu_stats(t).sw_to_hv, 0);
     }
@@ -61,27 +63,21 @@ static void one_shot_arms_hv_when_offered_else_sw(void **state)
     assert_int_equal(h->sim.sw_fires, hv ? 0 : 1);
 }
 
+/* Rule: a blocked vCPU moves the hardware timer to software and back;
+ * blocked through the expiry, the software timer wakes it once. */
 static void vcpu_blocking_moves_hv_to_sw_and_back(void **state)
 {
     TU_FIX(state);
-    struct lapict_stats s;
     uint64_t a = h->sim.now_ns;
-    countdown(t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000000);
+    arm(t, 0xB, ONESHOT, 1000000);
     fake_advance(h, 100000);
-    assert_int_equal(fake_block(h), LAPICT_OK);
-    assert_true(h->sim.sw_armed);
-    assert_int_equal(h->sim.sw_at_ns, a + 1000000);
-    assert_false(h->sim.hv_armed);
+    OK(fake_block(h));
+    armed_on(h, false, a + 1000000);
     assert_true(h->sim.hv_cancels >= 1);
-    s = tu_stats(t);
-    assert_int_equal(s.hv_to_sw, 1);
-    assert_int_equal(fake_unblock(h), LAPICT_OK);
-    assert_true(h->sim.hv_armed);
-    assert_int_equal(h->sim.hv_at_ns, a + 1000000);
-    assert_false(h->sim.sw_armed);
-    s = tu_stats(t);
-    assert_int_equal(s.sw_to_hv, 1);
-    /* Blocked through the expiry: the sw timer wakes it, once. */
+    assert_int_equal(tu_stats(t).hv_to_sw, 1);
+    OK(fake_unblock(h));
+    armed_on(h, true, a + 1000000);
+    assert_int_equal(tu_stats(t).sw_to_hv, 1);
     fake_block(h);
     fake_advance_to(h, a + 1000000);
     assert_int_equal(h->sim.injects, 1);
@@ -97,101 +93,94 @@ static void vcpu_blocking_moves_hv_to_sw_and_back(void **state)
     assert_false(fake_armed(h));
 }
 
+/* Rule: a refused hardware arm falls back to software until the next
+ * re-arm, which tries the hardware timer again. */
 static void hv_refusal_falls_back_to_sw_until_next_rearm(void **state)
 {
     TU_FIX(state);
     uint64_t a = h->sim.now_ns;
     h->sim.cfg.hv_timer = false; /* offered, but refuses every arm */
-    countdown(t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1000000);
+    arm(t, 0xB, PERIODIC, 1000000);
     assert_int_equal(h->sim.hv_refusals, 1);
-    assert_true(h->sim.sw_armed);
-    assert_int_equal(h->sim.sw_at_ns, a + 1000000);
+    armed_on(h, false, a + 1000000);
     assert_int_equal(tu_stats(t).hv_refused, 1);
     h->sim.cfg.hv_timer = true;
     fake_advance_to(h, a + 1000000);
     assert_int_equal(h->sim.injects, 1);
     assert_int_equal(h->sim.sw_fires, 1);
-    /* The next re-arm tries the hardware timer again. */
-    assert_true(h->sim.hv_armed);
-    assert_false(h->sim.sw_armed);
-    assert_int_equal(h->sim.hv_at_ns, a + 2000000);
+    armed_on(h, true, a + 2000000);
     fake_advance_to(h, a + 2000000);
     assert_int_equal(h->sim.injects, 2);
     assert_int_equal(h->sim.hv_fires, 1);
 }
 
+/* Rule: an instant beyond the hardware timer's range goes to software. */
 static void hv_refuses_beyond_range_uses_sw(void **state)
 {
     TU_FIX(state);
     uint64_t a = h->sim.now_ns;
     h->sim.cfg.hv_max_ahead_ns = 1000000;
-    countdown(t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 5000000);
-    assert_true(h->sim.sw_armed);
-    assert_false(h->sim.hv_armed);
-    assert_int_equal(h->sim.sw_at_ns, a + 5000000);
-    lapict_tmict_write(t, 500000);
-    assert_true(h->sim.hv_armed);
-    assert_false(h->sim.sw_armed);
-    assert_int_equal(h->sim.hv_at_ns, a + 500000);
+    arm(t, 0xB, ONESHOT, 5000000);
+    armed_on(h, false, a + 5000000);
+    OK(lapict_tmict_write(t, 500000));
+    armed_on(h, true, a + 500000);
     fake_advance(h, 10000000);
     assert_int_equal(h->sim.injects, 1);
     assert_int_equal(h->inj[0].host_ns, a + 500000);
 }
 
-/* Many hw<->sw moves while periodic runs; expiries stay on the
- * grid a + ns_for(k N), none lost or doubled. */
+/* Rule: across many hw<->sw moves a periodic timer stays on the grid
+ * a + ns_for(k N), no expiry lost or doubled, at two bus rates. */
 static void periodic_drift_across_hw_sw_switches(void **state)
 {
     static const uint64_t rates[] = {1000000000ull, 134217728ull};
-    size_t b = tu_base_index(state), r;
+    TU_FIX(state);
+    size_t r;
     for (r = 0; r < 2; r++) {
-        struct fake_host h;
-        struct lapict_timer t;
-        struct lapict_config c = tu_cfg();
         uint32_t seed = 12345, N = (uint32_t)(rates[r] / 4000);
         uint64_t a, end, k, n = 0;
         int i;
-        c.bus_hz = rates[r];
-        tu_setup(&h, &t, &c, tu_bases[b], true);
-        a = h.sim.now_ns;
-        countdown(&t, 0xB, LAPICT_LVTT_PERIODIC, VEC, N);
+        f->cfg.bus_hz = rates[r];
+        tu_setup(h, t, &f->cfg, f->base, true);
+        a = h->sim.now_ns;
+        arm(t, 0xB, PERIODIC, N);
         for (i = 0; i < 600; i++) {
-            fake_advance(&h, 1 + lcg(&seed) % 400000);
-            if (h.sim.blocked)
-                fake_unblock(&h);
+            fake_advance(h, 1 + lcg(&seed) % 400000);
+            if (h->sim.blocked)
+                fake_unblock(h);
             else
-                fake_block(&h);
+                fake_block(h);
             if (i % 7 == 0)
-                fake_run_due(&h);
+                fake_run_due(h);
         }
-        if (h.sim.blocked)
-            fake_unblock(&h);
-        end = h.sim.now_ns - a;
+        if (h->sim.blocked)
+            fake_unblock(h);
+        end = h->sim.now_ns - a;
         while (oracle_ns_for((n + 1) * N, rates[r], 1) <= end)
             n++;
-        assert_int_equal(h.sim.injects, n);
+        assert_int_equal(h->sim.injects, n);
         for (k = 0; k < n && k < FAKE_MAX_EVENTS; k++)
-            assert_int_equal(h.inj[k].host_ns,
+            assert_int_equal(h->inj[k].host_ns,
                              a + oracle_ns_for((k + 1) * N, rates[r], 1));
-        assert_true(tu_stats(&t).hv_to_sw >= 100);
-        assert_true(tu_stats(&t).sw_to_hv >= 100);
-        tu_check_host(&h);
+        assert_true(tu_stats(t).hv_to_sw >= 100);
+        assert_true(tu_stats(t).sw_to_hv >= 100);
+        tu_check_host(h);
     }
 }
 
-/* Behaviour choice: the host timer is re-armed only when its target moves. */
+/* Rule (behaviour choice): the host timer is re-armed only on a move. */
 static void host_timer_rearmed_only_when_target_changes(void **state)
 {
     TU_FIX(state);
     int i;
-    countdown(t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000000);
+    arm(t, 0xB, ONESHOT, 1000000);
     assert_int_equal(h->sim.hv_arms, 1);
     for (i = 0; i < 10; i++) {
         fake_advance(h, 1000);
         lapict_tmcct_read(t);
         lapict_lvtt_read(t);
         lapict_tmict_read(t);
-        lapict_lvtt_write(t, LAPICT_LVTT_ONESHOT | (VEC + (uint32_t)i));
+        OK(lapict_lvtt_write(t, LAPICT_LVTT_ONESHOT | (VEC + (uint32_t)i)));
         lapict_before_guest_entry(t);
         lapict_irq_window_open(t);
     }
@@ -200,54 +189,46 @@ static void host_timer_rearmed_only_when_target_changes(void **state)
     assert_true(h->sim.hv_armed);
 }
 
-/* ---- Re-entry ---------------------------------------------------------- */
-
-/* Re-entry from an op (ops.h, timer.h "Context:"): a library call made
- * from inside one of the instance's ops is refused with its own status,
- * LAPICT_E_REENTRY (not LAPICT_E_INVAL, which names an uninitialised
- * instance), and changes nothing; the outer call completes normally, never
- * a storm. */
+/* A call into the library from inside an op: each of these, its status
+ * kept in reentry_rc[], then the inject op replaced. */
 static bool (*reentry_inner_inject)(void *ctx, uint8_t vector);
 static int reentry_rc[7];
 static uint32_t reentry_read;
 static bool reentry_inject(void *ctx, uint8_t vector)
 {
     struct fake_host *h = ctx;
-    reentry_rc[0] = lapict_irq_window_open(h->sim.timer);
-    reentry_rc[1] = lapict_tmict_write(h->sim.timer, 77);
-    reentry_rc[2] = lapict_expire(h->sim.timer);
-    reentry_rc[3] = lapict_before_guest_entry(h->sim.timer);
-    reentry_rc[4] = lapict_fini(h->sim.timer);
-    {
-        struct lapict_countdown cd = {0};
-        reentry_rc[5] = lapict_countdown_get(h->sim.timer, h->sim.now_ns, &cd);
-        reentry_rc[6] =
-            lapict_countdown_restore(h->sim.timer, &cd, h->sim.now_ns);
-    }
-    reentry_read = lapict_tmict_read(h->sim.timer);
+    struct lapict_timer *t = h->sim.timer;
+    struct lapict_countdown cd = {0};
+    reentry_rc[0] = lapict_irq_window_open(t);
+    reentry_rc[1] = lapict_tmict_write(t, 77);
+    reentry_rc[2] = lapict_expire(t);
+    reentry_rc[3] = lapict_before_guest_entry(t);
+    reentry_rc[4] = lapict_fini(t);
+    reentry_rc[5] = lapict_countdown_get(t, h->sim.now_ns, &cd);
+    reentry_rc[6] = lapict_countdown_restore(t, &cd, h->sim.now_ns);
+    reentry_read = lapict_tmict_read(t);
     return reentry_inner_inject(ctx, vector);
 }
 
+/* Rule (ops.h, timer.h "Context:"): a library call from inside an op is
+ * refused with LAPICT_E_REENTRY (not INVAL) and changes nothing; the
+ * outer call completes, never a storm. */
 static void reentry_from_an_op_is_refused_without_storm(void **state)
 {
     TU_FIX(state);
     struct lapict_stats s;
     uint64_t a = h->sim.now_ns;
+    size_t i;
     /* An op replaced after the bind is still called (fake_attach()). */
     reentry_inner_inject = h->ops.inject;
     h->ops.inject = reentry_inject;
-    countdown(t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1000);
+    arm(t, 0xB, PERIODIC, 1000);
     memset(reentry_rc, 0, sizeof(reentry_rc));
     reentry_read = 1;
     fake_advance(h, 1000);
     assert_int_equal(h->sim.injects, 1);
-    assert_int_equal(reentry_rc[0], LAPICT_E_REENTRY);
-    assert_int_equal(reentry_rc[1], LAPICT_E_REENTRY);
-    assert_int_equal(reentry_rc[2], LAPICT_E_REENTRY);
-    assert_int_equal(reentry_rc[3], LAPICT_E_REENTRY);
-    assert_int_equal(reentry_rc[4], LAPICT_E_REENTRY);
-    assert_int_equal(reentry_rc[5], LAPICT_E_REENTRY);
-    assert_int_equal(reentry_rc[6], LAPICT_E_REENTRY);
+    for (i = 0; i < sizeof(reentry_rc) / sizeof(reentry_rc[0]); i++)
+        assert_int_equal(reentry_rc[i], LAPICT_E_REENTRY);
     assert_int_equal(reentry_read, 0);
     /* The refused write changed nothing: still N = 1000 on its grid. */
     assert_int_equal(lapict_tmict_read(t), 1000);
@@ -259,12 +240,7 @@ static void reentry_from_an_op_is_refused_without_storm(void **state)
     assert_int_equal(h->inj[1].host_ns, a + 2000);
 }
 
-/* ---- Optional ops ------------------------------------------------------ */
-
-/*
- * A host without spin_until and report (the instance bound again once
- * they are left out), a fixed 5 us advance asked for.
- */
+/* A host without spin_until and report, a fixed 5 us advance asked for. */
 static int no_spin_no_report_setup(void **state)
 {
     struct lapict_config c = tu_cfg();
@@ -278,23 +254,21 @@ static int no_spin_no_report_setup(void **state)
     return fake_attach(&f->h, &f->t, &c) == LAPICT_OK ? 0 : -1;
 }
 
-/* Rule: an optional op the host leaves NULL is never called. Without
- * spin_until there is no advance (nothing could wait before entry), so
- * every expiry is injected at its instant; without report a guest error
- * is only counted. */
+/* Rule: an optional op left NULL is never called: no spin_until, no
+ * advance (expiries at their instant); no report, errors only counted. */
 static void optional_ops_left_out_are_not_called(void **state)
 {
     TU_FIX(state);
     struct lapict_stats s;
     uint64_t a = h->sim.now_ns;
-    countdown(t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 100000);
+    arm(t, 0xB, PERIODIC, 100000);
     assert_int_equal(fake_armed_at(h), a + 100000);
     fake_advance(h, 300000);
     fake_enter(h);
     assert_int_equal(h->sim.injects, 3);
     assert_int_equal(h->inj[0].host_ns, a + 100000);
     assert_int_equal(h->inj[2].host_ns, a + 300000);
-    assert_int_equal(lapict_lvtt_write(t, LAPICT_LVTT_MODE | VEC), LAPICT_OK);
+    OK(lapict_lvtt_write(t, LAPICT_LVTT_MODE | VEC));
     s = tu_stats(t);
     assert_int_equal(s.advance_ns, 0);
     assert_int_equal(s.spins, 0);
@@ -362,7 +336,7 @@ TU_MAIN(TU_FIXED_WITH_AND_WITHOUT_HV(one_shot_arms_hv_when_offered_else_sw),
         TU_FIXED_AT_BASES(hv_refusal_falls_back_to_sw_until_next_rearm,
                           TU_HV_ALWAYS),
         TU_FIXED_AT_BASES(hv_refuses_beyond_range_uses_sw, TU_HV_ALWAYS),
-        TU_AT_BASES(periodic_drift_across_hw_sw_switches),
+        TU_FIXED_AT_BASES(periodic_drift_across_hw_sw_switches, TU_HV_ALWAYS),
         TU_FIXED_AT_BASES(host_timer_rearmed_only_when_target_changes,
                           TU_HV_ALWAYS),
         TU_FIXED_AT_BASES(reentry_from_an_op_is_refused_without_storm,
