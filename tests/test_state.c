@@ -1502,8 +1502,7 @@ restored_preinjection_never_early_nor_twice_in_any_advance(void **state)
             lead = saved_preinjection(modes[m], blob, &tsc);
             assert_true(lead > 1000 && lead <= 50000);
             c.advance_mode = dests[d].mode;
-            if (dests[d].ns)
-                c.advance_ns = dests[d].ns;
+            c.advance_ns = dests[d].ns;
             if (dests[d].max_ns)
                 c.advance_max_ns = dests[d].max_ns;
             fake_host_init(&h, TU_NEAR_WRAP, c.tsc_khz, tsc, false);
