@@ -54,6 +54,16 @@ static void adv_to_inj(struct fake_host *h, uint64_t t_ns, unsigned injects)
     expect_inj(h, injects, t_ns);
 }
 
+/* TSC-deadline mode, the deadline @ticks ahead of the guest TSC: D. */
+static uint64_t deadline_in(struct fake_host *h, struct lapict_timer *t,
+                            uint64_t ticks)
+{
+    uint64_t D = fake_tsc(h) + ticks;
+    lapict_lvtt_write(t, LAPICT_LVTT_TSC_DEADLINE | VEC);
+    lapict_tsc_deadline_write(t, D);
+    return D;
+}
+
 /* A fresh host for f at @base, guest TSC at @khz from @tsc0; the host it
  * replaces passes the invariants first. */
 static void host_fresh(struct tu_fix *f, uint64_t base, uint32_t khz,
@@ -99,8 +109,6 @@ TU_SETUP(advance_5000_setup, c.advance_mode = LAPICT_ADVANCE_FIXED;
          c.advance_ns = 5000)
 TU_SETUP(advance_10000_setup, c.advance_mode = LAPICT_ADVANCE_FIXED;
          c.advance_ns = 10000)
-TU_SETUP(min_period_200us_setup, c.min_period_ns = 200000)
-TU_SETUP(catch_up_setup, c.missed_policy = LAPICT_MISSED_CATCH_UP)
 
 static uint32_t lcg(uint32_t *s)
 {
@@ -266,17 +274,20 @@ static void timer_write_replaces_what_was_armed_or_pending(void **state)
     }
 }
 
-/* Rule: a TDCR write keeps TMCCT, re-anchors at now, counts at the new rate. */
+/* Rule: a TDCR write keeps TMCCT, re-anchors at now, counts at the new rate;
+ * while stopped it only stores the divide. */
 static void tdcr_write_preserves_count_and_reanchors(void **state)
 {
     static const uint32_t modes[] = {LAPICT_LVTT_ONESHOT, LAPICT_LVTT_PERIODIC};
     const uint64_t bus = 134217728ull;
     const uint32_t N = 100000;
     TU_FIX(state);
+    struct lapict_config c0;
+    uint64_t a2;
     size_t m;
     for (m = 0; m < 2; m++) {
         struct lapict_config c = tu_cfg();
-        uint64_t a2, C, e1, e2;
+        uint64_t C, e1, e2;
         c.bus_hz = bus;
         inst_rebind(f, &c, m == 1);
         countdown(t, 0xB, modes[m], VEC, N);
@@ -297,13 +308,9 @@ static void tdcr_write_preserves_count_and_reanchors(void **state)
         if (m == 1)
             assert_int_equal(h->inj[1].host_ns, e2);
     }
-}
-
-/* Rule: a TDCR write while stopped only stores the divide. */
-static void tdcr_write_while_stopped_just_stores(void **state)
-{
-    TU_FIX(state);
-    uint64_t a = h->sim.now_ns;
+    c0 = tu_cfg(); /* stopped: the write only stores the divide */
+    inst_rebind(f, &c0, false);
+    a2 = h->sim.now_ns;
     assert_int_equal(lapict_tdcr_write(t, 0xA), LAPICT_OK);
     assert_int_equal(lapict_tmcct_read(t), 0);
     assert_false(fake_armed(h));
@@ -312,7 +319,7 @@ static void tdcr_write_while_stopped_just_stores(void **state)
     lapict_tmict_write(t, 10);
     adv_by(h, 1279, 0);
     adv_by(h, 1, 1);
-    assert_int_equal(h->inj[0].host_ns, a + 1000 + 1280);
+    assert_int_equal(h->inj[0].host_ns, a2 + 1000 + 1280);
 }
 
 enum md { MD_OS, MD_PER, MD_DL };
@@ -372,19 +379,20 @@ static void mode_switch_every_pair(void **state)
 
 /* ---- Section 3: minimum period ------------------------------------ */
 
-/* Rule: a periodic period below min_period_ns is slowed to it, reported. */
+/* Rule: a periodic period below min_period_ns is slowed to it, reported;
+ * nothing else is clamped. */
 static void min_period_clamp_slows_periodic_to_min_period(void **state)
 {
     static const uint32_t counts[] = {1, 3, 7, 99999};
     const uint32_t P = 200000;
     TU_FIX(state);
+    struct lapict_config c = tu_cfg();
+    struct lapict_stats s;
     size_t n;
+    c.min_period_ns = P;
     for (n = 0; n < N_OF(counts); n++) {
-        struct lapict_config c = tu_cfg();
-        struct lapict_stats s;
         uint32_t N = counts[n];
         uint64_t a, k, p;
-        c.min_period_ns = P;
         inst_rebind(f, &c, false);
         a = h->sim.now_ns;
         countdown(t, 0x0, LAPICT_LVTT_PERIODIC, VEC, N); /* /2 */
@@ -403,23 +411,16 @@ static void min_period_clamp_slows_periodic_to_min_period(void **state)
         assert_true(s.clamps >= 1);
         assert_true(s.clamp_reported);
     }
-}
-
-/* Rule: the minimum period clamps only a shorter periodic period. */
-static void min_period_clamps_only_a_shorter_periodic_period(void **state)
-{
-    TU_FIX(state);
-    struct lapict_stats s;
-    countdown(t, 0x0, LAPICT_LVTT_PERIODIC, VEC, 100000); /* 200 us at /2 */
+    inst_rebind(f, &c, false); /* exactly P (200 us at /2): not clamped */
+    countdown(t, 0x0, LAPICT_LVTT_PERIODIC, VEC, 100000);
     adv_by(h, 400000, 2);
     assert_int_equal(tu_stats(t).clamps, 0);
     assert_false(tu_stats(t).clamp_reported);
-    inst_rebind(f, &f->cfg, false);
+    inst_rebind(f, &c, false); /* never a one-shot or a deadline */
     countdown(t, 0x0, LAPICT_LVTT_ONESHOT, VEC, 7);
     adv_by(h, 13, 0);
     adv_by(h, 1, 1);
-    lapict_lvtt_write(t, LAPICT_LVTT_TSC_DEADLINE | VEC);
-    lapict_tsc_deadline_write(t, fake_tsc(h) + 10);
+    deadline_in(h, t, 10);
     adv_by(h, 10, 2);
     s = tu_stats(t);
     assert_int_equal(s.clamps, 0);
@@ -475,7 +476,8 @@ static void min_period_clamp_start_stop_preserves_count(void **state)
 
 /* ---- Section 4: TSC-deadline ---------------------------------------- */
 
-/* Rule: a deadline fires when the guest TSC reaches D, then reads 0. */
+/* Rule: a deadline fires when the guest TSC reaches D, never before; the
+ * MSR then reads 0, delivered or masked. */
 static void deadline_fires_when_guest_tsc_reaches_d(void **state)
 {
     static const uint32_t khz[] = {1000000, 2000000, 2500000,
@@ -484,14 +486,16 @@ static void deadline_fires_when_guest_tsc_reaches_d(void **state)
     static const uint64_t offsets[] = {0, UINT64_MAX - 500000000ull};
     TU_FIX(state);
     size_t i;
-    for (i = 0; i < N_OF(khz) * 8; i++) {
+    for (i = 0; i < N_OF(khz) * 16; i++) {
         struct lapict_config c = tu_cfg();
         uint64_t delta = deltas[i / 2 % 4], a, D, dur;
-        c.tsc_khz = khz[i / 8];
+        unsigned masked = i / 8 % 2;
+        c.tsc_khz = khz[i / 16];
         host_fresh(f, f->base, c.tsc_khz, offsets[i % 2], i % 2 == 1);
         inst_bind(f, &c);
         a = h->sim.now_ns;
-        lapict_lvtt_write(t, LAPICT_LVTT_TSC_DEADLINE | VEC);
+        lapict_lvtt_write(t, LAPICT_LVTT_TSC_DEADLINE | VEC |
+                                 (masked ? LAPICT_LVTT_MASK : 0));
         D = fake_tsc(h) + delta;
         lapict_tsc_deadline_write(t, D);
         assert_int_equal(lapict_tsc_deadline_read(t), D);
@@ -499,35 +503,17 @@ static void deadline_fires_when_guest_tsc_reaches_d(void **state)
         if (dur > 1) {
             fake_advance_to(h, a + dur - 1);
             assert_true(fake_tsc(h) < D);
+            assert_int_equal(lapict_tsc_deadline_read(t), D);
         }
-        assert_int_equal(h->sim.injects, 0);
-        adv_to_inj(h, a + dur, 1);
-        assert_true(h->inj[0].guest_tsc >= D);
+        adv_to(h, a + dur, !masked);
+        if (!masked) {
+            expect_inj(h, 1, a + dur);
+            assert_true(h->inj[0].guest_tsc >= D);
+        }
         assert_int_equal(lapict_tsc_deadline_read(t), 0);
-        adv_by(h, dur + 1000, 1);
-    }
-}
-
-/* Rule: the MSR reads 0 after the expiry, delivered or masked. */
-static void
-deadline_msr_reads_zero_after_expiry_delivered_or_masked(void **state)
-{
-    TU_FIX(state);
-    uint32_t masked;
-    for (masked = 0; masked < 2; masked++) {
-        struct lapict_config c = tu_cfg();
-        inst_rebind(f, &c, false);
-        lapict_lvtt_write(t, LAPICT_LVTT_TSC_DEADLINE | VEC |
-                                 (masked ? LAPICT_LVTT_MASK : 0));
-        lapict_tsc_deadline_write(t, fake_tsc(h) + 5000);
-        fake_advance(h, 4999);
-        assert_int_equal(lapict_tsc_deadline_read(t),
-                         h->sim.cfg.tsc_offset + 5000);
-        fake_advance(h, 1);
-        assert_int_equal(lapict_tsc_deadline_read(t), 0);
-        assert_int_equal(h->sim.injects, masked ? 0 : 1);
         assert_int_equal(tu_stats(t).masked, masked);
         assert_int_equal(tu_stats(t).expiries, 1);
+        adv_by(h, dur + 1000, !masked);
     }
 }
 
@@ -635,35 +621,8 @@ static void masked_timer_keeps_counting_and_drops_expiries(void **state)
     assert_int_equal(s.injections, 1);
 }
 
-/* Rule: a pending expiry is masked or re-vectored by a later LVTT write. */
-static void pending_expiry_follows_lvtt_written_before_delivery(void **state)
-{
-    static const struct {
-        uint32_t lvtt;
-        unsigned injects;
-    } rows[] = {{LAPICT_LVTT_MASK | VEC, 0}, {VEC2, 1}};
-    TU_FIX(state);
-    size_t i;
-    for (i = 0; i < N_OF(rows); i++) {
-        inst_rebind(f, &f->cfg, false);
-        countdown(t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000);
-        fake_window(h, false);
-        fake_advance(h, 1000);
-        assert_int_equal(tu_stats(t).pending, 1);
-        lapict_lvtt_write(t, LAPICT_LVTT_ONESHOT | rows[i].lvtt);
-        fake_window(h, true);
-        assert_int_equal(h->sim.injects, rows[i].injects);
-        assert_int_equal(tu_stats(t).pending, 0);
-        assert_int_equal(lapict_lvtt_read(t), rows[i].lvtt);
-        if (rows[i].injects)
-            assert_int_equal(h->inj[0].vector, VEC2);
-        lapict_lvtt_write(t, LAPICT_LVTT_ONESHOT | VEC);
-        fake_window(h, true);
-        adv_by(h, 100000, rows[i].injects);
-    }
-}
-
-/* Rule (section 5): vectors 0-15 are counted and reported, not injected. */
+/* Rule (section 5): vectors 0-15 are counted and reported (if the host has
+ * a report op), not injected. */
 static void illegal_vector_not_injected_and_reported(void **state)
 {
     TU_FIX(state);
@@ -693,13 +652,7 @@ static void illegal_vector_not_injected_and_reported(void **state)
             assert_int_equal(h->sim.reports, 0);
         }
     }
-}
-
-/* Rule: with no report op an illegal vector is still counted, not injected. */
-static void illegal_vector_without_report_op(void **state)
-{
-    TU_FIX(state);
-    host_fresh(f, f->base, f->cfg.tsc_khz, 0, false);
+    host_fresh(f, f->base, f->cfg.tsc_khz, 0, false); /* no report op */
     fake_ops_null(&h->ops, FAKE_OP_REPORT);
     inst_bind(f, &f->cfg);
     countdown(t, 0xB, LAPICT_LVTT_PERIODIC, 3, 100000);
@@ -737,30 +690,50 @@ static void illegal_vector_dropped_at_expiry_with_window_shut(void **state)
 
 /* ---- Section 6: delivery, pending ------------------------------------ */
 
-/* Rule: a refused expiry stays pending and is delivered once. */
+/* Rule: a refused expiry stays pending and is delivered once, when the
+ * window opens, as the LVTT then says: masked it is dropped for good. */
 static void refused_expiry_is_pending_and_delivered_once(void **state)
 {
+    static const struct {
+        uint32_t lvtt;
+        unsigned injects;
+        enum tu_hv hv;
+    } rows[] = {{VEC, 1, TU_HV_NEAR_2_64},
+                {LAPICT_LVTT_MASK | VEC, 0, TU_HV_NEVER},
+                {VEC2, 1, TU_HV_NEVER}};
     TU_FIX(state);
     struct lapict_stats s;
-    uint64_t a = h->sim.now_ns;
-    countdown(t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000);
-    fake_window(h, false);
-    fake_advance(h, 1000);
-    s = tu_stats(t);
-    assert_int_equal(h->sim.injects, 0);
-    assert_true(h->sim.refusals >= 1);
-    assert_int_equal(s.refused, h->sim.refusals);
-    assert_int_equal(s.pending, 1);
-    fake_spurious_expire(h);
-    adv_by(h, 5000, 0);
-    assert_int_equal(fake_window(h, true), LAPICT_OK);
-    expect_inj(h, 1, a + 6000);
-    s = tu_stats(t);
-    assert_int_equal(s.injections, 1);
-    assert_int_equal(s.pending, 0);
-    fake_window(h, true);
-    fake_spurious_expire(h);
-    adv_by(h, 1000000, 1);
+    size_t i;
+    for (i = 0; i < N_OF(rows); i++) {
+        unsigned n = rows[i].injects;
+        uint64_t a;
+        inst_rebind(f, &f->cfg, hv_at(f, rows[i].hv));
+        a = h->sim.now_ns;
+        countdown(t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000);
+        fake_window(h, false);
+        adv_by(h, 1000, 0);
+        s = tu_stats(t);
+        assert_true(h->sim.refusals >= 1);
+        assert_int_equal(s.refused, h->sim.refusals);
+        assert_int_equal(s.pending, 1);
+        fake_spurious_expire(h);
+        adv_by(h, 5000, 0);
+        lapict_lvtt_write(t, LAPICT_LVTT_ONESHOT | rows[i].lvtt);
+        assert_int_equal(fake_window(h, true), LAPICT_OK);
+        assert_int_equal(h->sim.injects, n);
+        if (n) {
+            expect_inj(h, 1, a + 6000);
+            assert_int_equal(h->inj[0].vector, rows[i].lvtt & 0xFFu);
+        }
+        s = tu_stats(t);
+        assert_int_equal(s.injections, n);
+        assert_int_equal(s.pending, 0);
+        assert_int_equal(lapict_lvtt_read(t), rows[i].lvtt);
+        lapict_lvtt_write(t, LAPICT_LVTT_ONESHOT | VEC);
+        fake_window(h, true);
+        fake_spurious_expire(h);
+        adv_by(h, 1000000, n);
+    }
 }
 
 /* Rule: a register access past the instant processes the expiry there. */
@@ -832,17 +805,19 @@ before_guest_entry_without_advanced_injection_does_not_spin(void **state)
 
 /* ---- Section 6: missed ticks ---------------------------------------- */
 
-/* Rule: ticks missed behind a shut window: coalesce 1, catch-up its bound. */
+/* Rule: ticks missed behind a shut window: coalesce keeps 1, catch-up up
+ * to its bound, delivered one per accepted injection. */
 static void missed_ticks_behind_a_shut_window_follow_the_policy(void **state)
 {
     static const struct {
         uint32_t policy, max;
         enum tu_hv hv;
         unsigned pending, coalesced, dropped;
+        bool budget;
     } rows[] = {
-        {LAPICT_MISSED_COALESCE, 0, TU_HV_NEAR_2_64, 1, 4, 0},
-        {LAPICT_MISSED_CATCH_UP, 0, TU_HV_AT_0, 5, 0, 0},
-        {LAPICT_MISSED_CATCH_UP, 3, TU_HV_NEVER, 3, 0, 2},
+        {LAPICT_MISSED_COALESCE, 0, TU_HV_NEAR_2_64, 1, 4, 0, false},
+        {LAPICT_MISSED_CATCH_UP, 0, TU_HV_AT_0, 5, 0, 0, true},
+        {LAPICT_MISSED_CATCH_UP, 3, TU_HV_NEVER, 3, 0, 2, false},
     };
     TU_FIX(state);
     size_t i;
@@ -877,32 +852,21 @@ static void missed_ticks_behind_a_shut_window_follow_the_policy(void **state)
         assert_int_equal(s.pending, 0);
         assert_int_equal(s.injections, n);
         adv_to_inj(h, a + 6000000, n + 1);
+        if (!rows[i].budget)
+            continue;
+        fake_window(h, false); /* then one delivered per accepted call */
+        fake_advance_to(h, a + 9000000);
+        assert_int_equal(tu_stats(t).pending, 3);
+        h->rec.refuse = FAKE_OP_INJECT; /* refused after a budget */
+        h->rec.refuse_after = h->rec.calls[LAPICT_SIM_OP_INJECT] + 1;
+        fake_window(h, true);
+        assert_int_equal(h->sim.injects, n + 2);
+        assert_int_equal(tu_stats(t).pending, 2);
+        h->rec.refuse_after = h->rec.calls[LAPICT_SIM_OP_INJECT] + 2;
+        fake_window(h, true);
+        assert_int_equal(h->sim.injects, n + 4);
+        assert_int_equal(tu_stats(t).pending, 0);
     }
-}
-
-/* Rule: catch-up delivers its pending ticks one per accepted injection. */
-static void catch_up_delivers_each_missed_tick_one_per_acceptance(void **state)
-{
-    TU_FIX(state);
-    uint64_t a = h->sim.now_ns;
-    countdown(t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 1000000);
-    fake_window(h, false);
-    fake_advance_to(h, a + 5000000);
-    assert_int_equal(tu_stats(t).pending, 5);
-    fake_window(h, true);
-    assert_int_equal(h->sim.injects, 5);
-    fake_window(h, false);
-    fake_advance_to(h, a + 8000000);
-    assert_int_equal(tu_stats(t).pending, 3);
-    h->rec.refuse = FAKE_OP_INJECT; /* refused after a budget of accepts */
-    h->rec.refuse_after = h->rec.calls[LAPICT_SIM_OP_INJECT] + 1;
-    fake_window(h, true);
-    assert_int_equal(h->sim.injects, 6);
-    assert_int_equal(tu_stats(t).pending, 2);
-    h->rec.refuse_after = h->rec.calls[LAPICT_SIM_OP_INJECT] + 2;
-    fake_window(h, true);
-    assert_int_equal(h->sim.injects, 8);
-    assert_int_equal(tu_stats(t).pending, 0);
 }
 
 /* Rule: ticks missed in a stall follow the policy; the grid goes on. */
@@ -1054,7 +1018,7 @@ static void fixed_advance_injects_early_and_spins_to_instant(void **state)
     assert_int_equal(s.advance_ns, 5000);
 }
 
-/* Rule: only lapict_expire() applies the advance. */
+/* Rule: only lapict_expire() applies the advance, and only with a spin op. */
 static void only_expire_applies_advance(void **state)
 {
     TU_FIX(state);
@@ -1067,44 +1031,72 @@ static void only_expire_applies_advance(void **state)
     expect_inj(h, 1, a + 1000000 - 100);
     fake_enter(h);
     assert_int_equal(h->dlv[0].host_ns, a + 1000000);
-}
-
-/* Rule: a host without a spin op gets no advance. */
-static void no_spin_op_means_no_advance(void **state)
-{
-    TU_FIX(state);
     host_fresh(f, f->base, f->cfg.tsc_khz, 0, false);
     fake_ops_null(&h->ops, FAKE_OP_SPIN);
     inst_bind(f, &f->cfg);
+    a = h->sim.now_ns;
     countdown(t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000000);
-    assert_int_equal(h->sim.sw_at_ns, 1000000);
+    assert_int_equal(h->sim.sw_at_ns, a + 1000000);
     adv_by(h, 999999, 0);
     adv_by(h, 1, 1);
-    assert_int_equal(h->inj[0].host_ns, 1000000);
+    assert_int_equal(h->inj[0].host_ns, a + 1000000);
     fake_enter(h);
-    assert_int_equal(h->dlv[0].host_ns, 1000000);
+    assert_int_equal(h->dlv[0].host_ns, a + 1000000);
     assert_int_equal(tu_stats(t).spins, 0);
 }
 
-/* Rule: a deadline closer than the advance is injected at once, not early. */
-static void deadline_closer_than_advance_fires_at_once(void **state)
+/* A spin op that moves the clock by 1 ns per call (a host whose busy-wait
+ * returns early). */
+static void spin_1ns(void *ctx, uint64_t host_ns)
 {
+    struct fake_host *h = ctx;
+    (void)host_ns;
+    h->sim.spins++;
+    h->sim.now_ns++;
+}
+
+/* Rule: a deadline or count closer than the advance is injected at once;
+ * the entry waits for its instant, even when the spin op returns early. */
+static void closer_than_the_advance_is_injected_at_once_not_early(void **state)
+{
+    static const struct {
+        bool spin_1ns, deadline;
+        enum tu_hv hv;
+    } rows[] = {{false, true, TU_HV_NEAR_2_64},
+                {true, false, TU_HV_NEVER},
+                {true, true, TU_HV_NEVER}};
     TU_FIX(state);
-    uint64_t a, D;
-    h->sim.cfg.tsc_offset = f->b ? UINT64_MAX - 3000 : 0;
-    lapict_lvtt_write(t, LAPICT_LVTT_TSC_DEADLINE | VEC);
-    a = h->sim.now_ns;
-    D = fake_tsc(h) + 1000;
-    lapict_tsc_deadline_write(t, D);
-    fake_run_due(h); /* no clock movement */
-    assert_int_equal(h->sim.now_ns, a);
-    expect_inj(h, 1, a);
-    assert_int_equal(h->sim.deliveries, 0);
-    fake_enter(h);
-    assert_int_equal(h->sim.deliveries, 1);
-    assert_int_equal(h->dlv[0].host_ns, a + 1000);
-    assert_true(h->dlv[0].guest_tsc >= D);
-    assert_int_equal(tu_stats(t).spins, 1);
+    size_t i;
+    for (i = 0; i < N_OF(rows); i++) {
+        uint64_t a, D = 0;
+        host_fresh(f, f->base, f->cfg.tsc_khz,
+                   rows[i].spin_1ns || !f->b ? 0 : UINT64_MAX - 3000,
+                   hv_at(f, rows[i].hv));
+        if (rows[i].spin_1ns)
+            h->ops.spin_until = spin_1ns;
+        inst_bind(f, &f->cfg);
+        a = h->sim.now_ns;
+        if (rows[i].deadline)
+            D = deadline_in(h, t, 1000);
+        else
+            countdown(t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000);
+        fake_run_due(h); /* no clock movement */
+        assert_int_equal(h->sim.now_ns, a);
+        expect_inj(h, 1, a);
+        assert_int_equal(h->sim.deliveries, 0);
+        fake_enter(h);
+        assert_int_equal(h->sim.deliveries, 1);
+        assert_true(fake_diff(a + 1000, h->dlv[0].host_ns) >= 0);
+        if (!rows[i].spin_1ns) {
+            assert_int_equal(h->dlv[0].host_ns, a + 1000);
+            assert_int_equal(tu_stats(t).spins, 1);
+        }
+        if (rows[i].deadline)
+            assert_true(h->dlv[0].guest_tsc >= D);
+        adv_by(h, 100000, 1); /* processed on arrival: nothing more */
+        fake_enter(h);
+        assert_int_equal(h->sim.injects, 1);
+    }
 }
 
 static uint64_t random_tsc(void *ctx)
@@ -1179,51 +1171,40 @@ static void run_until_delivered(struct fake_host *h)
     }
 }
 
-/* Rule: a 2 GHz guest TSC is converted exactly, never delivered early. */
-static void guest_tsc_2x_rate_never_delivers_early(void **state)
+/* Rule: a deadline is never delivered before the guest TSC reaches it: a
+ * 2 GHz TSC converted exactly, one slower than tsc_khz says (500 MHz for
+ * 1 GHz) without a callback storm; with and without the advance. */
+static void guest_tsc_rate_never_delivers_early(void **state)
 {
-    static const uint64_t deltas[] = {1, 2, 3, 999, 1000001};
+    static const struct {
+        uint32_t host_khz, cfg_khz;
+        bool slow;
+        uint64_t delta, want_ns;
+    } rows[] = {
+        {2000000, 2000000, false, 1, 1},
+        {2000000, 2000000, false, 2, 1},
+        {2000000, 2000000, false, 3, 2},
+        {2000000, 2000000, false, 999, 500},
+        {2000000, 2000000, false, 1000001, 500001},
+        {500000, 1000000, true, 1000000, 2000000},
+    };
     TU_FIX(state);
     size_t i;
-    for (i = 0; i < N_OF(deltas) * 2; i++) {
-        bool adv = i >= N_OF(deltas);
+    for (i = 0; i < N_OF(rows) * 2; i++) {
+        bool adv = i >= N_OF(rows), slow = rows[i % N_OF(rows)].slow;
         struct lapict_config c = cfg_adv(adv ? 5000 : 0);
-        uint64_t delta = deltas[i % N_OF(deltas)], a, D;
-        c.tsc_khz = 2000000;
-        host_fresh(f, f->base, 2000000, f->b ? UINT64_MAX - 3000000 : 0,
+        uint64_t want = rows[i % N_OF(rows)].want_ns, a, D;
+        c.tsc_khz = rows[i % N_OF(rows)].cfg_khz;
+        host_fresh(f, f->base, rows[i % N_OF(rows)].host_khz,
+                   slow   ? 7
+                   : f->b ? UINT64_MAX - 3000000
+                          : 0,
                    f->b == 1);
         inst_bind(f, &c);
         a = h->sim.now_ns;
-        lapict_lvtt_write(t, LAPICT_LVTT_TSC_DEADLINE | VEC);
-        D = fake_tsc(h) + delta;
-        lapict_tsc_deadline_write(t, D);
+        D = deadline_in(h, t, rows[i % N_OF(rows)].delta);
         if (!adv)
             assert_int_equal(h->sim.injects, 0);
-        run_until_delivered(h);
-        assert_int_equal(h->sim.deliveries, 1);
-        assert_true(h->dlv[0].guest_tsc >= D);
-        assert_int_equal(h->dlv[0].host_ns, a + (delta + 1) / 2);
-        if (!adv) {
-            assert_int_equal(h->inj[0].host_ns, a + (delta + 1) / 2);
-            assert_true(h->inj[0].guest_tsc >= D);
-        }
-    }
-}
-
-/* Rule: a TSC slower than tsc_khz never delivers early, nor storms. */
-static void slow_guest_tsc_never_delivers_early(void **state)
-{
-    TU_FIX(state);
-    uint32_t adv;
-    for (adv = 0; adv < 2; adv++) {
-        struct lapict_config c = cfg_adv(adv ? 5000 : 0);
-        uint64_t a, D;
-        host_fresh(f, f->base, 500000, 7, f->b == 1);
-        inst_bind(f, &c);
-        a = h->sim.now_ns;
-        lapict_lvtt_write(t, LAPICT_LVTT_TSC_DEADLINE | VEC);
-        D = fake_tsc(h) + 1000000;
-        lapict_tsc_deadline_write(t, D);
         run_until_delivered(h);
         assert_false(h->sim.livelocks);
         if (!adv)
@@ -1232,8 +1213,12 @@ static void slow_guest_tsc_never_delivers_early(void **state)
         fake_enter(h);
         assert_int_equal(h->sim.deliveries, 1);
         assert_true(h->dlv[0].guest_tsc >= D);
-        if (!adv)
-            assert_int_equal(h->inj[0].host_ns, a + 2000000);
+        if (!slow)
+            assert_int_equal(h->dlv[0].host_ns, a + want);
+        if (!adv) {
+            assert_int_equal(h->inj[0].host_ns, a + want);
+            assert_true(h->inj[0].guest_tsc >= D);
+        }
     }
 }
 
@@ -1276,8 +1261,7 @@ static void cancelled_hw_timer_stale_callback_fires_nothing(void **state)
     for (dl = 0; dl < 2; dl++) {
         inst_rebind(f, &f->cfg, true);
         if (dl) {
-            lapict_lvtt_write(t, LAPICT_LVTT_TSC_DEADLINE | VEC);
-            lapict_tsc_deadline_write(t, fake_tsc(h) + 500000);
+            deadline_in(h, t, 500000);
         } else {
             countdown(t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000000);
         }
@@ -1336,48 +1320,6 @@ static void far_deadline_with_advance_never_injects_early(void **state)
         assert_int_equal(lapict_tsc_deadline_read(&t), deadlines[i]);
         assert_int_equal(s.spins, 0);
         assert_true(s.sw_arms <= 4);
-    }
-}
-
-/* A spin op that moves the clock by 1 ns per call (a host whose busy-wait
- * returns early). */
-static void spin_1ns(void *ctx, uint64_t host_ns)
-{
-    struct fake_host *h = ctx;
-    (void)host_ns;
-    h->sim.spins++;
-    h->sim.now_ns++;
-}
-
-/* Rule: the entry wait never gives up before the instant. */
-static void entry_wait_never_gives_up_before_the_instant(void **state)
-{
-    TU_FIX(state);
-    int deadline;
-    for (deadline = 0; deadline < 2; deadline++) {
-        struct lapict_config c = cfg_adv(5000);
-        uint64_t a, D = 0;
-        host_fresh(f, f->base, c.tsc_khz, 0, false);
-        h->ops.spin_until = spin_1ns;
-        inst_bind(f, &c);
-        a = h->sim.now_ns;
-        if (deadline) {
-            lapict_lvtt_write(t, LAPICT_LVTT_TSC_DEADLINE | VEC);
-            D = fake_tsc(h) + 1000;
-            lapict_tsc_deadline_write(t, D);
-        } else {
-            countdown(t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000);
-        }
-        fake_run_due(h); /* injected ahead at once (1000 < advance) */
-        assert_int_equal(h->sim.injects, 1);
-        fake_enter(h);
-        assert_int_equal(h->sim.deliveries, 1);
-        assert_true(fake_diff(a + 1000, h->dlv[0].host_ns) >= 0);
-        if (deadline)
-            assert_true(h->dlv[0].guest_tsc >= D);
-        fake_advance(h, 100000); /* processed on arrival: nothing more */
-        fake_enter(h);
-        assert_int_equal(h->sim.injects, 1);
     }
 }
 
@@ -1471,19 +1413,17 @@ static void advance_gives_one_interrupt_per_coalesced_servicing(void **state)
                      injections_at_1ns(f, LAPICT_MISSED_CATCH_UP, false));
 }
 
-/* Rule: a TSC going back before entry ends the wait, no second interrupt. */
+/* Rule: a TSC going back before entry ends the wait; no second interrupt,
+ * and last_guest_ns < 0 says it came early. */
 static void tsc_going_back_before_entry_ends_wait_without_double(void **state)
 {
     static const uint64_t tsc0s[] = {0, 4000000000u};
     TU_FIX(state);
-    uint64_t D;
     size_t i;
     for (i = 0; i < N_OF(tsc0s); i++) {
         host_fresh(f, f->base, f->cfg.tsc_khz, tsc0s[i], f->b == 1 && !i);
         inst_bind(f, &f->cfg);
-        lapict_lvtt_write(t, LAPICT_LVTT_TSC_DEADLINE | VEC);
-        D = fake_tsc(h) + 1000;
-        lapict_tsc_deadline_write(t, D);
+        deadline_in(h, t, 1000);
         fake_run_due(h); /* injected ahead, 1 us before the instant */
         assert_int_equal(h->sim.injects, 1);
         h->sim.cfg.tsc_offset -= 1000000000u;
@@ -1550,8 +1490,7 @@ static void stats_tell_guest_entry_from_host_arrival(void **state)
     s = tu_stats(t);
     assert_int_equal(s.last_arrival_ns, -5000);
     assert_int_equal(s.last_guest_ns, 0);
-    lapict_lvtt_write(t, LAPICT_LVTT_TSC_DEADLINE | VEC);
-    lapict_tsc_deadline_write(t, fake_tsc(h) + 100000);
+    deadline_in(h, t, 100000);
     adv_by(h, 95000, 2);
     fake_stall(h, 2000); /* ahead, and the host 2 us late on that */
     fake_enter(h);
@@ -1676,9 +1615,7 @@ static void tsc_that_stops_rearms_a_bounded_number_of_times(void **state)
 {
     TU_FIX(state);
     uint64_t D, fires, resume;
-    lapict_lvtt_write(t, LAPICT_LVTT_TSC_DEADLINE | VEC);
-    D = fake_tsc(h) + 100000u;
-    lapict_tsc_deadline_write(t, D);
+    D = deadline_in(h, t, 100000u);
     fake_advance(h, 50000u);
     h->sim.cfg.tsc_offset = fake_tsc(h); /* it stops 50 us short of D */
     h->sim.cfg.start_ns = h->sim.now_ns;
@@ -1708,9 +1645,7 @@ static void tsc_off_rate_stops_deadlines_injected_ahead(void **state)
     c.tsc_khz = 25000000u;
     host_fresh(f, f->base, WK_REAL_KHZ, 1000000u, false);
     inst_bind(f, &c);
-    lapict_lvtt_write(t, LAPICT_LVTT_TSC_DEADLINE | VEC);
-    D = fake_tsc(h) + 250000u; /* 100 us on the TSC, 10 by tsc_khz */
-    lapict_tsc_deadline_write(t, D);
+    D = deadline_in(h, t, 250000u); /* 100 us on the TSC, 10 by tsc_khz */
     fake_run_due(h);
     assert_int_equal(h->sim.injects, 1);
     fake_enter(h);
@@ -1797,68 +1732,57 @@ static void late_due_expiry_is_not_held_back_by_the_next_one(void **state)
 #define ONLY_NEAR_2_64(fn)                                                     \
     TU_FIX_ENTRY(fn, " near 2^64", 1, TU_HV_NEVER, tu_fix_setup)
 
-TU_MAIN(
-    SW_ONLY(oneshot_expires_at_anchor_plus_ns_for_n),
-    SW_ONLY(tmcct_reads_n_at_reload_never_zero_while_periodic),
-    SW_ONLY(periodic_reload_is_drift_free),
-    SW_ONLY(timer_write_replaces_what_was_armed_or_pending),
-    SW_ONLY(tdcr_write_preserves_count_and_reanchors),
-    SW_ONLY(tdcr_write_while_stopped_just_stores),
-    SW_ONLY(mode_switch_every_pair),
-    SW_ONLY(min_period_clamp_slows_periodic_to_min_period),
-    FIX_WITH(min_period_clamps_only_a_shorter_periodic_period, NEVER,
-             min_period_200us_setup),
-    SW_ONLY(min_period_clamp_start_stop_preserves_count),
-    SW_ONLY(deadline_fires_when_guest_tsc_reaches_d),
-    ONLY_NEAR_2_64(deadline_msr_reads_zero_after_expiry_delivered_or_masked),
-    SW_ONLY(negative_delta_never_wraps_deadline),
-    SW_ONLY(deadline_max_at_slow_tsc_saturates),
-    FIX(deadline_rewrite_replaces_previous, AT_0),
-    FIX(masked_timer_keeps_counting_and_drops_expiries, NEAR_2_64),
-    SW_ONLY(pending_expiry_follows_lvtt_written_before_delivery),
-    ONLY_AT_0(illegal_vector_not_injected_and_reported, tu_fix_setup),
-    ONLY_AT_0(illegal_vector_without_report_op, tu_fix_setup),
-    ONLY_NEAR_2_64(illegal_vector_dropped_at_expiry_with_window_shut),
-    FIX(refused_expiry_is_pending_and_delivered_once, NEAR_2_64),
-    FIX(register_access_after_instant_processes_expiry, AT_0),
-    SW_ONLY(early_late_duplicate_stale_callbacks_are_harmless),
-    SW_ONLY(before_guest_entry_without_advanced_injection_does_not_spin),
-    SW_ONLY(missed_ticks_behind_a_shut_window_follow_the_policy),
-    FIX_WITH(catch_up_delivers_each_missed_tick_one_per_acceptance, AT_0,
-             catch_up_setup),
-    SW_ONLY(missed_ticks_after_a_stall_follow_the_policy),
-    FIX(long_stall_gives_one_interrupt_with_o1_host_work, NEAR_2_64),
-    SW_ONLY(stall_beyond_2p64_ticks_keeps_the_policy_count),
-    SW_ONLY(stall_beyond_2p63_gives_no_callback_storm),
-    FIX_WITH(fixed_advance_injects_early_and_spins_to_instant, NEAR_2_64,
-             advance_5000_setup),
-    FIX_WITH(only_expire_applies_advance, NEVER, advance_5000_setup),
-    ONLY_AT_0(no_spin_op_means_no_advance, advance_5000_setup),
-    FIX_WITH(deadline_closer_than_advance_fires_at_once, NEAR_2_64,
-             advance_5000_setup),
-    {"adaptive_advance_stays_bounded_and_per_instance at 0",
-     adaptive_advance_stays_bounded_and_per_instance, adaptive_setup,
-     tu_pair_teardown, (void *)(uintptr_t)1},
-    SW_ONLY(guest_tsc_2x_rate_never_delivers_early),
-    SW_ONLY(slow_guest_tsc_never_delivers_early),
-    SW_ONLY(reset_restores_reset_values_and_cancels_everything),
-    SW_ONLY(cancelled_hw_timer_stale_callback_fires_nothing),
-    cmocka_unit_test(far_deadline_with_advance_never_injects_early),
-    SW_ONLY(entry_wait_never_gives_up_before_the_instant),
-    SW_ONLY(deadline_reached_before_tsc_wrap_fires_when_serviced_late),
-    SW_ONLY(clock_jump_of_2p63_before_entry_is_no_ub),
-    SW_ONLY(advance_gives_one_interrupt_per_coalesced_servicing),
-    FIX_WITH(tsc_going_back_before_entry_ends_wait_without_double, NEAR_2_64,
-             advance_5000_setup),
-    SW_ONLY(fini_cancels_host_timer_and_uninitialises),
+TU_MAIN(SW_ONLY(oneshot_expires_at_anchor_plus_ns_for_n),
+        SW_ONLY(tmcct_reads_n_at_reload_never_zero_while_periodic),
+        SW_ONLY(periodic_reload_is_drift_free),
+        SW_ONLY(timer_write_replaces_what_was_armed_or_pending),
+        SW_ONLY(tdcr_write_preserves_count_and_reanchors),
+        SW_ONLY(mode_switch_every_pair),
+        SW_ONLY(min_period_clamp_slows_periodic_to_min_period),
+        SW_ONLY(min_period_clamp_start_stop_preserves_count),
+        SW_ONLY(deadline_fires_when_guest_tsc_reaches_d),
+        SW_ONLY(negative_delta_never_wraps_deadline),
+        SW_ONLY(deadline_max_at_slow_tsc_saturates),
+        FIX(deadline_rewrite_replaces_previous, AT_0),
+        FIX(masked_timer_keeps_counting_and_drops_expiries, NEAR_2_64),
 
-    FIX_WITH(stats_tell_guest_entry_from_host_arrival, NEAR_2_64,
-             advance_5000_setup),
-    SW_ONLY(tsc_khz_mismatch_is_reported_once_never_early),
-    SW_ONLY(tsc_that_stops_rearms_a_bounded_number_of_times),
-    ONLY_AT_0(tsc_off_rate_stops_deadlines_injected_ahead, tu_fix_setup),
-    SW_ONLY(stats_get_writes_no_more_than_the_callers_size),
-    SW_ONLY(timer_calls_null_instance_are_inval),
-    FIX(stats_start_at_zero, ALWAYS),
-    FIX_WITH(late_due_expiry_is_not_held_back_by_the_next_one, NEAR_2_64,
-             advance_10000_setup))
+        ONLY_AT_0(illegal_vector_not_injected_and_reported, tu_fix_setup),
+        ONLY_NEAR_2_64(illegal_vector_dropped_at_expiry_with_window_shut),
+        SW_ONLY(refused_expiry_is_pending_and_delivered_once),
+        FIX(register_access_after_instant_processes_expiry, AT_0),
+        SW_ONLY(early_late_duplicate_stale_callbacks_are_harmless),
+        SW_ONLY(before_guest_entry_without_advanced_injection_does_not_spin),
+        SW_ONLY(missed_ticks_behind_a_shut_window_follow_the_policy),
+        SW_ONLY(missed_ticks_after_a_stall_follow_the_policy),
+        FIX(long_stall_gives_one_interrupt_with_o1_host_work, NEAR_2_64),
+        SW_ONLY(stall_beyond_2p64_ticks_keeps_the_policy_count),
+        SW_ONLY(stall_beyond_2p63_gives_no_callback_storm),
+        FIX_WITH(fixed_advance_injects_early_and_spins_to_instant, NEAR_2_64,
+                 advance_5000_setup),
+        FIX_WITH(only_expire_applies_advance, NEVER, advance_5000_setup),
+        FIX_WITH(closer_than_the_advance_is_injected_at_once_not_early, NEVER,
+                 advance_5000_setup),
+        {"adaptive_advance_stays_bounded_and_per_instance at 0",
+         adaptive_advance_stays_bounded_and_per_instance, adaptive_setup,
+         tu_pair_teardown, (void *)(uintptr_t)1},
+        SW_ONLY(guest_tsc_rate_never_delivers_early),
+        SW_ONLY(reset_restores_reset_values_and_cancels_everything),
+        SW_ONLY(cancelled_hw_timer_stale_callback_fires_nothing),
+        cmocka_unit_test(far_deadline_with_advance_never_injects_early),
+        SW_ONLY(deadline_reached_before_tsc_wrap_fires_when_serviced_late),
+        SW_ONLY(clock_jump_of_2p63_before_entry_is_no_ub),
+        SW_ONLY(advance_gives_one_interrupt_per_coalesced_servicing),
+        FIX_WITH(tsc_going_back_before_entry_ends_wait_without_double,
+                 NEAR_2_64, advance_5000_setup),
+        SW_ONLY(fini_cancels_host_timer_and_uninitialises),
+
+        FIX_WITH(stats_tell_guest_entry_from_host_arrival, NEAR_2_64,
+                 advance_5000_setup),
+        SW_ONLY(tsc_khz_mismatch_is_reported_once_never_early),
+        SW_ONLY(tsc_that_stops_rearms_a_bounded_number_of_times),
+        ONLY_AT_0(tsc_off_rate_stops_deadlines_injected_ahead, tu_fix_setup),
+        SW_ONLY(stats_get_writes_no_more_than_the_callers_size),
+        SW_ONLY(timer_calls_null_instance_are_inval),
+        FIX(stats_start_at_zero, ALWAYS),
+        FIX_WITH(late_due_expiry_is_not_held_back_by_the_next_one, NEAR_2_64,
+                 advance_10000_setup))
