@@ -28,7 +28,7 @@ static void bind(struct fake_host *h, struct lapict_timer *t, uint32_t mode,
     c.advance_spin_budget_ns = budget;
     fake_host_init(h, 0, c.tsc_khz, 0, false);
     if (!spin)
-        fake_ops_null(&h->ops, FAKE_OP_SPIN);
+        lapict_sim_ops_remove(&h->ops, FAKE_OP_SPIN);
     OK(fake_attach(h, t, &c));
 }
 

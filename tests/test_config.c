@@ -285,7 +285,7 @@ static void init_checks_instance_and_ops(void **state)
         const struct ops_case *oc = &ops_cases[i];
         print_message("ops case: %s\n", oc->name);
         fake_host_init(&h, 0, 1000000u, 0, oc->hv);
-        fake_ops_null(&h.ops, oc->null_ops);
+        lapict_sim_ops_remove(&h.ops, oc->null_ops);
         h.ops.version = oc->version;
         attach_gives(&h, &t, &c, 0xE7, oc->expect);
         assert_int_equal(h.rec.total_calls, 0);

@@ -250,7 +250,7 @@ static int no_spin_no_report_setup(void **state)
     c.advance_max_ns = 5000;
     tu_fix_setup_cfg(state, &c);
     f = *state;
-    fake_ops_null(&f->h.ops, FAKE_OP_SPIN | FAKE_OP_REPORT);
+    lapict_sim_ops_remove(&f->h.ops, FAKE_OP_SPIN | FAKE_OP_REPORT);
     return fake_attach(&f->h, &f->t, &c) == LAPICT_OK ? 0 : -1;
 }
 

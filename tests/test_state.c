@@ -1507,7 +1507,7 @@ restored_preinjection_never_early_nor_twice_in_any_advance(void **state)
                 c.advance_max_ns = dests[d].max_ns;
             fake_host_init(&h, TU_NEAR_WRAP, c.tsc_khz, tsc, false);
             if (dests[d].no_spin)
-                fake_ops_null(&h.ops, FAKE_OP_SPIN);
+                lapict_sim_ops_remove(&h.ops, FAKE_OP_SPIN);
             assert_int_equal(fake_attach(&h, &t, &c), LAPICT_OK);
             t0 = h.sim.now_ns;
             if (dests[d].no_spin) {

@@ -640,7 +640,7 @@ static void illegal_vector_not_injected_and_reported(void **state)
         }
     }
     host_fresh(f, f->base, f->cfg.tsc_khz, 0, false); /* no report op */
-    fake_ops_null(&h->ops, FAKE_OP_REPORT);
+    lapict_sim_ops_remove(&h->ops, FAKE_OP_REPORT);
     inst_bind(f, &f->cfg);
     countdown(t, 0xB, LAPICT_LVTT_PERIODIC, 3, 100000);
     adv_by(h, 300000, 0);
@@ -986,7 +986,7 @@ static void only_expire_applies_advance(void **state)
     fake_enter(h);
     assert_int_equal(h->dlv[0].host_ns, a + 1000000);
     host_fresh(f, f->base, f->cfg.tsc_khz, 0, false);
-    fake_ops_null(&h->ops, FAKE_OP_SPIN);
+    lapict_sim_ops_remove(&h->ops, FAKE_OP_SPIN);
     inst_bind(f, &f->cfg);
     a = h->sim.now_ns;
     countdown(t, 0xB, LAPICT_LVTT_ONESHOT, VEC, 1000000);

@@ -170,8 +170,9 @@ static inline int64_t fake_diff(uint64_t a, uint64_t b)
 }
 
 /*
- * Fault injection: make single ops of @ops NULL. The table is the host's
- * copy (h->ops), so only that host is affected; bind the instance after.
+ * Fault injection: lapict_sim_ops_remove(&h->ops, FAKE_OP_*) makes single
+ * ops NULL. The table is the host's copy (h->ops), so only that host is
+ * affected; bind the instance after.
  */
 #define FAKE_OP_NOW_NS LAPICT_SIM_OP_BIT(LAPICT_SIM_OP_NOW_NS)
 #define FAKE_OP_GUEST_TSC LAPICT_SIM_OP_BIT(LAPICT_SIM_OP_GUEST_TSC)
@@ -182,9 +183,4 @@ static inline int64_t fake_diff(uint64_t a, uint64_t b)
 #define FAKE_OP_INJECT LAPICT_SIM_OP_BIT(LAPICT_SIM_OP_INJECT)
 #define FAKE_OP_SPIN LAPICT_SIM_OP_BIT(LAPICT_SIM_OP_SPIN)
 #define FAKE_OP_REPORT LAPICT_SIM_OP_BIT(LAPICT_SIM_OP_REPORT)
-static inline void fake_ops_null(struct lapict_ops *ops, unsigned which)
-{
-    lapict_sim_ops_remove(ops, which);
-}
-
 #endif /* LAPICT_TEST_FAKE_HOST_H */
