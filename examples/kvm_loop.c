@@ -91,8 +91,7 @@ static int run_vcpu(struct lapict_kvm *k, int vcpu, struct kvm_run *run)
 
 int main(void)
 {
-    struct kvm_cpuid2 *cpuid =
-        calloc(1, sizeof(*cpuid) + 256 * sizeof(cpuid->entries[0]));
+    struct kvm_cpuid2 *cpuid;
     struct lapict_kvm_config cfg;
     struct lapict_kvm k;
     struct kvm_sregs sregs;
@@ -124,30 +123,43 @@ int main(void)
                PROT_READ | PROT_WRITE, MAP_SHARED, vcpu, 0);
     if (vcpu < 0 || run == MAP_FAILED)
         return fail("vCPU", errno);
-    /* The CPU the guest sees: KVM's, with the emulated LAPIC's bits. */
-    cpuid->nent = 256;
-    if (ioctl(kvm, KVM_GET_SUPPORTED_CPUID, cpuid) < 0)
-        return fail("KVM_GET_SUPPORTED_CPUID", errno);
-    lapict_kvm_cpuid_fixup(cpuid, true);
-    if (ioctl(vcpu, KVM_SET_CPUID2, cpuid) < 0)
-        return fail("KVM_SET_CPUID2", errno);
     if (ioctl(vcpu, KVM_GET_SREGS, &sregs) < 0)
         return fail("KVM_GET_SREGS", errno);
     sregs.cs.base = sregs.cs.selector = 0;
     if (ioctl(vcpu, KVM_SET_SREGS, &sregs) < 0 ||
         ioctl(vcpu, KVM_SET_REGS, &regs) < 0)
         return fail("vCPU registers", errno);
+    /*
+     * The CPU the guest sees: KVM's, with the emulated LAPIC's bits.
+     * Allocated after every check that may skip or fail, and freed once
+     * lapict_kvm_set_cpuid() has read it: no return path leaks it.
+     */
+    cpuid = calloc(1, sizeof(*cpuid) + 256 * sizeof(cpuid->entries[0]));
+    if (!cpuid)
+        return fail("calloc", ENOMEM);
+    cpuid->nent = 256;
+    rc = ioctl(kvm, KVM_GET_SUPPORTED_CPUID, cpuid);
+    if (rc == 0) {
+        lapict_kvm_cpuid_fixup(cpuid, true);
+        rc = ioctl(vcpu, KVM_SET_CPUID2, cpuid);
+    }
+    if (rc < 0) {
+        rc = errno;
+        free(cpuid);
+        return fail("KVM_GET_SUPPORTED_CPUID / KVM_SET_CPUID2", rc);
+    }
 
     lapict_kvm_config_default(&cfg); /* tsc_khz 0: KVM's guest TSC rate */
     rc = lapict_kvm_init(&k, vcpu, run, &cfg);
     if (rc != LAPICT_OK) {
         fprintf(stderr, "kvm_loop: init: %s\n", lapict_strerror(rc));
+        free(cpuid);
         return 1;
     }
     lapict_kvm_set_cpuid(&k, cpuid);
+    free(cpuid);
     alarm(30); /* a guest that never gets its interrupts fails, not hangs */
     rc = run_vcpu(&k, vcpu, run);
     lapict_kvm_destroy(&k);
-    free(cpuid);
     return rc;
 }
