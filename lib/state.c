@@ -346,7 +346,8 @@ int lapict_state_restore(struct lapict_timer *t, const void *buf, size_t len)
 {
     const uint8_t *b = buf;
     struct lapict_timer n;
-    uint32_t fl, pending, adv, illegal;
+    uint32_t fl, pending, adv;
+    uint64_t illegal, dropped_here;
     uint64_t now, tsc = 0;
     size_t i;
     int rc;
@@ -437,7 +438,16 @@ int lapict_state_restore(struct lapict_timer *t, const void *buf, size_t len)
     rc = to_local_clock(&n, t->min_period_ns, now);
     if (rc != LAPICT_OK)
         return rc;
+    /*
+     * An illegal vector's expiry that fell due in the migration gap is
+     * dropped here quietly, like the save's: reported below with them,
+     * once, as servicing it would have.
+     */
+    dropped_here = n.counts[LAPICT__N_ILLEGAL_VECTOR];
     lapict__settle(&n, now, tsc);
+    dropped_here = n.counts[LAPICT__N_ILLEGAL_VECTOR] - dropped_here;
+    n.counts[LAPICT__N_ILLEGAL_VECTOR] -= dropped_here;
+    illegal = lapict__sat_add(illegal, dropped_here);
     /*
      * An expiry still injected ahead is in the guest's IRR (the interrupt
      * controller travels too): the next entry must wait for its instant,
@@ -455,8 +465,9 @@ int lapict_state_restore(struct lapict_timer *t, const void *buf, size_t len)
     n.armed = LAPICT__ARMED_NONE;
     *t = n;
     lapict__arm_next(t, now, false);
-    /* The source dropped an illegal vector's expiry without reporting it
-     * (a save calls no op): report it here, once, as the source would. */
+    /* The source's save, or the settling above, dropped an illegal
+     * vector's expiry without reporting it (neither calls an op): report
+     * it here, once, as servicing would. */
     if (illegal) {
         lapict__count_add(t, LAPICT__N_ILLEGAL_VECTOR, illegal - 1u);
         lapict__guest_error(t, LAPICT_E_VECTOR, t->lvtt & LAPICT_LVTT_VECTOR);

@@ -1595,6 +1595,46 @@ static void illegal_vector_expiry_dropped_across_a_save(void **state)
     }
 }
 
+/* Rule (sections 5, 8): an illegal-vector deadline that falls due in the
+ * migration gap, after the save (the destination's guest TSC has passed it
+ * at the restore), is dropped and reported exactly once, by the restore,
+ * as by an unmigrated twin serviced at that instant. */
+static void illegal_vector_deadline_due_at_restore_reported_once(void **state)
+{
+    size_t b = tu_base_index(state);
+    struct fake_host ha, hb;
+    struct lapict_timer a, t;
+    struct lapict_config c = tu_cfg();
+    uint8_t blob[SZ];
+    struct lapict_stats sa, sb;
+
+    tu_setup(&ha, &a, &c, tu_bases[b], false);
+    tu_setup(&hb, &t, &c, tu_bases[b] + 5000000000ull, false);
+    assert_int_equal(lapict_lvtt_write(&a, DL | 5u), LAPICT_OK);
+    assert_int_equal(lapict_tsc_deadline_write(&a, fake_tsc(&ha) + 100000),
+                     LAPICT_OK);
+    save(&a, blob); /* not yet due */
+    assert_int_equal(oracle_get32(blob, 92), 0);
+    fake_stall(&ha, 200000); /* the gap: the deadline passes */
+    hb.sim.cfg.tsc_offset = fake_tsc(&ha);
+    assert_int_equal(lapict_state_restore(&t, blob, SZ), LAPICT_OK);
+    fake_run_due(&ha); /* the twin */
+    sa = tu_stats(&a);
+    sb = tu_stats(&t);
+    assert_int_equal(ha.sim.reports, 1);
+    assert_int_equal(hb.sim.reports, ha.sim.reports);
+    assert_int_equal(hb.rep[0].status, LAPICT_E_VECTOR);
+    assert_int_equal(sb.illegal_vector, sa.illegal_vector);
+    assert_int_equal(sb.last_error, LAPICT_E_VECTOR);
+    assert_int_equal(lapict_lvtt_read(&t) & LAPICT_LVTT_PENDING, 0);
+    /* Dropped, not held: a legal vector later finds nothing to give. */
+    assert_int_equal(lapict_lvtt_write(&t, DL | VEC), LAPICT_OK);
+    lapict_irq_window_open(&t);
+    assert_int_equal(hb.sim.injects, 0);
+    assert_int_equal(hb.sim.reports, 1);
+    tu_check_host(&hb);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "--dump-golden") == 0) {
@@ -1624,6 +1664,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(
             restored_preinjection_never_early_nor_twice_in_any_advance),
         cmocka_unit_test(illegal_vector_expiry_dropped_across_a_save),
+        TU_AT_BASES(illegal_vector_deadline_due_at_restore_reported_once),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
