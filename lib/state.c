@@ -435,15 +435,16 @@ int lapict_state_restore(struct lapict_timer *t, const void *buf, size_t len)
      * since an interrupt controller restored after it would overwrite the
      * injection. The host delivers with lapict_irq_window_open() (state.h).
      */
+    /*
+     * An illegal vector's expiry that fell due in the migration gap is
+     * dropped here quietly (moving to this host's clock, or the settling
+     * below), like the save's: reported below with them, once, as
+     * servicing it would have.
+     */
+    dropped_here = n.counts[LAPICT__N_ILLEGAL_VECTOR];
     rc = to_local_clock(&n, t->min_period_ns, now);
     if (rc != LAPICT_OK)
         return rc;
-    /*
-     * An illegal vector's expiry that fell due in the migration gap is
-     * dropped here quietly, like the save's: reported below with them,
-     * once, as servicing it would have.
-     */
-    dropped_here = n.counts[LAPICT__N_ILLEGAL_VECTOR];
     lapict__settle(&n, now, tsc);
     dropped_here = n.counts[LAPICT__N_ILLEGAL_VECTOR] - dropped_here;
     n.counts[LAPICT__N_ILLEGAL_VECTOR] -= dropped_here;
