@@ -24,6 +24,21 @@ static bool in_deadline_mode(const struct lapict_timer *t)
     return (t->lvtt & LAPICT_LVTT_MODE) == LAPICT_LVTT_TSC_DEADLINE;
 }
 
+/*
+ * A write about to change the expiry injected ahead (its instant, vector
+ * or mask): the guest already holds that interrupt, so the write lands
+ * after its instant, which the wait brings (at most the advance). The
+ * guest then sees the interrupt neither early nor twice, and could not
+ * tell this from a write that retired just after the instant. Return the
+ * time of the write.
+ */
+static uint64_t write_after_preinj(struct lapict_timer *t, uint64_t now)
+{
+    if (!(t->flags & LAPICT__F_PREINJ))
+        return now;
+    return lapict__preinj_settle(t, now);
+}
+
 uint32_t lapict_lvtt_read(struct lapict_timer *t)
 {
     if (!lapict__valid(t))
@@ -53,7 +68,12 @@ int lapict_lvtt_write(struct lapict_timer *t, uint32_t val)
         new_mode = old_mode;
         lapict__guest_error(t, LAPICT_E_MODE, val);
     }
-    t->lvtt = (v & ~LAPICT_LVTT_MODE) | new_mode;
+    v = (v & ~LAPICT_LVTT_MODE) | new_mode;
+    if (v != t->lvtt) {
+        now = write_after_preinj(t, now);
+        old_mode = t->lvtt & LAPICT_LVTT_MODE;
+    }
+    t->lvtt = v;
     if (new_mode != old_mode) {
         if (old_mode == LAPICT_LVTT_TSC_DEADLINE ||
             new_mode == LAPICT_LVTT_TSC_DEADLINE) {
@@ -88,6 +108,8 @@ int lapict_tdcr_write(struct lapict_timer *t, uint32_t val)
     val &= TDCR_STORED;
     if (val == t->tdcr)
         return LAPICT_OK;
+    if (t->flags & LAPICT__F_CD_ACTIVE)
+        now = write_after_preinj(t, now);
     if (!(t->flags & LAPICT__F_CD_ACTIVE)) {
         lapict__set_tdcr(t, val);
         return LAPICT_OK;
@@ -117,6 +139,7 @@ int lapict_tmict_write(struct lapict_timer *t, uint32_t val)
     now = sync_now(t);
     if (in_deadline_mode(t))
         return LAPICT_OK;
+    now = write_after_preinj(t, now);
     t->tmict = val;
     t->pending = 0;
     /* A new count: the clamp follows it, the count-down starts from N. */
@@ -159,6 +182,7 @@ int lapict_tsc_deadline_write(struct lapict_timer *t, uint64_t val)
     now = sync_now(t);
     if (!in_deadline_mode(t))
         return LAPICT_OK;
+    now = write_after_preinj(t, now);
     tsc = lapict__host_tsc(t);
     t->pending = 0;
     t->flags &= (uint16_t) ~(LAPICT__F_DL_ARMED | LAPICT__F_PREINJ);
@@ -180,12 +204,17 @@ int lapict_tsc_deadline_write(struct lapict_timer *t, uint64_t val)
 
 int lapict_svr_write(struct lapict_timer *t, bool enabled)
 {
+    uint64_t now;
+
     if (!lapict__valid(t))
         return lapict__invalid(t);
-    sync_now(t);
+    now = sync_now(t);
     if (enabled) {
         t->flags |= LAPICT__F_SVR_EN;
     } else {
+        /* Masks LVTT: an interrupt given ahead happened before. */
+        if (!(t->lvtt & LAPICT_LVTT_MASK))
+            write_after_preinj(t, now);
         t->flags &= (uint16_t)~LAPICT__F_SVR_EN;
         t->lvtt |= LAPICT_LVTT_MASK;
     }

@@ -258,9 +258,11 @@ static int check_fields(const struct lapict_timer *t, const uint8_t *b)
         return LAPICT_E_STATE_FIELD;
     /* Injected ahead: an expiry of this mode is armed, none is pending
      * (the library injects ahead only with nothing pending, and the
-     * expiry consumes the flag before anything can become pending). */
+     * expiry consumes the flag before anything can become pending), LVTT
+     * unmasked (a write that masks it waits for the instant first). */
     if ((fl & B_PREINJ) &&
-        (!(fl & (B_CD_ARMED | B_DL_ARMED)) || get32(b + OFF_PENDING) != 0))
+        (!(fl & (B_CD_ARMED | B_DL_ARMED)) || get32(b + OFF_PENDING) != 0 ||
+         (lvtt & LAPICT_LVTT_MASK)))
         return LAPICT_E_STATE_FIELD;
     /* An illegal vector's expiry settled by the save was dropped there: the
      * vector is illegal and unmasked, nothing is left pending. */

@@ -599,45 +599,24 @@ static int32_t sat32(int64_t v)
     return v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN : (int32_t)v;
 }
 
-/* Entry with an expiry injected ahead or a latency to sample. */
-static __attribute__((noinline)) int entry_work(struct lapict_timer *t)
+/*
+ * The interrupt injected ahead is in the host's hands and the guest must
+ * not see it early: wait until the expiry is due, however many calls the
+ * host's spin op takes to get there (never give up). A pre-injection is
+ * made at most the advance (<= adv_max_ns) before its instant, so an
+ * honest host gets there. Only a host clock or guest TSC that went back (or
+ * jumped by 2^63 ns or more, which the horizon rule cannot tell from it)
+ * shows the instant further away than that: the wait then ends, as it
+ * could only last as long as the clock's error (<lapict/timer.h>). Then
+ * the expiry is processed: it is the interrupt already given, never given
+ * twice.
+ */
+uint64_t lapict__preinj_settle(struct lapict_timer *t, uint64_t now)
 {
-    uint64_t now, bound;
-    int64_t err;
-    bool sampled = false;
+    uint64_t bound = (t->flags & LAPICT__F_PREINJ_KEPT)
+                         ? LAPICT_ADVANCE_NS_LIMIT
+                         : t->adv_max_ns;
 
-    now = lapict__host_now(t);
-    if (t->flags & LAPICT__F_SAMPLE) {
-        t->flags &= (uint16_t)~LAPICT__F_SAMPLE;
-        sampled = true;
-        err = (int64_t)(now - t->last_instant_ns);
-        t->last_arrival_ns = sat32(err);
-        /* latency = err + lead, saturating: a clock jump near 2^63 must
-         * not overflow (the tuner bounds the value anyway). */
-        lapict__tune(t, err > INT64_MAX - (int64_t)t->lead_ns
-                            ? INT64_MAX
-                            : err + (int64_t)t->lead_ns);
-    }
-    if (!(t->flags & LAPICT__F_PREINJ)) {
-        /* Injected at or after its instant: the guest enters now. */
-        if (sampled)
-            t->last_guest_ns = t->last_arrival_ns;
-        return LAPICT_OK;
-    }
-    /*
-     * The interrupt is in the host's hands and the guest must not see it
-     * early: wait until the expiry is due, however many calls the host's
-     * spin op takes to get there (never give up and enter). A pre-injection
-     * is made at most the advance (<= adv_max_ns) before its instant, so
-     * an honest host gets there. Only a host clock or guest TSC that went
-     * back (or jumped by 2^63 ns or more, which the horizon rule cannot
-     * tell from it) shows the instant further away than that: the wait
-     * then ends, as it could only last as long as the clock's error
-     * (<lapict/timer.h>). The expiry stays injected ahead: it is never
-     * given twice.
-     */
-    bound = (t->flags & LAPICT__F_PREINJ_KEPT) ? LAPICT_ADVANCE_NS_LIMIT
-                                               : t->adv_max_ns;
     if (t->flags & LAPICT__F_CD_ARMED) {
         uint64_t left;
         while ((left = lapict__cd_left(t, now)) != 0 && left <= bound) {
@@ -660,6 +639,35 @@ static __attribute__((noinline)) int entry_work(struct lapict_timer *t)
         }
     }
     lapict__update_slow(t, now);
+    return now;
+}
+
+/* Entry with an expiry injected ahead or a latency to sample. */
+static __attribute__((noinline)) int entry_work(struct lapict_timer *t)
+{
+    uint64_t now;
+    int64_t err;
+    bool sampled = false;
+
+    now = lapict__host_now(t);
+    if (t->flags & LAPICT__F_SAMPLE) {
+        t->flags &= (uint16_t)~LAPICT__F_SAMPLE;
+        sampled = true;
+        err = (int64_t)(now - t->last_instant_ns);
+        t->last_arrival_ns = sat32(err);
+        /* latency = err + lead, saturating: a clock jump near 2^63 must
+         * not overflow (the tuner bounds the value anyway). */
+        lapict__tune(t, err > INT64_MAX - (int64_t)t->lead_ns
+                            ? INT64_MAX
+                            : err + (int64_t)t->lead_ns);
+    }
+    if (!(t->flags & LAPICT__F_PREINJ)) {
+        /* Injected at or after its instant: the guest enters now. */
+        if (sampled)
+            t->last_guest_ns = t->last_arrival_ns;
+        return LAPICT_OK;
+    }
+    now = lapict__preinj_settle(t, now);
     /*
      * What the guest sees: the expiry processed, its instant is at or
      * before now (a deadline reached before its estimated instant counts

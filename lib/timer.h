@@ -144,6 +144,16 @@ static inline void lapict__update(struct lapict_timer *t, uint64_t now)
         lapict__update_slow(t, now);
 }
 
+/*
+ * An expiry injected ahead (LAPICT__F_PREINJ), brought to its instant:
+ * wait for it on the spin op (at most the advance) and process it, so that
+ * the interrupt the guest holds stands for an expiry that happened. The
+ * entry runs it; so does a register write that would change the expiry
+ * (its instant, vector or mask), which then lands after it. Return the
+ * host time after the wait.
+ */
+uint64_t lapict__preinj_settle(struct lapict_timer *t, uint64_t now);
+
 /* Drop all timer activity (mode switch, reset). */
 void lapict__disarm(struct lapict_timer *t);
 

@@ -707,8 +707,10 @@ static void every_flag_combination_is_producible_or_rejected(void **state)
             /* The variant got what it asked for. */
             assert_int_equal(!(oracle_get32(b, 20) & B_SVR), v & 1);
             assert_int_equal(!!(oracle_get32(b, 20) & B_EST), !!(v & 2));
+            /* Disabling the APIC masks LVTT: that write waits for the
+             * instant of the expiry given ahead, which then happened. */
             if (base_cases[bs].preinj_ns)
-                assert_true(oracle_get32(b, 20) & B_PRE);
+                assert_int_equal(!!(oracle_get32(b, 20) & B_PRE), !(v & 1));
             produced[flag_key(b)] = true;
             assert_int_equal(restore_len(&c, b, SZ, 777777, tscs[nb - 1]),
                              LAPICT_OK);
@@ -740,8 +742,12 @@ static void every_flag_combination_is_producible_or_rejected(void **state)
     }
     print_message("%u combinations produced, %u forged blobs rejected\n",
                   n_produced, n_rejected);
-    /* 11 base states x SVR x estimate, all distinct. */
-    assert_int_equal(n_produced, B_COUNT * 4);
+    /* 11 base states x SVR x estimate, all distinct, but for the ones
+     * injected ahead with the APIC then disabled: that write waits for the
+     * instant, and the expiry processed is a state another base gives. */
+    for (bs = 0, i = 0; bs < B_COUNT; bs++)
+        i += base_cases[bs].preinj_ns != 0;
+    assert_int_equal(n_produced, B_COUNT * 4 - 2 * i);
 }
 
 /* Rule: a restored pre-injection waits at most the advance, is not given

@@ -1009,6 +1009,112 @@ static void only_expire_applies_advance(void **state)
     assert_int_equal(h->sim.deliveries, 1);
 }
 
+/* The registers a write may hit between an early injection and the entry. */
+enum preinj_reg { W_LVTT, W_TDCR, W_TMICT, W_TMCCT, W_DEADLINE, W_SVR };
+
+/*
+ * Writes made after an expiry was injected ahead (fixed advance 5000 ns)
+ * and before the next guest entry: in @mode with a count of 10^6 (or a
+ * deadline 10^6 ticks ahead), the write of @val to @reg (a deadline: the
+ * old one plus @val). @keeps: the write changes nothing of the expiry (its
+ * instant, vector, mask), so it stays injected ahead.
+ */
+static const struct {
+    uint32_t mode;
+    enum preinj_reg reg;
+    uint64_t val;
+    bool keeps;
+} preinj_writes[] = {
+    {LAPICT_LVTT_ONESHOT, W_TDCR, 0x0, false},
+    {LAPICT_LVTT_ONESHOT, W_TDCR, 0xB, true},
+    {LAPICT_LVTT_ONESHOT, W_TMICT, 1000000, false},
+    {LAPICT_LVTT_ONESHOT, W_TMICT, 0, false},
+    {LAPICT_LVTT_ONESHOT, W_LVTT, LAPICT_LVTT_ONESHOT | VEC, true},
+    {LAPICT_LVTT_ONESHOT, W_LVTT, LAPICT_LVTT_ONESHOT | (VEC + 1), false},
+    {LAPICT_LVTT_ONESHOT, W_LVTT, LAPICT_LVTT_ONESHOT | LAPICT_LVTT_MASK | VEC,
+     false},
+    {LAPICT_LVTT_ONESHOT, W_LVTT, LAPICT_LVTT_PERIODIC | VEC, false},
+    {LAPICT_LVTT_ONESHOT, W_LVTT, LAPICT_LVTT_TSC_DEADLINE | VEC, false},
+    {LAPICT_LVTT_ONESHOT, W_TMCCT, 7, true},
+    {LAPICT_LVTT_ONESHOT, W_SVR, 1, true},
+    {LAPICT_LVTT_ONESHOT, W_SVR, 0, false},
+    {LAPICT_LVTT_PERIODIC, W_TDCR, 0xA, false},
+    {LAPICT_LVTT_PERIODIC, W_TMICT, 500000, false},
+    {LAPICT_LVTT_PERIODIC, W_LVTT, LAPICT_LVTT_ONESHOT | VEC, false},
+    {LAPICT_LVTT_TSC_DEADLINE, W_DEADLINE, 1000000, false},
+    {LAPICT_LVTT_TSC_DEADLINE, W_DEADLINE, 0, false},
+    {LAPICT_LVTT_TSC_DEADLINE, W_LVTT, LAPICT_LVTT_TSC_DEADLINE | VEC, true},
+    {LAPICT_LVTT_TSC_DEADLINE, W_LVTT, LAPICT_LVTT_ONESHOT | VEC, false},
+};
+
+/*
+ * Rule (advance, sections 3-5): a register write between an expiry
+ * injected ahead and the next guest entry never lets the guest see that
+ * interrupt before its instant, nor twice. A write that changes nothing of
+ * the expiry keeps it injected ahead (the write does not wait, the entry
+ * does); one that changes its instant, vector or mask lands after the
+ * instant (it waits for it, at most the advance), so that the expiry the
+ * guest holds happened before the write, as on hardware the expiry of a
+ * timer at its instant precedes an instruction that retires after it.
+ */
+static void write_after_early_injection_is_never_early_nor_twice(void **state)
+{
+    TU_FIX(state);
+    size_t i;
+    for (i = 0; i < N_OF(preinj_writes); i++) {
+        uint32_t mode = preinj_writes[i].mode, val = preinj_writes[i].val;
+        uint64_t instant, D = 0, before;
+        int rc = LAPICT_OK;
+        print_message("case %zu\n", i);
+        inst_rebind(f, &f->cfg, false);
+        if (mode == LAPICT_LVTT_TSC_DEADLINE) {
+            D = deadline_in(h, t, 1000000);
+        } else {
+            countdown(t, 0xB, mode, VEC, 1000000);
+        }
+        instant = h->sim.now_ns + 1000000;
+        /* The host timer comes the advance ahead: injected ahead. */
+        adv_to(h, fake_armed_at(h), 1);
+        assert_true(fake_diff(h->sim.now_ns, instant) == 5000);
+        before = h->sim.now_ns;
+        switch (preinj_writes[i].reg) {
+        case W_LVTT:
+            rc = lapict_lvtt_write(t, val);
+            break;
+        case W_TDCR:
+            rc = lapict_tdcr_write(t, val);
+            break;
+        case W_TMICT:
+            rc = lapict_tmict_write(t, val);
+            break;
+        case W_TMCCT:
+            rc = lapict_xapic_write(t, LAPICT_XAPIC_TMCCT, val);
+            break;
+        case W_DEADLINE:
+            rc = lapict_tsc_deadline_write(t, val ? D + val : 0);
+            break;
+        case W_SVR:
+            rc = lapict_svr_write(t, val != 0);
+            break;
+        }
+        assert_int_equal(rc, LAPICT_OK);
+        if (preinj_writes[i].keeps)
+            assert_int_equal(h->sim.now_ns, before);
+        else
+            assert_true(fake_diff(instant, h->sim.now_ns) >= 0);
+        assert_int_equal(fake_enter(h), LAPICT_OK);
+        /* The guest runs with the interrupt only from its instant on. */
+        assert_int_equal(h->sim.deliveries, 1);
+        assert_true(fake_diff(instant, h->dlv[0].host_ns) >= 0);
+        /* And it is never given again: no new count ends this soon. */
+        fake_advance_to(h, instant + 100000);
+        fake_enter(h);
+        assert_int_equal(h->sim.injects, 1);
+        assert_int_equal(h->sim.deliveries, 1);
+        assert_int_equal(tu_stats(t).injections, 1);
+    }
+}
+
 /* A spin op that moves the clock by 1 ns per call (a host whose busy-wait
  * returns early). */
 static void spin_1ns(void *ctx, uint64_t host_ns)
@@ -1696,6 +1802,8 @@ TU_MAIN(SW_ONLY(oneshot_expires_at_anchor_plus_ns_for_n),
         FIX_WITH(fixed_advance_injects_early_and_spins_to_instant, NEAR_2_64,
                  advance_5000_setup),
         FIX_WITH(only_expire_applies_advance, NEVER, advance_5000_setup),
+        FIX_WITH(write_after_early_injection_is_never_early_nor_twice, NEVER,
+                 advance_5000_setup),
         FIX_WITH(closer_than_the_advance_is_injected_at_once_not_early, NEVER,
                  advance_5000_setup),
         {"adaptive_advance_stays_bounded_and_per_instance at 0",

@@ -13,7 +13,9 @@
  * enable, time steps (run the host to a time, or stall it), block/unblock,
  * interrupt window changes, save/restore into a fresh instance or onto
  * itself, a migration between a host callback and the guest entry after
- * it into another advance (opcode 0x9E, rg_held_migration()), reset,
+ * it into another advance (opcode 0x9E, rg_held_migration()), a register
+ * write between a host callback and the guest entry after it (opcode 0xBE,
+ * rg_held_write()), reset,
  * spurious host callbacks, and accesses to non-timer registers and #GP
  * cases. An exhausted input reads as zeros.
  *
@@ -1274,6 +1276,100 @@ static void rg_after_step(void)
         rg.stop = true;
 }
 
+/*
+ * A register write between a host timer callback and the guest entry after
+ * it (opcode 0xBE): the write is emulated while an expiry the callback
+ * injected ahead (advance) is already in the host's interrupt controller,
+ * as when the physical timer interrupt lands between a VM exit and the
+ * emulation of the write. A write that changes that expiry (its instant,
+ * vector or mask) may first move the clock to its instant (lib/regs.c), so
+ * the oracle applies the write at the time it returned; deliveries are
+ * checked as ever (never before the instant, never twice). A deadline
+ * written here lies beyond any advance, so that the write itself injects
+ * nothing the oracle does not know yet.
+ */
+static void rg_held_write(struct fz_in *in)
+{
+    struct rg_oracle *o = &rg.o;
+    uint8_t w = fz_u8(in);
+    uint64_t tw, v64 = 0;
+    uint32_t v = 0;
+    int rc = LAPICT_OK;
+
+    if (!rg_callback_held())
+        return;
+    switch (w % 6) {
+    case 0:
+        v = rg_lvtt_value(in);
+        RG_TRACE("write lvtt 0x%x\n", v);
+        rc = rg_write(w >> 4, LAPICT_XAPIC_LVTT, LAPICT_MSR_X2APIC_LVTT, v,
+                      lapict_lvtt_write);
+        break;
+    case 1:
+        v = rg_count_value(in);
+        RG_TRACE("write tmict %u\n", v);
+        rc = rg_write(w >> 4, LAPICT_XAPIC_TMICT, LAPICT_MSR_X2APIC_TMICT, v,
+                      lapict_tmict_write);
+        break;
+    case 2:
+        v = fz_u8(in) & 0xBu;
+        RG_TRACE("write tdcr 0x%x\n", v);
+        rc = rg_write(w >> 4, LAPICT_XAPIC_TDCR, LAPICT_MSR_X2APIC_TDCR, v,
+                      lapict_tdcr_write);
+        break;
+    case 3:
+        RG_TRACE("write svr 0x%x\n", (w & 0x10) ? 0x100 : 0);
+        rc = lapict_svr_write(rg.t, w & 0x10);
+        break;
+    case 4:
+        if (!(w & 0x10))
+            v64 = rg_tsc(o, rg.sim.now_ns) + 1u +
+                  (uint64_t)((fz_u128)20000000u * o->tsc_khz / 1000000u) +
+                  ((uint64_t)fz_u16(in) << 8);
+        RG_TRACE("write tsc_deadline %llu\n", RG_ULL(v64));
+        rc = lapict_tsc_deadline_write(rg.t, v64);
+        if (!o->dl_ok) {
+            RG_CHECK(rc == LAPICT_E_GP, "deadline write: %d", rc);
+            rg_enter();
+            rg.synced = false;
+            return;
+        }
+        break;
+    default:
+        /* The value LVTT holds: a write that changes nothing. */
+        v = o->lvtt;
+        RG_TRACE("write lvtt 0x%x\n", v);
+        rc = rg_write(w >> 4, LAPICT_XAPIC_LVTT, LAPICT_MSR_X2APIC_LVTT, v,
+                      lapict_lvtt_write);
+        break;
+    }
+    RG_CHECK(rc == LAPICT_OK, "held write %u: %d", w % 6, rc);
+    tw = rg.sim.now_ns;
+    rg_advance(o, tw);
+    rg_enter();
+    if (rg.wild)
+        return;
+    switch (w % 6) {
+    case 1:
+        rg_o_tmict(o, tw, v);
+        break;
+    case 2:
+        rg_o_tdcr(o, tw, v);
+        break;
+    case 3:
+        if (!(w & 0x10))
+            o->lvtt |= RG_MASK;
+        o->svr_en = w & 0x10;
+        break;
+    case 4:
+        rg_o_deadline(o, tw, v64);
+        break;
+    default:
+        rg_o_lvtt(o, tw, v);
+        break;
+    }
+}
+
 static void rg_step(struct fz_in *in)
 {
     struct rg_oracle *o = &rg.o;
@@ -1451,6 +1547,11 @@ static void rg_step(struct fz_in *in)
                 /* The next inject calls back into the library. */
                 rg.synced = false;
                 rg.reenter = true;
+                break;
+            }
+            if (op & 0x80) {
+                /* 0xBE: a write between a callback and its entry. */
+                rg_held_write(in);
                 break;
             }
             /* A spurious (early, duplicate) host callback. */
