@@ -25,6 +25,14 @@ __extension__ typedef unsigned __int128 bm_u128;
 #define BM_N_HV 0x2u   /* on the preemption timer for deadline_host_ns */
 /* Host distances beyond this are "far": lapict re-checks anyway. */
 #define BM_FAR_NS (1ull << 62)
+/*
+ * The same in host TSC ticks, for the inverse of a guest TSC deadline: an
+ * instant further than this is answered with this many ticks (never later
+ * than the instant; lapict re-checks there).
+ */
+#define BM_FAR_TSC (1ull << 62)
+/* Guest TSC distances from this on are answered as far, too. */
+#define BM_FAR_GUEST (1ull << 63)
 /* Guest TSC ratio lower bound: guest rate >= host rate / 2^16. */
 #define BM_RATIO_MIN (1ull << 32)
 /* ... and <= 16384 x (keeps the calibration's remainder below 2^63). */
@@ -795,6 +803,12 @@ static void op_hv_cancel(void *ctx)
  * The first host ns at which the guest TSC reaches @d: find the first host
  * TSC h with guest(h) >= d (estimate, then correct with the forward map),
  * and return the first ns value that only TSC values >= h produce.
+ *
+ * A far @d is answered with an earlier instant, at most BM_FAR_TSC host
+ * ticks and BM_FAR_NS ahead (lapict re-checks the TSC there). Far is
+ * judged in host ticks: guest ticks and ns run at other rates (2^62 guest
+ * ticks of a 3 GHz guest last 2^62 / 3 ns), and an answer past the
+ * instant delivers the interrupt late.
  */
 static uint64_t op_tsc_to_host_ns(void *ctx, uint64_t d)
 {
@@ -802,23 +816,32 @@ static uint64_t op_tsc_to_host_ns(void *ctx, uint64_t d)
     const struct lapict_bm_clock *clk = node->cpu->clock;
     uint64_t h0 = node->cpu->hw->read_tsc(node->cpu->hw_ctx);
     uint64_t g0 = guest_at(node, h0), dg = d - g0, h, dh, frac;
-    bm_u128 e, p;
+    bm_u128 e, p, far;
     int i;
 
     if (d <= g0)
         return lapict_bm_clock_ns(clk, h0);
-    if (dg >= BM_FAR_NS)
-        return lapict_bm_clock_ns(clk, h0) + BM_FAR_NS;
     /*
      * dg guest ticks take dg * 2^48 / ratio host ticks, less the fraction
      * of a guest tick already elapsed at h0 (the low 48 bits of the
-     * scaled product).
+     * scaled product). Both products are below 2^126 (tsc_inv < 2^62).
      */
     frac = (uint64_t)((bm_u128)h0 * node->tsc_ratio) & ((1ull << 48) - 1);
     e = ((bm_u128)dg * node->tsc_inv) >> node->tsc_inv_shift;
     p = ((bm_u128)frac * node->tsc_inv) >> (48 + node->tsc_inv_shift);
-    if (e > p + BM_FAR_NS)
-        return lapict_bm_clock_ns(clk, h0) + BM_FAR_NS;
+    /*
+     * Far: e - p is short of the host ticks needed, or over by less than
+     * two (both rounded down), so h0 + e - p - 2 lies before the first
+     * tick that reaches @d and its ns cannot be later than the answer.
+     * Guest distances of 2^63 and more go the same way, so that the
+     * corrections below never see one wrap.
+     */
+    if (e > p + BM_FAR_TSC || dg >= BM_FAR_GUEST) {
+        e = e > p + 2 ? e - p - 2 : 0;
+        far = clk_f(clk, e > BM_FAR_TSC ? BM_FAR_TSC : (uint64_t)e);
+        return lapict_bm_clock_ns(clk, h0) +
+               (far > BM_FAR_NS ? BM_FAR_NS : (uint64_t)far);
+    }
     dh = e > p + 1 ? (uint64_t)(e - p) : 1;
     h = h0 + dh;
     for (i = 0;

@@ -1076,6 +1076,105 @@ static void guest_tsc_scaling_and_inverse(void **state)
     }
 }
 
+/*
+ * tsc_to_host_ns(@dg guest ticks ahead) on node 0 of @r (guest TSC ratio
+ * @ratio) against an exact 128-bit oracle; @what names the case.
+ */
+static void inverse_check(struct rig *r, const struct lapict_ops *ops,
+                          uint64_t ratio, uint64_t dg, const char *what)
+{
+    struct lapict_bm_node *n = &r->nodes[0];
+    uint64_t now = now_ns(r), g = lapict_bm_guest_tsc(n), d = g + dg;
+    uint64_t at = ops->tsc_to_host_ns(n, d), truth;
+    /* The first host tick whose scaled TSC is dg past the current one. */
+    u128 goal = ((u128)r->hw.tsc * ratio >> 48) + dg;
+    u128 h = ((goal << 48) + ratio - 1) / ratio, dh;
+
+    assert_true(h > r->hw.tsc);
+    dh = h - r->hw.tsc;
+    assert_true((int64_t)(at - now) > 0);
+    /* Far: bounded (e - p overestimates by less than two ticks). */
+    if (dh > ((u128)1 << 62) + 2 || dg >= 1ull << 63)
+        assert_true(at - now <= 1ull << 62);
+    if (dh > (u128)1 << 63)
+        return; /* past the clock's range */
+    truth = lapict_bm_clock_ns(&r->clk, (uint64_t)h - 1) + 1;
+    if ((int64_t)(at - truth) > 0)
+        fail_msg("%s, ratio %#llx: guest TSC %#llx + %#llx answered at "
+                 "%#llx, after %#llx",
+                 what, (unsigned long long)ratio, (unsigned long long)g,
+                 (unsigned long long)dg, (unsigned long long)at,
+                 (unsigned long long)truth);
+    if (dh < ((u128)1 << 62) - 4 && dg < 1ull << 63)
+        assert_int_equal(at, truth);
+}
+
+/*
+ * Rule: tsc_to_host_ns never answers later than the first host ns at which
+ * the guest TSC reaches the value: a late answer delivers late, an early
+ * one only costs lapict a re-check. Around the far bound, 2^62 host ticks
+ * ahead (or 2^63 guest ticks, for a guest faster than twice the host):
+ * exact below it, at most 2^62 ticks and 2^62 ns ahead beyond it, at
+ * every host and guest rate, up to IA32_TSC_DEADLINE = 2^64 - 1 from a
+ * guest TSC of 0.
+ */
+static void far_guest_deadline_instant_never_late(void **state)
+{
+    static const uint32_t khzs[] = {1000000u, 2400000u, 30000000u};
+    static const uint64_t ratios[] = {LAPICT_BM_RATIO_ONE,
+                                      LAPICT_BM_RATIO_ONE / 3,
+                                      LAPICT_BM_RATIO_ONE * 3 + 1,
+                                      (LAPICT_BM_RATIO_ONE / 7) * 5,
+                                      1ull << 32,
+                                      (1ull << 62) - 1};
+    struct lapict_ops ops;
+    size_t k, q;
+    int i;
+    (void)state;
+    rng_state = 62;
+    lapict_bm_ops_fill(&ops, NULL, NULL);
+    for (k = 0; k < sizeof(khzs) / sizeof(khzs[0]); k++)
+        for (q = 0; q < sizeof(ratios) / sizeof(ratios[0]); q++) {
+            static struct rig r;
+            const uint64_t ratio = ratios[q];
+            /* Guest ticks of 2^62 host ticks, or the guest bound. */
+            const u128 far = ((u128)1 << 62) * ratio >> 48;
+            const uint64_t mid =
+                far < (u128)1 << 63 ? (uint64_t)far : 1ull << 63;
+            /* Guest ticks of 64 host ticks, and 64 more. */
+            const uint64_t near = 64 * (ratio >> 48) + 64;
+            char what[32];
+            uint64_t off;
+
+            snprintf(what, sizeof(what), "%u kHz", khzs[k]);
+            rig_init(&r, khzs[k], 1000, 0, 0);
+            assert_int_equal(
+                lapict_bm_node_init(&r.nodes[0], &r.cpu, NULL, ratio, 77, NULL),
+                LAPICT_OK);
+            for (i = 0; i < 380; i++) {
+                uint64_t g;
+                fake_run(&r.hw, rnd_below(1000000));
+                g = lapict_bm_guest_tsc(&r.nodes[0]);
+                /* Within a few host ticks of the bound, then far on. */
+                inverse_check(&r, &ops, ratio,
+                              i < 300 ? mid - near + rnd_below(2 * near)
+                                      : mid + rnd() % (UINT64_MAX - mid - g),
+                              what);
+            }
+            /* IA32_TSC_DEADLINE = 2^64 - 1 (and a little less) from a
+             * guest TSC of 0: the guest's distance takes all 64 bits. */
+            off = 0 - (uint64_t)((u128)r.hw.tsc * ratio >> 48);
+            assert_int_equal(lapict_bm_node_detach(&r.nodes[0]), LAPICT_OK);
+            assert_int_equal(lapict_bm_node_init(&r.nodes[0], &r.cpu, NULL,
+                                                 ratio, off, NULL),
+                             LAPICT_OK);
+            assert_int_equal(lapict_bm_guest_tsc(&r.nodes[0]), 0);
+            for (i = 0; i < 20; i++)
+                inverse_check(&r, &ops, ratio,
+                              UINT64_MAX - rnd_below(1ull << i * 3), what);
+        }
+}
+
 /* Rule: the VMX-preemption timer is loaded with the distance to the
  * earliest deadline, rounded so that it never exits early. */
 static void preemption_timer_value(void **state)
@@ -1653,6 +1752,7 @@ TU_MAIN(cmocka_unit_test(clock_multiply_shift_matches_exact_and_inverts),
         cmocka_unit_test(random_ops_match_oracle),
         cmocka_unit_test(e2e_instances_through_mux),
         cmocka_unit_test(guest_tsc_scaling_and_inverse),
+        cmocka_unit_test(far_guest_deadline_instant_never_late),
         cmocka_unit_test(preemption_timer_value),
         cmocka_unit_test(migration_keeps_deadline),
         cmocka_unit_test(invalid_arguments),
