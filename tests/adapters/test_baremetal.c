@@ -42,6 +42,9 @@ struct fake_hw {
     struct lapict_bm_cpu *cpu;
     /* Called at the start of each interrupt (oracle bookkeeping). */
     void (*on_irq)(struct fake_hw *f);
+    /* fake_run() takes no interrupt once irqs reaches it (0: no bound),
+     * so that a test can report a storm rather than sit in it. */
+    unsigned irq_cap;
 };
 
 static uint64_t hw_read_tsc(void *ctx)
@@ -105,7 +108,7 @@ static void fake_run(struct fake_hw *f, uint64_t dt)
 
     for (;;) {
         uint64_t dist;
-        if (!f->armed)
+        if (!f->armed || (f->irq_cap && f->irqs >= f->irq_cap))
             break;
         dist = f->deadline > f->tsc ? f->deadline - f->tsc : 0;
         if (dist > left)
@@ -1738,6 +1741,191 @@ static void preempt_scheduled_instances(void **state)
     }
 }
 
+/* ---- far deadlines --------------------------------------------------------
+ */
+
+/* The rates of a far-deadline case: host TSC, guest TSC (kHz). */
+struct far_rates {
+    uint32_t host_khz, guest_khz;
+};
+
+static const struct far_rates far_rates[] = {
+    {1000000u, 1000000u},   {3000000u, 3000000u},  {3000000u, 1000000u},
+    {30000000u, 30000000u}, {30000000u, 1000000u},
+};
+static const uint32_t far_shifts[] = {0, 5};
+/* The guest's IA32_TSC_DEADLINE, from a guest TSC of 0. */
+static const uint64_t far_deadlines[] = {UINT64_MAX, 1ull << 62};
+/* Host ticks of the long run: half the clock's range. */
+#define FAR_RUN_TICKS (1ull << 63)
+
+static char far_what[128];
+static unsigned far_bad;
+static uint64_t far_deadline_tsc, far_late_tsc;
+static unsigned far_injected;
+
+/* A property of the current case that does not hold: said, and counted. */
+static void far_fail(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
+static void far_fail(const char *fmt, ...)
+{
+    char msg[160];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    print_message("%s: %s\n", far_what, msg);
+    far_bad++;
+}
+
+#define far_check(c)                                                           \
+    do {                                                                       \
+        if (!(c))                                                              \
+            far_fail("%s", #c);                                                \
+    } while (0)
+
+static bool far_inject(void *ctx, uint8_t vector)
+{
+    uint64_t g = lapict_bm_guest_tsc(ctx);
+
+    assert_int_equal(vector, VEC);
+    if (g < far_deadline_tsc)
+        far_fail("injected at guest TSC %#llx, before the deadline",
+                 (unsigned long long)g);
+    far_late_tsc = g - far_deadline_tsc;
+    far_injected++;
+    return true;
+}
+
+/*
+ * The physical TSC deadline is armed far ahead of the TSC (a reached one
+ * is written as the TSC, or 1 at TSC 0), or at the TSC's wrap.
+ */
+static void far_check_hw_ahead(const struct rig *r, const char *when)
+{
+    if (!r->hw.armed || r->hw.deadline <= r->hw.tsc ||
+        (r->hw.deadline != UINT64_MAX &&
+         r->hw.deadline - r->hw.tsc < (1ull << 40)))
+        far_fail("%s: IA32_TSC_DEADLINE %#llx (%s) at TSC %#llx", when,
+                 (unsigned long long)r->hw.deadline,
+                 r->hw.armed ? "armed" : "disarmed",
+                 (unsigned long long)r->hw.tsc);
+}
+
+/* One case: a guest at @fr's rates writes @deadline from a guest TSC of 0. */
+static void far_case(const struct far_rates *fr, size_t b, uint32_t shift,
+                     uint64_t deadline)
+{
+    /* Interrupts of the long run: one per 2^62 ticks, one at the wrap. */
+    const unsigned most = (unsigned)(FAR_RUN_TICKS >> 62) + 1;
+    static struct rig r;
+    struct lapict_bm_cpu_config cc = {0};
+    struct lapict_bm_node *n = &r.nodes[0];
+    struct lapict_bm_stats st;
+    struct lapict_ops ops;
+    struct lapict_timer t;
+    struct lapict_config c;
+    uint64_t ratio;
+    unsigned irqs;
+    bool reached;
+
+    snprintf(far_what, sizeof(far_what),
+             "host %u MHz, guest %u MHz, base %zu, shift %u, deadline %#llx",
+             fr->host_khz / 1000u, fr->guest_khz / 1000u, b, shift,
+             (unsigned long long)deadline);
+    rig_init(&r, fr->host_khz, bases[b], bases[b], 0);
+    cc.clock = &r.clk;
+    cc.preempt_shift = shift;
+    assert_int_equal(lapict_bm_cpu_init(&r.cpu, &cc, &fake_ops, &r.hw, r.slots,
+                                        LAPICT_BM_SLOTS(1)),
+                     LAPICT_OK);
+    ratio =
+        (uint64_t)((u128)LAPICT_BM_RATIO_ONE * fr->guest_khz / fr->host_khz);
+    assert_int_equal(
+        lapict_bm_node_init(n, &r.cpu, &t, ratio, (uint64_t)0 - bases[b], NULL),
+        LAPICT_OK);
+    assert_int_equal(lapict_bm_guest_tsc(n), 0);
+    lapict_bm_ops_fill_preempt(&ops, far_inject, NULL);
+    lapict_config_default(&c);
+    c.tsc_khz = fr->guest_khz;
+    assert_int_equal(lapict_init(&t, &c, &ops, n), LAPICT_OK);
+    assert_int_equal(lapict_bm_node_put(n), LAPICT_OK);
+    assert_int_equal(lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC),
+                     LAPICT_OK);
+    far_deadline_tsc = deadline;
+    far_injected = 0;
+    assert_int_equal(lapict_tsc_deadline_write(&t, deadline), LAPICT_OK);
+
+    /* Halted: the heap, behind the physical timer. */
+    lapict_bm_stats_get(&r.cpu, &st);
+    far_check(far_injected == 0);
+    far_check(st.past_writes == 0);
+    far_check_hw_ahead(&r, "armed");
+
+    /* Running: the preemption timer, at its largest count at each entry
+     * (a count of 0 exits at once, at every entry: not run). */
+    assert_int_equal(lapict_bm_node_load(n), LAPICT_OK);
+    assert_int_equal(lapict_bm_guest_entry(&r.cpu), LAPICT_OK);
+    if (r.hw.preempt != UINT32_MAX) {
+        far_fail("preemption timer loaded with %u", r.hw.preempt);
+    } else {
+        guest_run(&r, &t, 64 * ((uint64_t)UINT32_MAX << shift));
+        lapict_bm_stats_get(&r.cpu, &st);
+        far_check(far_injected == 0);
+        far_check(st.preempt_exits >= 63 && st.preempt_exits <= 65);
+    }
+    assert_int_equal(lapict_bm_node_put(n), LAPICT_OK);
+    far_check_hw_ahead(&r, "after the guest ran");
+
+    /* Halted for the rest of the long run; a storm ends at the cap. */
+    irqs = r.hw.irqs;
+    r.hw.irq_cap = irqs + most + 1;
+    fake_run(&r.hw, FAR_RUN_TICKS - (r.hw.tsc - bases[b]));
+    r.hw.irq_cap = 0;
+    if (r.hw.irqs - irqs > most)
+        far_fail("%u host timer interrupts in the run, at most %u wanted; "
+                 "IA32_TSC_DEADLINE %#llx at TSC %#llx",
+                 r.hw.irqs - irqs, most, (unsigned long long)r.hw.deadline,
+                 (unsigned long long)r.hw.tsc);
+    reached = lapict_bm_guest_tsc(n) >= deadline;
+    far_check(far_injected == (reached ? 1u : 0u));
+    far_check(!reached || far_late_tsc <= 2);
+    lapict_bm_stats_get(&r.cpu, &st);
+    far_check(st.past_writes == 0);
+    if (!reached)
+        far_check_hw_ahead(&r, "after the run");
+}
+
+/*
+ * Rule: a TSC deadline as far as the guest likes (IA32_TSC_DEADLINE =
+ * 2^64 - 1, or 2^62 guest ticks ahead; lapict's horizon, 2^62 ns, is more
+ * than 2^63 host ticks above 2 GHz and more than the clock's 2^64 ticks at
+ * 30 GHz) is "not yet": the physical TSC deadline is armed ahead of the TSC,
+ * the VMX-preemption timer at its largest count, and when either is reached
+ * without the deadline being due, the handler re-arms. Nothing is injected
+ * before the deadline, the interrupt at it is on time, a run of 2^63 host
+ * ticks takes at most one host timer interrupt per 2^62 ticks (the
+ * horizon) plus one at the TSC's wrap, and 64 slices of the largest
+ * preemption-timer count take 64 VM exits: no storm of either.
+ */
+static void far_tsc_deadline_arms_far_without_storm(void **state)
+{
+    size_t k, b, s, d;
+    (void)state;
+    far_bad = 0;
+    for (k = 0; k < sizeof(far_rates) / sizeof(far_rates[0]); k++)
+        for (b = 0; b < NBASES; b++)
+            for (s = 0; s < sizeof(far_shifts) / sizeof(far_shifts[0]); s++)
+                for (d = 0; d < 2; d++)
+                    /* VMX scaling is continuous across the host TSC wrap
+                     * only at 1:1. */
+                    if (!b || far_rates[k].guest_khz == far_rates[k].host_khz)
+                        far_case(&far_rates[k], b, far_shifts[s],
+                                 far_deadlines[d]);
+    assert_int_equal(far_bad, 0);
+}
+
 TU_MAIN(cmocka_unit_test(clock_multiply_shift_matches_exact_and_inverts),
         cmocka_unit_test(clock_tsc_exact_inverse_over_whole_rate_range),
         cmocka_unit_test(clock_continuous_across_tsc_wrap),
@@ -1759,4 +1947,5 @@ TU_MAIN(cmocka_unit_test(clock_multiply_shift_matches_exact_and_inverts),
         cmocka_unit_test(full_cpu_refuses_node_loses_no_timer),
         cmocka_unit_test(ops_of_detached_node_are_defined),
         cmocka_unit_test(preempt_timer_is_the_core_hv_timer),
-        cmocka_unit_test(preempt_scheduled_instances))
+        cmocka_unit_test(preempt_scheduled_instances),
+        cmocka_unit_test(far_tsc_deadline_arms_far_without_storm))
