@@ -25,6 +25,14 @@ __extension__ typedef unsigned __int128 bm_u128;
 #define BM_N_HV 0x2u   /* on the preemption timer for deadline_host_ns */
 /* Host distances beyond this are "far": lapict re-checks anyway. */
 #define BM_FAR_NS (1ull << 62)
+/*
+ * The same in host TSC ticks, for the inverse of a guest TSC deadline: an
+ * instant further than this is answered with this many ticks (never later
+ * than the instant; lapict re-checks there).
+ */
+#define BM_FAR_TSC (1ull << 62)
+/* Guest TSC distances from this on are answered as far, too. */
+#define BM_FAR_GUEST (1ull << 63)
 /* Guest TSC ratio lower bound: guest rate >= host rate / 2^16. */
 #define BM_RATIO_MIN (1ull << 32)
 /* ... and <= 16384 x (keeps the calibration's remainder below 2^63). */
@@ -262,14 +270,19 @@ static inline bool due(uint64_t key, uint64_t now)
 
 /*
  * Write IA32_TSC_DEADLINE for the earliest node, only if that changes
- * what the hardware holds. Quirks, handled here:
+ * what the hardware holds (@cur: the TSC, @now: its host ns). Quirks,
+ * handled here:
  * - a deadline already reached: written as is (never 0, which disarms),
  *   so the timer fires at once and the handler services it;
+ * - a far deadline: the TSC distance to it takes up to 64 bits (2^62 ns,
+ *   lapict's horizon, last more than 2^63 ticks above 2 GHz), so it is
+ *   never read as signed; lapict_bm_clock_tsc() saturates at the clock's
+ *   last tick, and the early interrupt there re-arms;
  * - a deadline beyond the 2^64 TSC wrap: the hardware compares unsigned,
  *   so writing it would fire at once; UINT64_MAX is written instead and
  *   the (early) interrupt at the wrap re-arms.
  */
-static void hw_program(struct lapict_bm_cpu *cpu, uint64_t cur)
+static void hw_program(struct lapict_bm_cpu *cpu, uint64_t cur, uint64_t now)
 {
     const struct lapict_bm_clock *clk = cpu->clock;
     uint64_t key, tsc, v;
@@ -285,12 +298,18 @@ static void hw_program(struct lapict_bm_cpu *cpu, uint64_t cur)
     key = cpu->heap[0].key_host_ns;
     if (cpu->hw_armed && cpu->hw_req_ns == key)
         return;
-    tsc = lapict_bm_clock_tsc(clk, key);
-    /* Reached, or before the clock's base (then tsc is meaningless). */
-    if ((int64_t)(key - clk->ns_base) < 0 || (int64_t)(tsc - cur) <= 0) {
+    /*
+     * Reached (also a deadline before the clock's base): judged in host
+     * ns by due(), as service() judges it, so that the two cannot
+     * disagree. Deadlines lie within 2^62 ns of now, where the signed
+     * difference is exact.
+     */
+    if (due(key, now)) {
         tsc = v = cur ? cur : 1;
         cpu->st.past_writes++;
     } else {
+        /* The first tick that reaches it, after cur. */
+        tsc = lapict_bm_clock_tsc(clk, key);
         v = tsc;
         if (tsc < cur) {
             v = UINT64_MAX;
@@ -311,9 +330,16 @@ static void hw_program(struct lapict_bm_cpu *cpu, uint64_t cur)
 
 static void hw_update(struct lapict_bm_cpu *cpu)
 {
-    if (cpu->n && cpu->hw_armed && cpu->hw_req_ns == cpu->heap[0].key_host_ns)
+    uint64_t cur;
+
+    if (!cpu->n) {
+        hw_program(cpu, 0, 0);
         return;
-    hw_program(cpu, cpu->n ? cpu->hw->read_tsc(cpu->hw_ctx) : 0);
+    }
+    if (cpu->hw_armed && cpu->hw_req_ns == cpu->heap[0].key_host_ns)
+        return;
+    cur = cpu->hw->read_tsc(cpu->hw_ctx);
+    hw_program(cpu, cur, lapict_bm_clock_ns(cpu->clock, cur));
 }
 
 /* ---- nodes ---------------------------------------------------------- */
@@ -674,7 +700,7 @@ static int service(struct lapict_bm_cpu *cpu, bool irq)
         cpu->st.early_irqs++;
     cpu->in_service = 0;
     prefetch_next(cpu);
-    hw_program(cpu, cur);
+    hw_program(cpu, cur, now);
     if (irq)
         cpu->hw->eoi(cpu->hw_ctx);
     return LAPICT_OK;
@@ -693,7 +719,7 @@ int lapict_bm_preempt_exit(struct lapict_bm_cpu *cpu)
 int lapict_bm_guest_entry(struct lapict_bm_cpu *cpu)
 {
     const struct lapict_bm_node *g;
-    uint64_t cur, key, d;
+    uint64_t cur, key, t;
     bool hv;
 
     if (!cpu_ok(cpu))
@@ -707,20 +733,20 @@ int lapict_bm_guest_entry(struct lapict_bm_cpu *cpu)
     key = hv ? g->deadline_host_ns : cpu->heap[0].key_host_ns;
     if (hv && cpu->n && (int64_t)(cpu->heap[0].key_host_ns - key) < 0)
         key = cpu->heap[0].key_host_ns;
-    d = due(key, lapict_bm_clock_ns(cpu->clock, cur))
-            ? 0
-            : lapict_bm_clock_tsc(cpu->clock, key) - cur;
-    if ((int64_t)d <= 0) {
+    if (due(key, lapict_bm_clock_ns(cpu->clock, cur))) {
         cpu->hw->write_preempt(cpu->hw_ctx, 0);
-    } else {
-        /*
-         * The count drops when bit preempt_shift of the TSC changes, so
-         * the first step can come early: one extra tick, never early.
-         */
-        uint64_t t = (d >> cpu->preempt_shift) + 1;
-        cpu->hw->write_preempt(cpu->hw_ctx,
-                               t > UINT32_MAX ? UINT32_MAX : (uint32_t)t);
+        return LAPICT_OK;
     }
+    /*
+     * Not reached: the TSC distance, unsigned (up to 64 bits, see
+     * hw_program()). The count drops when bit preempt_shift of the TSC
+     * changes, so the first step can come early: one extra tick, never
+     * early. A distance past the largest count loads that count, whose
+     * exit finds nothing due and loads it again.
+     */
+    t = (lapict_bm_clock_tsc(cpu->clock, key) - cur) >> cpu->preempt_shift;
+    cpu->hw->write_preempt(cpu->hw_ctx,
+                           t >= UINT32_MAX ? UINT32_MAX : (uint32_t)t + 1);
     return LAPICT_OK;
 }
 
@@ -795,6 +821,12 @@ static void op_hv_cancel(void *ctx)
  * The first host ns at which the guest TSC reaches @d: find the first host
  * TSC h with guest(h) >= d (estimate, then correct with the forward map),
  * and return the first ns value that only TSC values >= h produce.
+ *
+ * A far @d is answered with an earlier instant, at most BM_FAR_TSC host
+ * ticks and BM_FAR_NS ahead (lapict re-checks the TSC there). Far is
+ * judged in host ticks: guest ticks and ns run at other rates (2^62 guest
+ * ticks of a 3 GHz guest last 2^62 / 3 ns), and an answer past the
+ * instant delivers the interrupt late.
  */
 static uint64_t op_tsc_to_host_ns(void *ctx, uint64_t d)
 {
@@ -802,23 +834,32 @@ static uint64_t op_tsc_to_host_ns(void *ctx, uint64_t d)
     const struct lapict_bm_clock *clk = node->cpu->clock;
     uint64_t h0 = node->cpu->hw->read_tsc(node->cpu->hw_ctx);
     uint64_t g0 = guest_at(node, h0), dg = d - g0, h, dh, frac;
-    bm_u128 e, p;
+    bm_u128 e, p, far;
     int i;
 
     if (d <= g0)
         return lapict_bm_clock_ns(clk, h0);
-    if (dg >= BM_FAR_NS)
-        return lapict_bm_clock_ns(clk, h0) + BM_FAR_NS;
     /*
      * dg guest ticks take dg * 2^48 / ratio host ticks, less the fraction
      * of a guest tick already elapsed at h0 (the low 48 bits of the
-     * scaled product).
+     * scaled product). Both products are below 2^126 (tsc_inv < 2^62).
      */
     frac = (uint64_t)((bm_u128)h0 * node->tsc_ratio) & ((1ull << 48) - 1);
     e = ((bm_u128)dg * node->tsc_inv) >> node->tsc_inv_shift;
     p = ((bm_u128)frac * node->tsc_inv) >> (48 + node->tsc_inv_shift);
-    if (e > p + BM_FAR_NS)
-        return lapict_bm_clock_ns(clk, h0) + BM_FAR_NS;
+    /*
+     * Far: e - p is short of the host ticks needed, or over by less than
+     * two (both rounded down), so h0 + e - p - 2 lies before the first
+     * tick that reaches @d and its ns cannot be later than the answer.
+     * Guest distances of 2^63 and more go the same way, so that the
+     * corrections below never see one wrap.
+     */
+    if (e > p + BM_FAR_TSC || dg >= BM_FAR_GUEST) {
+        e = e > p + 2 ? e - p - 2 : 0;
+        far = clk_f(clk, e > BM_FAR_TSC ? BM_FAR_TSC : (uint64_t)e);
+        return lapict_bm_clock_ns(clk, h0) +
+               (far > BM_FAR_NS ? BM_FAR_NS : (uint64_t)far);
+    }
     dh = e > p + 1 ? (uint64_t)(e - p) : 1;
     h = h0 + dh;
     for (i = 0;
@@ -834,9 +875,13 @@ static void op_spin_until(void *ctx, uint64_t host_ns)
 {
     const struct lapict_bm_node *node = ctx;
     const struct lapict_bm_cpu *cpu = node->cpu;
-    uint64_t tsc = lapict_bm_clock_tsc(cpu->clock, host_ns);
+    uint64_t t0 = cpu->hw->read_tsc(cpu->hw_ctx), ticks;
 
-    while ((int64_t)(cpu->hw->read_tsc(cpu->hw_ctx) - tsc) < 0) {
+    /* The ticks from t0 to the instant, unsigned (see hw_program()). */
+    if (due(host_ns, lapict_bm_clock_ns(cpu->clock, t0)))
+        return;
+    ticks = lapict_bm_clock_tsc(cpu->clock, host_ns) - t0;
+    while (cpu->hw->read_tsc(cpu->hw_ctx) - t0 < ticks) {
 #if defined(__x86_64__) || defined(__i386__)
         __builtin_ia32_pause();
 #endif

@@ -78,6 +78,15 @@ static uint64_t op_tsc_to_ns(void *ctx, uint64_t guest_tsc)
     tsc_and_ns(k, &tsc, &now);
     d = guest_tsc - tsc;
 
+    /*
+     * Signed, unlike a distance to arm a timer with: the TSC may have
+     * passed @guest_tsc since the core read it, and d, just below 2^64,
+     * must then read as reached, or the interrupt would wait for years. A
+     * value 2^63 ticks or more ahead (within the core's horizon only
+     * above 2 GHz) reads as reached too: the core arms for this instant,
+     * finds the TSC short when it comes, and aims again by the rate the
+     * TSC has shown, so it costs one early expiry, never a storm.
+     */
     if ((int64_t)d <= 0)
         return now;
     p = (unsigned __int128)d * 1000000u;

@@ -91,8 +91,13 @@ static bool op_hv_arm(void *ctx, uint64_t host_ns)
     unsigned __int128 p = (unsigned __int128)delta_ns * s->cfg.tsc_khz;
 
     s->hv_arms++;
-    /* Range check as VMX does it: guest TSC ticks shifted by the rate. */
-    ticks = (uint64_t)((p + 999999u) / 1000000u);
+    /*
+     * Range check as VMX does it: guest TSC ticks shifted by the rate.
+     * Saturated: up to 2^62 ns ahead above 4 GHz is 2^64 ticks or more,
+     * whose low 64 bits can look near.
+     */
+    p = (p + 999999u) / 1000000u;
+    ticks = p > UINT64_MAX ? UINT64_MAX : (uint64_t)p;
     if (!s->cfg.hv_timer || (ticks >> s->cfg.hv_shift) > s->cfg.hv_max ||
         (s->cfg.hv_max_ahead_ns && delta_ns > s->cfg.hv_max_ahead_ns)) {
         s->hv_refusals++;

@@ -42,6 +42,9 @@ struct fake_hw {
     struct lapict_bm_cpu *cpu;
     /* Called at the start of each interrupt (oracle bookkeeping). */
     void (*on_irq)(struct fake_hw *f);
+    /* fake_run() takes no interrupt once irqs reaches it (0: no bound),
+     * so that a test can report a storm rather than sit in it. */
+    unsigned irq_cap;
 };
 
 static uint64_t hw_read_tsc(void *ctx)
@@ -105,7 +108,7 @@ static void fake_run(struct fake_hw *f, uint64_t dt)
 
     for (;;) {
         uint64_t dist;
-        if (!f->armed)
+        if (!f->armed || (f->irq_cap && f->irqs >= f->irq_cap))
             break;
         dist = f->deadline > f->tsc ? f->deadline - f->tsc : 0;
         if (dist > left)
@@ -1076,6 +1079,105 @@ static void guest_tsc_scaling_and_inverse(void **state)
     }
 }
 
+/*
+ * tsc_to_host_ns(@dg guest ticks ahead) on node 0 of @r (guest TSC ratio
+ * @ratio) against an exact 128-bit oracle; @what names the case.
+ */
+static void inverse_check(struct rig *r, const struct lapict_ops *ops,
+                          uint64_t ratio, uint64_t dg, const char *what)
+{
+    struct lapict_bm_node *n = &r->nodes[0];
+    uint64_t now = now_ns(r), g = lapict_bm_guest_tsc(n), d = g + dg;
+    uint64_t at = ops->tsc_to_host_ns(n, d), truth;
+    /* The first host tick whose scaled TSC is dg past the current one. */
+    u128 goal = ((u128)r->hw.tsc * ratio >> 48) + dg;
+    u128 h = ((goal << 48) + ratio - 1) / ratio, dh;
+
+    assert_true(h > r->hw.tsc);
+    dh = h - r->hw.tsc;
+    assert_true((int64_t)(at - now) > 0);
+    /* Far: bounded (e - p overestimates by less than two ticks). */
+    if (dh > ((u128)1 << 62) + 2 || dg >= 1ull << 63)
+        assert_true(at - now <= 1ull << 62);
+    if (dh > (u128)1 << 63)
+        return; /* past the clock's range */
+    truth = lapict_bm_clock_ns(&r->clk, (uint64_t)h - 1) + 1;
+    if ((int64_t)(at - truth) > 0)
+        fail_msg("%s, ratio %#llx: guest TSC %#llx + %#llx answered at "
+                 "%#llx, after %#llx",
+                 what, (unsigned long long)ratio, (unsigned long long)g,
+                 (unsigned long long)dg, (unsigned long long)at,
+                 (unsigned long long)truth);
+    if (dh < ((u128)1 << 62) - 4 && dg < 1ull << 63)
+        assert_int_equal(at, truth);
+}
+
+/*
+ * Rule: tsc_to_host_ns never answers later than the first host ns at which
+ * the guest TSC reaches the value: a late answer delivers late, an early
+ * one only costs lapict a re-check. Around the far bound, 2^62 host ticks
+ * ahead (or 2^63 guest ticks, for a guest faster than twice the host):
+ * exact below it, at most 2^62 ticks and 2^62 ns ahead beyond it, at
+ * every host and guest rate, up to IA32_TSC_DEADLINE = 2^64 - 1 from a
+ * guest TSC of 0.
+ */
+static void far_guest_deadline_instant_never_late(void **state)
+{
+    static const uint32_t khzs[] = {1000000u, 2400000u, 30000000u};
+    static const uint64_t ratios[] = {LAPICT_BM_RATIO_ONE,
+                                      LAPICT_BM_RATIO_ONE / 3,
+                                      LAPICT_BM_RATIO_ONE * 3 + 1,
+                                      (LAPICT_BM_RATIO_ONE / 7) * 5,
+                                      1ull << 32,
+                                      (1ull << 62) - 1};
+    struct lapict_ops ops;
+    size_t k, q;
+    int i;
+    (void)state;
+    rng_state = 62;
+    lapict_bm_ops_fill(&ops, NULL, NULL);
+    for (k = 0; k < sizeof(khzs) / sizeof(khzs[0]); k++)
+        for (q = 0; q < sizeof(ratios) / sizeof(ratios[0]); q++) {
+            static struct rig r;
+            const uint64_t ratio = ratios[q];
+            /* Guest ticks of 2^62 host ticks, or the guest bound. */
+            const u128 far = ((u128)1 << 62) * ratio >> 48;
+            const uint64_t mid =
+                far < (u128)1 << 63 ? (uint64_t)far : 1ull << 63;
+            /* Guest ticks of 64 host ticks, and 64 more. */
+            const uint64_t near = 64 * (ratio >> 48) + 64;
+            char what[32];
+            uint64_t off;
+
+            snprintf(what, sizeof(what), "%u kHz", khzs[k]);
+            rig_init(&r, khzs[k], 1000, 0, 0);
+            assert_int_equal(
+                lapict_bm_node_init(&r.nodes[0], &r.cpu, NULL, ratio, 77, NULL),
+                LAPICT_OK);
+            for (i = 0; i < 380; i++) {
+                uint64_t g;
+                fake_run(&r.hw, rnd_below(1000000));
+                g = lapict_bm_guest_tsc(&r.nodes[0]);
+                /* Within a few host ticks of the bound, then far on. */
+                inverse_check(&r, &ops, ratio,
+                              i < 300 ? mid - near + rnd_below(2 * near)
+                                      : mid + rnd() % (UINT64_MAX - mid - g),
+                              what);
+            }
+            /* IA32_TSC_DEADLINE = 2^64 - 1 (and a little less) from a
+             * guest TSC of 0: the guest's distance takes all 64 bits. */
+            off = 0 - (uint64_t)((u128)r.hw.tsc * ratio >> 48);
+            assert_int_equal(lapict_bm_node_detach(&r.nodes[0]), LAPICT_OK);
+            assert_int_equal(lapict_bm_node_init(&r.nodes[0], &r.cpu, NULL,
+                                                 ratio, off, NULL),
+                             LAPICT_OK);
+            assert_int_equal(lapict_bm_guest_tsc(&r.nodes[0]), 0);
+            for (i = 0; i < 20; i++)
+                inverse_check(&r, &ops, ratio,
+                              UINT64_MAX - rnd_below(1ull << i * 3), what);
+        }
+}
+
 /* Rule: the VMX-preemption timer is loaded with the distance to the
  * earliest deadline, rounded so that it never exits early. */
 static void preemption_timer_value(void **state)
@@ -1639,6 +1741,191 @@ static void preempt_scheduled_instances(void **state)
     }
 }
 
+/* ---- far deadlines --------------------------------------------------------
+ */
+
+/* The rates of a far-deadline case: host TSC, guest TSC (kHz). */
+struct far_rates {
+    uint32_t host_khz, guest_khz;
+};
+
+static const struct far_rates far_rates[] = {
+    {1000000u, 1000000u},   {3000000u, 3000000u},  {3000000u, 1000000u},
+    {30000000u, 30000000u}, {30000000u, 1000000u},
+};
+static const uint32_t far_shifts[] = {0, 5};
+/* The guest's IA32_TSC_DEADLINE, from a guest TSC of 0. */
+static const uint64_t far_deadlines[] = {UINT64_MAX, 1ull << 62};
+/* Host ticks of the long run: half the clock's range. */
+#define FAR_RUN_TICKS (1ull << 63)
+
+static char far_what[128];
+static unsigned far_bad;
+static uint64_t far_deadline_tsc, far_late_tsc;
+static unsigned far_injected;
+
+/* A property of the current case that does not hold: said, and counted. */
+static void far_fail(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
+static void far_fail(const char *fmt, ...)
+{
+    char msg[160];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    print_message("%s: %s\n", far_what, msg);
+    far_bad++;
+}
+
+#define far_check(c)                                                           \
+    do {                                                                       \
+        if (!(c))                                                              \
+            far_fail("%s", #c);                                                \
+    } while (0)
+
+static bool far_inject(void *ctx, uint8_t vector)
+{
+    uint64_t g = lapict_bm_guest_tsc(ctx);
+
+    assert_int_equal(vector, VEC);
+    if (g < far_deadline_tsc)
+        far_fail("injected at guest TSC %#llx, before the deadline",
+                 (unsigned long long)g);
+    far_late_tsc = g - far_deadline_tsc;
+    far_injected++;
+    return true;
+}
+
+/*
+ * The physical TSC deadline is armed far ahead of the TSC (a reached one
+ * is written as the TSC, or 1 at TSC 0), or at the TSC's wrap.
+ */
+static void far_check_hw_ahead(const struct rig *r, const char *when)
+{
+    if (!r->hw.armed || r->hw.deadline <= r->hw.tsc ||
+        (r->hw.deadline != UINT64_MAX &&
+         r->hw.deadline - r->hw.tsc < (1ull << 40)))
+        far_fail("%s: IA32_TSC_DEADLINE %#llx (%s) at TSC %#llx", when,
+                 (unsigned long long)r->hw.deadline,
+                 r->hw.armed ? "armed" : "disarmed",
+                 (unsigned long long)r->hw.tsc);
+}
+
+/* One case: a guest at @fr's rates writes @deadline from a guest TSC of 0. */
+static void far_case(const struct far_rates *fr, size_t b, uint32_t shift,
+                     uint64_t deadline)
+{
+    /* Interrupts of the long run: one per 2^62 ticks, one at the wrap. */
+    const unsigned most = (unsigned)(FAR_RUN_TICKS >> 62) + 1;
+    static struct rig r;
+    struct lapict_bm_cpu_config cc = {0};
+    struct lapict_bm_node *n = &r.nodes[0];
+    struct lapict_bm_stats st;
+    struct lapict_ops ops;
+    struct lapict_timer t;
+    struct lapict_config c;
+    uint64_t ratio;
+    unsigned irqs;
+    bool reached;
+
+    snprintf(far_what, sizeof(far_what),
+             "host %u MHz, guest %u MHz, base %zu, shift %u, deadline %#llx",
+             fr->host_khz / 1000u, fr->guest_khz / 1000u, b, shift,
+             (unsigned long long)deadline);
+    rig_init(&r, fr->host_khz, bases[b], bases[b], 0);
+    cc.clock = &r.clk;
+    cc.preempt_shift = shift;
+    assert_int_equal(lapict_bm_cpu_init(&r.cpu, &cc, &fake_ops, &r.hw, r.slots,
+                                        LAPICT_BM_SLOTS(1)),
+                     LAPICT_OK);
+    ratio =
+        (uint64_t)((u128)LAPICT_BM_RATIO_ONE * fr->guest_khz / fr->host_khz);
+    assert_int_equal(
+        lapict_bm_node_init(n, &r.cpu, &t, ratio, (uint64_t)0 - bases[b], NULL),
+        LAPICT_OK);
+    assert_int_equal(lapict_bm_guest_tsc(n), 0);
+    lapict_bm_ops_fill_preempt(&ops, far_inject, NULL);
+    lapict_config_default(&c);
+    c.tsc_khz = fr->guest_khz;
+    assert_int_equal(lapict_init(&t, &c, &ops, n), LAPICT_OK);
+    assert_int_equal(lapict_bm_node_put(n), LAPICT_OK);
+    assert_int_equal(lapict_lvtt_write(&t, LAPICT_LVTT_TSC_DEADLINE | VEC),
+                     LAPICT_OK);
+    far_deadline_tsc = deadline;
+    far_injected = 0;
+    assert_int_equal(lapict_tsc_deadline_write(&t, deadline), LAPICT_OK);
+
+    /* Halted: the heap, behind the physical timer. */
+    lapict_bm_stats_get(&r.cpu, &st);
+    far_check(far_injected == 0);
+    far_check(st.past_writes == 0);
+    far_check_hw_ahead(&r, "armed");
+
+    /* Running: the preemption timer, at its largest count at each entry
+     * (a count of 0 exits at once, at every entry: not run). */
+    assert_int_equal(lapict_bm_node_load(n), LAPICT_OK);
+    assert_int_equal(lapict_bm_guest_entry(&r.cpu), LAPICT_OK);
+    if (r.hw.preempt != UINT32_MAX) {
+        far_fail("preemption timer loaded with %u", r.hw.preempt);
+    } else {
+        guest_run(&r, &t, 64 * ((uint64_t)UINT32_MAX << shift));
+        lapict_bm_stats_get(&r.cpu, &st);
+        far_check(far_injected == 0);
+        far_check(st.preempt_exits >= 63 && st.preempt_exits <= 65);
+    }
+    assert_int_equal(lapict_bm_node_put(n), LAPICT_OK);
+    far_check_hw_ahead(&r, "after the guest ran");
+
+    /* Halted for the rest of the long run; a storm ends at the cap. */
+    irqs = r.hw.irqs;
+    r.hw.irq_cap = irqs + most + 1;
+    fake_run(&r.hw, FAR_RUN_TICKS - (r.hw.tsc - bases[b]));
+    r.hw.irq_cap = 0;
+    if (r.hw.irqs - irqs > most)
+        far_fail("%u host timer interrupts in the run, at most %u wanted; "
+                 "IA32_TSC_DEADLINE %#llx at TSC %#llx",
+                 r.hw.irqs - irqs, most, (unsigned long long)r.hw.deadline,
+                 (unsigned long long)r.hw.tsc);
+    reached = lapict_bm_guest_tsc(n) >= deadline;
+    far_check(far_injected == (reached ? 1u : 0u));
+    far_check(!reached || far_late_tsc <= 2);
+    lapict_bm_stats_get(&r.cpu, &st);
+    far_check(st.past_writes == 0);
+    if (!reached)
+        far_check_hw_ahead(&r, "after the run");
+}
+
+/*
+ * Rule: a TSC deadline as far as the guest likes (IA32_TSC_DEADLINE =
+ * 2^64 - 1, or 2^62 guest ticks ahead; lapict's horizon, 2^62 ns, is more
+ * than 2^63 host ticks above 2 GHz and more than the clock's 2^64 ticks at
+ * 30 GHz) is "not yet": the physical TSC deadline is armed ahead of the TSC,
+ * the VMX-preemption timer at its largest count, and when either is reached
+ * without the deadline being due, the handler re-arms. Nothing is injected
+ * before the deadline, the interrupt at it is on time, a run of 2^63 host
+ * ticks takes at most one host timer interrupt per 2^62 ticks (the
+ * horizon) plus one at the TSC's wrap, and 64 slices of the largest
+ * preemption-timer count take 64 VM exits: no storm of either.
+ */
+static void far_tsc_deadline_arms_far_without_storm(void **state)
+{
+    size_t k, b, s, d;
+    (void)state;
+    far_bad = 0;
+    for (k = 0; k < sizeof(far_rates) / sizeof(far_rates[0]); k++)
+        for (b = 0; b < NBASES; b++)
+            for (s = 0; s < sizeof(far_shifts) / sizeof(far_shifts[0]); s++)
+                for (d = 0; d < 2; d++)
+                    /* VMX scaling is continuous across the host TSC wrap
+                     * only at 1:1. */
+                    if (!b || far_rates[k].guest_khz == far_rates[k].host_khz)
+                        far_case(&far_rates[k], b, far_shifts[s],
+                                 far_deadlines[d]);
+    assert_int_equal(far_bad, 0);
+}
+
 TU_MAIN(cmocka_unit_test(clock_multiply_shift_matches_exact_and_inverts),
         cmocka_unit_test(clock_tsc_exact_inverse_over_whole_rate_range),
         cmocka_unit_test(clock_continuous_across_tsc_wrap),
@@ -1653,10 +1940,12 @@ TU_MAIN(cmocka_unit_test(clock_multiply_shift_matches_exact_and_inverts),
         cmocka_unit_test(random_ops_match_oracle),
         cmocka_unit_test(e2e_instances_through_mux),
         cmocka_unit_test(guest_tsc_scaling_and_inverse),
+        cmocka_unit_test(far_guest_deadline_instant_never_late),
         cmocka_unit_test(preemption_timer_value),
         cmocka_unit_test(migration_keeps_deadline),
         cmocka_unit_test(invalid_arguments),
         cmocka_unit_test(full_cpu_refuses_node_loses_no_timer),
         cmocka_unit_test(ops_of_detached_node_are_defined),
         cmocka_unit_test(preempt_timer_is_the_core_hv_timer),
-        cmocka_unit_test(preempt_scheduled_instances))
+        cmocka_unit_test(preempt_scheduled_instances),
+        cmocka_unit_test(far_tsc_deadline_arms_far_without_storm))

@@ -398,13 +398,15 @@ static void timers_fire_on_time_across_the_wrap_and_are_recorded(void **state)
 
 /*
  * Rule: the hardware timer refuses arms beyond hv_max_ahead_ns, or all
- * when not offered, and a refused arm leaves nothing armed (arming
- * replaces); it fires only while the vCPU runs. lapict_sim_fire() runs a
- * callback early, disarming the timer it names.
+ * when not offered, or beyond its count (also 2^64 TSC ticks and more
+ * ahead), and a refused arm leaves nothing armed (arming replaces); it
+ * fires only while the vCPU runs. lapict_sim_fire() runs a callback
+ * early, disarming the timer it names.
  */
 static void hv_timer_faults_and_early_callbacks(void **state)
 {
     struct rec_host h;
+    uint32_t khz;
     (void)state;
 
     rec_host_init(&h, 0, true, true);
@@ -420,6 +422,14 @@ static void hv_timer_faults_and_early_callbacks(void **state)
     assert_int_equal(h.s.hv_arms, 4);
     assert_int_equal(h.s.hv_refusals, 2);
     h.s.cfg.hv_timer = true;
+    /* 2^62 ns at 100 GHz: 25 * 2^64 ticks, beyond any count. */
+    h.s.cfg.hv_max_ahead_ns = 0;
+    khz = h.s.cfg.tsc_khz;
+    h.s.cfg.tsc_khz = LAPICT_TSC_KHZ_MAX;
+    assert_false(lapict_sim_ops.hv_timer_arm(&h.s, h.s.now_ns + (1ull << 62)));
+    assert_false(h.s.hv_armed);
+    h.s.cfg.tsc_khz = khz;
+    assert_int_equal(h.s.hv_refusals, 3);
     assert_true(lapict_sim_ops.hv_timer_arm(&h.s, 10));
     h.s.blocked = true;
     assert_true(lapict_sim_run_until(&h.s, 20));
