@@ -4,7 +4,8 @@
 # copy of the tree, run lintian over them, unpack them into a scratch root
 # with dpkg -x, and use that root the way a distribution's user would: the
 # consumer project (tests/consumer) through find_package and pkg-config,
-# the installed lapict-replay, the installed man pages.
+# the installed examples through their own CMakeLists.txt, the installed
+# lapict-replay, the installed man pages and documents.
 #
 #   bash ci/test-packages.sh        (LAPICT_PKG_DIR, default build-ci/packages)
 #
@@ -56,7 +57,7 @@ case $work/ in
 "$src"/*) fail "LAPICT_PKG_DIR must be outside the tree or in a build-* dir" ;;
 esac
 # Only what this script writes there (LAPICT_PKG_DIR may be any folder).
-rm -rf "$work"/lapict-[0-9]* "$work/root" "$work/consumer" \
+rm -rf "$work"/lapict-[0-9]* "$work/root" "$work/consumer" "$work/examples" \
     "$work"/*.deb "$work"/*.changes "$work"/*.buildinfo \
     "$work/build.log" "$work/lintian.txt" "$work/vmm-strings.txt"
 tree=$work/lapict-$version
@@ -142,7 +143,8 @@ done
 # `apt install liblapict-dev`: lapict(3), a header's, a function's.
 docdir=$root/usr/share/doc/liblapict-dev
 for doc in README.md porting.md design.md spec/timer.md spec/replay.md spec/state.md \
-           html/index.html; do
+           html/index.html examples/CMakeLists.txt examples/embed_sim.c \
+           examples/kvm_loop.c; do
     [ -f "$docdir/$doc" ] || fail "liblapict-dev has no $doc in $docdir"
 done
 for name in lapict lapict-timer lapict_init lapict_strerror; do
@@ -150,10 +152,12 @@ for name in lapict lapict-timer lapict_init lapict_strerror; do
         fail "man $name (liblapict-dev's pages)"
     [ -z "$err" ] || fail "man $name: $err"
 done
-echo "test-packages: liblapict-dev: README, porting guide, spec, HTML" \
+echo "test-packages: liblapict-dev: README, porting guide, spec, examples, HTML" \
      "reference; man lapict, man lapict_init"
-# Each adapter's -dev package: its page and a function's.
+# Each adapter's -dev package: its README, its page and a function's.
 for a in $adapters; do
+    [ -f "$root/usr/share/doc/liblapict-$a-dev/README.md" ] ||
+        fail "liblapict-$a-dev has no README.md"
     case $a in
     kvm) names="lapict-kvm lapict_kvm_pre_run lapict-apic" ;;
     sim) names="lapict-sim lapict_sim_init" ;;
@@ -176,11 +180,24 @@ done
 grep -q '^/usr/lib/lapict/lapict-vmm-guest' "$work/vmm-strings.txt" ||
     fail "lapict-vmm's default guest is not under /usr/lib/lapict"
 
+# The installed documents' relative links resolve in the packages: in
+# liblapict-dev's directory, and in each adapter's (whose README names the
+# core's documents by their installed paths instead).
+for dir in "$root"/usr/share/doc/liblapict-dev "$root"/usr/share/doc/liblapict-*-dev; do
+    cmake -DDIR="$dir" -P cmake/check_doc_links.cmake
+done
+
 # --- the consumer project against the root --------------------------------
 cmake -DINSTALLED_PREFIX="$root/usr" -DSOURCE_DIR="$src/tests/consumer" \
     -DWORK_DIR="$work/consumer" -DC_COMPILER=gcc \
     -DLIBDIR="lib/$multiarch" -DPKG_CONFIG="$(command -v pkg-config)" \
     -P cmake/test_consumer.cmake
+
+# --- the installed examples, built on their own against the root -----------
+echo "test-packages: the examples of liblapict-dev, with their CMakeLists.txt"
+cmake -DEXAMPLES_DIR="$docdir/examples" -DPREFIX="$root/usr" \
+    -DWORK_DIR="$work/examples" -DLIBDIR="lib/$multiarch" -DC_COMPILER=gcc \
+    -P cmake/test_installed_examples.cmake
 
 debs=""
 for deb in "$work"/*.deb; do

@@ -10,11 +10,14 @@
 #
 #   MODE=lookup: `man -M MANPATH NAME` finds a page by name, as `man NAME`
 #     does after an install, and renders it with nothing on standard error
-#     (a ".so" page included).
+#     (a ".so" page included). With EXPECT, a list of phrases, the rendered
+#     text must hold each of them (words as man wraps them: any run of
+#     blanks matches a blank).
 #
 #   cmake -DMODE=render -DPAGE=lapict-x.1 -DGROFF=groff -DMAN=man -P ...
 #   cmake -DMODE=options -DSOURCE=lapict-x.1.scd -DTOOL=path -P ...
-#   cmake -DMODE=lookup -DMANPATH=dir -DNAME=lapict_init -DMAN=man -P ...
+#   cmake -DMODE=lookup -DMANPATH=dir -DNAME=lapict_init -DMAN=man
+#         [-DEXPECT="phrase;phrase"] -P ...
 cmake_minimum_required(VERSION 3.16)
 
 if(MODE STREQUAL "render")
@@ -82,6 +85,13 @@ elseif(MODE STREQUAL "lookup")
     if(NOT rc EQUAL 0 OR NOT err STREQUAL "" OR out STREQUAL "")
         message(FATAL_ERROR "man -M ${MANPATH} ${NAME} (${rc}):\n${err}")
     endif()
+    string(REGEX REPLACE "[ \t\n]+" " " flat "${out}")
+    foreach(phrase IN LISTS EXPECT)
+        string(FIND "${flat}" "${phrase}" at)
+        if(at EQUAL -1)
+            message(FATAL_ERROR "man ${NAME}: no \"${phrase}\" in:\n${out}")
+        endif()
+    endforeach()
     string(REGEX MATCH "^[^\n]*" first "${out}")
     message(STATUS "man ${NAME}: ${first}")
 else()

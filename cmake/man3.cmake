@@ -150,9 +150,18 @@ The documentation is installed in
 .B porting.md
 (writing an adapter; embedding lapict in a VMM),
 .B spec/
-(the behaviour the headers cite) and
+(the behaviour the headers cite),
 .B html/
-(the API reference).
+(the API reference) and
+.B examples/
+(the samples, with a
+.B CMakeLists.txt
+that builds them against the installed package). Each adapter's
+.B README.md
+(its threading, limits and threat model) is in
+.I share/doc/lapict/adapters/<name>
+(Debian:
+.IR /usr/share/doc/liblapict-<name>-dev ).
 .SH SEE ALSO
 .BR lapict-replay (1),
 .BR lapict-vmm (1),

@@ -2,7 +2,10 @@
 /*
  * Bare-metal adapter: many lapict instances (one per vCPU) share the one
  * physical TSC-deadline timer of each physical CPU, as in a type-1
- * hypervisor that owns the local APIC. See README.md beside this file.
+ * hypervisor that owns the local APIC. The adapter's README (hardware
+ * quirks, threading, threat model) is installed in
+ * share/doc/lapict/adapters/baremetal (Debian:
+ * /usr/share/doc/liblapict-baremetal-dev).
  *
  * Per physical CPU a multiplexer (struct lapict_bm_cpu) keeps the armed
  * software timers of its vCPUs (struct lapict_bm_node, one per lapict

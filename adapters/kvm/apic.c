@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The portable userspace local APIC (lapict_apic.h): register file, xAPIC
- * MMIO and x2APIC MSR decoding, IRR/ISR/PPR, IPIs to this APIC. Timer
- * registers go to the core through its access helpers. No KVM, no OS.
+ * MMIO and x2APIC MSR decoding, IRR/ISR/PPR, IPIs (this APIC's part here,
+ * the rest to the host's ipi op). Timer registers go to the core through
+ * its access helpers. No KVM, no OS.
  */
 #include "lapict_apic.h"
 
@@ -159,13 +160,10 @@ static uint32_t x2apic_ldr(uint32_t id)
     return ((id >> 4) << 16) | (1u << (id & 0xFu));
 }
 
-/* Does an ICR destination (no shorthand) name this APIC? */
-static bool ipi_targets_self(const struct lapict_apic *a, uint32_t lo,
-                             uint32_t dest)
+bool lapict_apic_dest_match(const struct lapict_apic *a, bool logical,
+                            uint32_t dest)
 {
-    bool x2 = lapict_apic_x2apic(a), logical = lo & 0x800u;
-
-    if (x2) {
+    if (lapict_apic_x2apic(a)) {
         if (dest == 0xFFFFFFFFu)
             return true; /* broadcast */
         if (!logical)
@@ -185,28 +183,85 @@ static bool ipi_targets_self(const struct lapict_apic *a, uint32_t lo,
     return (dest >> 4) == (a->ldr >> 28) && (dest & (a->ldr >> 24) & 0xFu);
 }
 
-/* Return: LAPICT_OK or the nmi op's error. */
-static int self_ipi(struct lapict_apic *a, uint32_t lo, uint32_t dest)
+/*
+ * Does the destination name this APIC and certainly no other? A physical
+ * ID that is this APIC's, or its own x2APIC logical ID, which derives from
+ * the unique x2APIC ID. An xAPIC logical destination never qualifies:
+ * software writes the LDRs, and two APICs may share bits.
+ */
+static bool dest_only_self(const struct lapict_apic *a,
+                           const struct lapict_apic_ipi *ipi)
 {
-    uint32_t mode = (lo >> 8) & 7u, shorthand = (lo >> 18) & 3u;
-    bool self = shorthand == 1 || shorthand == 2 ||
-                (shorthand == 0 && ipi_targets_self(a, lo, dest));
+    if (ipi->shorthand != LAPICT_APIC_SH_NONE)
+        return ipi->shorthand == LAPICT_APIC_SH_SELF;
+    if (ipi->x2apic)
+        return ipi->logical ? ipi->dest == x2apic_ldr(a->id)
+                            : ipi->dest == a->id && ipi->dest != 0xFFFFFFFFu;
+    return !ipi->logical && ipi->dest == a->id && ipi->dest != 0xFFu;
+}
 
-    /* One vCPU: only what reaches this APIC matters. */
-    if (!self)
-        return LAPICT_OK;
-    switch (mode) {
-    case 0: /* fixed */
-    case 1: /* lowest priority: this APIC is the only candidate */
-        lapict_apic_set_irq(a, (uint8_t)lo);
+/*
+ * An ICR write: this APIC's own part here, the rest to the ipi op (the
+ * header's description has the rules). Return: LAPICT_OK or the first
+ * error of the nmi and ipi ops (the IPI is sent either way).
+ */
+static int send_ipi(struct lapict_apic *a, uint32_t lo, uint32_t dest)
+{
+    struct lapict_apic_ipi ipi = {
+        .dest = lapict_apic_x2apic(a) ? dest : dest & 0xFFu,
+        .vector = (uint8_t)lo,
+        .mode = (uint8_t)((lo >> 8) & 7u),
+        .shorthand = (uint8_t)((lo >> 18) & 3u),
+        .logical = lo & 0x800u,
+        .level = lo & 0x4000u,
+        .trigger_level = lo & 0x8000u,
+        .x2apic = lapict_apic_x2apic(a),
+    };
+    /* A table of version 1 ends before the ipi op. */
+    bool routed = a->ops->version >= 2 && a->ops->ipi;
+    bool here = ipi.shorthand == LAPICT_APIC_SH_SELF ||
+                ipi.shorthand == LAPICT_APIC_SH_ALL ||
+                (ipi.shorthand == LAPICT_APIC_SH_NONE &&
+                 lapict_apic_dest_match(a, ipi.logical, ipi.dest));
+    bool only_here = dest_only_self(a, &ipi);
+    int rc = LAPICT_OK, rc2;
+
+    switch (ipi.mode) {
+    case LAPICT_APIC_DM_LOWEST:
+        /* One APIC of the destination takes it: with others named, the
+         * VMM arbitrates. Alone, this APIC is the only candidate. */
+        if (routed && !only_here)
+            break;
+        /* fall through */
+    case LAPICT_APIC_DM_FIXED:
+        if (here) {
+            lapict_apic_set_irq(a, ipi.vector);
+            ipi.delivered_here = true;
+        }
         break;
-    case 4: /* NMI: the host queues it (the nmi op) */
-        a->st.nmis++;
-        return a->ops->nmi ? a->ops->nmi(a->ctx) : LAPICT_OK;
+    case LAPICT_APIC_DM_NMI:
+        if (here) {
+            a->st.nmis++;
+            ipi.delivered_here = true;
+            if (a->ops->nmi)
+                rc = a->ops->nmi(a->ctx);
+        }
+        break;
     default:
-        break; /* SMI, INIT, SIPI: no other CPU, not modelled */
+        /* SMI, INIT, start-up, reserved: the VMM acts on them, for this
+         * APIC as for any other. */
+        only_here = false;
+        break;
     }
-    return LAPICT_OK;
+    if (only_here)
+        return rc;
+    if (!routed) {
+        a->st.ipis_unrouted++;
+        return rc;
+    }
+    a->st.ipis_routed++;
+    rc2 = a->ops->ipi(a->ctx, &ipi);
+    return rc < 0 ? rc : rc2;
 }
 
 static uint32_t lvt_bits(uint32_t reg)
@@ -336,7 +391,7 @@ static int reg_write(struct lapict_apic *a, uint32_t reg, uint32_t val)
         break;
     case R_ICR:
         a->icr_lo = val & 0x000CCFFFu;
-        return self_ipi(a, val, a->icr_hi >> 24);
+        return send_ipi(a, val, a->icr_hi >> 24);
     case R_ICR2:
         a->icr_hi = val & 0xFF000000u;
         break;
@@ -494,7 +549,7 @@ int lapict_apic_wrmsr(struct lapict_apic *a, uint32_t msr, uint64_t val)
     if (reg == R_ICR) {
         a->icr_hi = (uint32_t)(val >> 32);
         a->icr_lo = (uint32_t)val & 0x000CCFFFu;
-        return self_ipi(a, (uint32_t)val, a->icr_hi);
+        return send_ipi(a, (uint32_t)val, a->icr_hi);
     }
     if (val >> 32)
         return LAPICT_E_GP;

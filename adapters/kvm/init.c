@@ -25,6 +25,7 @@ int lapict_kvm_init(struct lapict_kvm *k, int vcpu_fd, struct kvm_run *run,
 {
     struct lapict_kvm_config def;
     struct lapict_config tc;
+    const struct lapict_apic_ops *apic_ops;
     int rc;
 
     if (!k || !run)
@@ -39,6 +40,8 @@ int lapict_kvm_init(struct lapict_kvm *k, int vcpu_fd, struct kvm_run *run,
         (cfg->kick != LAPICT_KVM_KICK_CALLER && !cfg->kick_signal) ||
         (cfg->sys && cfg->sys->version != LAPICT_KVM_SYS_VERSION))
         return LAPICT_E_INVAL;
+    if (cfg->apic_ops && cfg->apic_ops->version < 1)
+        return LAPICT_E_OPS;
     memset(k, 0, sizeof(*k));
     k->sys = cfg->sys ? cfg->sys : &lapict_kvm_sys_linux;
     k->vcpu_fd = vcpu_fd;
@@ -48,6 +51,8 @@ int lapict_kvm_init(struct lapict_kvm *k, int vcpu_fd, struct kvm_run *run,
     k->vcpu_thread = pthread_self();
     k->fired = cfg->fired;
     k->fired_arg = cfg->fired_arg;
+    k->vmm_ops = cfg->apic_ops;
+    k->vmm_ctx = cfg->apic_ctx;
 
     /* The timer's configuration as given; only tsc_khz 0 is filled in. */
     tc = cfg->timer;
@@ -79,8 +84,11 @@ int lapict_kvm_init(struct lapict_kvm *k, int vcpu_fd, struct kvm_run *run,
     if ((rc = lapict_kvm__kick_start(k, cfg)) < 0)
         goto fail;
     /* APIC state: enabled at the default base, SVR software-disabled. */
-    if ((rc = lapict_apic_init(&k->apic, &k->timer, &lapict_kvm__apic_ops, k)) <
-        0)
+    /* The VMM's ipi op, if any: the model counts IPIs it cannot hand on. */
+    apic_ops = k->vmm_ops && k->vmm_ops->version >= 2 && k->vmm_ops->ipi
+                   ? &lapict_kvm__apic_ops_ipi
+                   : &lapict_kvm__apic_ops;
+    if ((rc = lapict_apic_init(&k->apic, &k->timer, apic_ops, k)) < 0)
         goto fail;
     return 0;
 

@@ -96,8 +96,12 @@ bool lapict_kvm__poll_expiry(struct lapict_kvm *k);
 
 /* --- vcpu.c -------------------------------------------------------------- */
 
-/* The model's ops on KVM (KVM_NMI, KVM_SET_MSRS, EOI window). */
+/* The model's ops on KVM (KVM_NMI, KVM_SET_MSRS, EOI window), each then
+ * calling the VMM's (lapict_kvm_config.apic_ops); _ipi also hands IPIs to
+ * the VMM's ipi op, for a VMM that has one (without, the model counts
+ * them unrouted). */
 extern const struct lapict_apic_ops lapict_kvm__apic_ops;
+extern const struct lapict_apic_ops lapict_kvm__apic_ops_ipi;
 /* Per-vCPU KVM setup at init: the TSC offset, sync regs. LAPICT_E_*. */
 int lapict_kvm__vcpu_setup(struct lapict_kvm *k);
 /* Give the core its held interrupt back if the guest can take it now. */

@@ -1,14 +1,71 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A portable userspace local APIC around the lapict timer, for one vCPU:
- * the register file (ID, version, TPR, PPR, EOI, LDR/DFR, SVR, ESR, the
- * LVTs, ICR), IRR/ISR, xAPIC MMIO and x2APIC MSR decoding with the #GP
- * rules, IA32_APIC_BASE, logical destinations and self IPIs (fixed,
- * lowest priority, NMI). The timer registers go to the core (lapict_*
- * register helpers). Nothing here knows KVM: the host reaches the model
- * through the calls below and is reached through struct lapict_apic_ops.
+ * lapict's portable userspace local APIC: one APIC, around the lapict
+ * timer, for a VMM that emulates the LAPIC itself (adapters/kvm uses it on
+ * KVM without the in-kernel irqchip). Nothing here knows KVM: the host
+ * reaches the model through the calls below and is reached through struct
+ * lapict_apic_ops. One model is one vCPU's APIC; a VMM with more vCPUs has
+ * one model each and routes the IPIs between them (the ipi op).
  *
- * Context: one owner thread (the vCPU's), as the timer it wraps.
+ * Modelled: the register file (ID, version 0x00050014, TPR, PPR, EOI,
+ * LDR/DFR, SVR whose software disable masks every LVT, ESR latched on
+ * write, the CMCI/thermal/perf/LINT0/LINT1/error LVTs stored, ICR with
+ * its delivery status always idle), IRR/ISR and priority, xAPIC MMIO and
+ * x2APIC MSR decoding with the #GP rules of reserved, read-only and
+ * write-only registers, IA32_APIC_BASE (relocation, the enable/x2APIC
+ * transition rules, EXTD reserved without x2APIC in CPUID, the bits from
+ * MAXPHYADDR up reserved, reset on disable), IA32_TSC_DEADLINE reading 0
+ * and dropping writes while the APIC is disabled. The timer registers are
+ * the core's (lapict-regs(3)).
+ *
+ * IPIs ("Interrupt Command Register (ICR)"): this APIC's own part of an
+ * IPI is delivered here: fixed and lowest-priority interrupts to IRR,
+ * NMI through the nmi op, when the shorthand is self or all including
+ * self, or the destination names this APIC (its physical ID, the
+ * broadcast ID 0xFF or, in x2APIC mode, 0xFFFFFFFF, a flat or cluster
+ * logical destination that has its bit, an x2APIC cluster destination).
+ * Everything else goes to the ipi op, decoded (struct lapict_apic_ipi),
+ * for the VMM to route: an IPI whose destination may name another APIC
+ * (another physical ID, the broadcast ID, all including or excluding
+ * self, any xAPIC logical destination, an x2APIC logical one other than
+ * this APIC's own), and every SMI, INIT, start-up (SIPI) or reserved
+ * delivery mode, to this APIC too. A lowest-priority IPI for more than
+ * this APIC is not delivered here when there is an ipi op: the VMM picks
+ * the one APIC that takes it. Without an ipi op (NULL, or an ops table of
+ * version 1) the model delivers this APIC's part as above and counts the
+ * rest in st.ipis_unrouted: nothing is routed, nothing is dropped
+ * unnoticed. The x2APIC SELF IPI register is a fixed IPI to this APIC.
+ *
+ * Not modelled, the host's to do or to go without:
+ *
+ *   - other CPUs: routing, arbitration among APICs (APR reads 0),
+ *     focus processor checks, the send-accept and receive-accept errors;
+ *     a logical destination is matched against this APIC's LDR only
+ *   - INIT, start-up and SMI: never acted on here, only passed to the
+ *     ipi op (INIT level de-assert, INIT with level 0 and trigger level,
+ *     too, for the VMM to ignore as processors since the Pentium 4 do);
+ *     lapict_apic_init() is power-on, not an INIT's reset
+ *   - refusing the ICR combinations the SDM's tables of valid
+ *     combinations call invalid (lowest priority, NMI, INIT, SMI, start-up
+ *     with the self or all-including-self shorthand): they are taken as
+ *     written (a self NMI is delivered here, a self INIT routed)
+ *   - level-triggered interrupts: no TMR (reads 0), IPIs with trigger
+ *     mode level are delivered edge-triggered, as the xAPIC issues them;
+ *     an EOI clears the highest ISR bit and calls the eoi op
+ *     without the vector, so no EOI reaches an I/O APIC, and there is no
+ *     directed EOI or EOI-broadcast suppression
+ *   - the LINT0/LINT1 pins, ExtINT (an 8259 PIC behind LINT0) and the
+ *     thermal, performance-counter, CMCI and error interrupt sources: the
+ *     LVTs are stored, nothing raises them
+ *   - the sender's ESR bits (Send Illegal Vector, send accept): an IPI
+ *     with a vector below 16 is delivered or routed as written; the APIC
+ *     that receives it sets Receive Illegal Vector
+ *   - a TPR lowered by a guest CR8 write without an exit: the host syncs
+ *     it (lapict_apic_set_tpr()) at its next exit
+ *
+ * Context: one owner thread (the vCPU's), as the timer it wraps. Another
+ * vCPU's thread never calls into this model: an IPI for it is queued by
+ * the VMM and raised by its own thread (lapict_apic_set_irq()).
  */
 #ifndef LAPICT_APIC_H
 #define LAPICT_APIC_H
@@ -35,11 +92,63 @@ extern "C" {
 #define LAPICT_APIC_ESR_SEND_ILLEGAL 0x20u
 #define LAPICT_APIC_ESR_RECV_ILLEGAL 0x40u
 
-#define LAPICT_APIC_OPS_VERSION 1u
+/* ICR delivery modes ("Interrupt Command Register (ICR)"); 3 and 7 are
+ * reserved. */
+#define LAPICT_APIC_DM_FIXED 0u
+#define LAPICT_APIC_DM_LOWEST 1u
+#define LAPICT_APIC_DM_SMI 2u
+#define LAPICT_APIC_DM_NMI 4u
+#define LAPICT_APIC_DM_INIT 5u
+#define LAPICT_APIC_DM_STARTUP 6u
+/* ICR destination shorthands. */
+#define LAPICT_APIC_SH_NONE 0u
+#define LAPICT_APIC_SH_SELF 1u
+#define LAPICT_APIC_SH_ALL 2u    /* all including self */
+#define LAPICT_APIC_SH_OTHERS 3u /* all excluding self */
+
+/*
+ * An IPI as the guest wrote it into the ICR, decoded for the ipi op. The
+ * fields are the ICR's, so that the VMM routes with the hardware's rules
+ * and needs no ICR layout of its own. The model fills it in; it grows only
+ * at the end, and an op reads only the fields of the LAPICT_APIC_OPS_VERSION
+ * it was written for.
+ */
+struct lapict_apic_ipi {
+    /* The destination field: ICR[63:56] in xAPIC mode (0xFF: broadcast),
+     * ICR[63:32] in x2APIC mode (0xFFFFFFFF: broadcast); a physical APIC
+     * ID or a logical destination (@logical). Ignored by the hardware
+     * when @shorthand is not LAPICT_APIC_SH_NONE. */
+    uint32_t dest;
+    /* ICR[7:0]: the vector (fixed, lowest priority), the start-up page
+     * (SIPI); ignored by the other modes. */
+    uint8_t vector;
+    /* ICR[10:8]: LAPICT_APIC_DM_*. */
+    uint8_t mode;
+    /* ICR[19:18]: LAPICT_APIC_SH_*. */
+    uint8_t shorthand;
+    /* ICR[11]: logical destination mode; false: physical. */
+    bool logical;
+    /* ICR[14]: level assert; false only for INIT level de-assert. */
+    bool level;
+    /* ICR[15]: trigger mode level; false: edge. */
+    bool trigger_level;
+    /* Sent in x2APIC mode: @dest has 32 bits, a logical @dest is an
+     * x2APIC cluster (31:16) and member bit (15:0). */
+    bool x2apic;
+    /* This APIC's own part is done: the shorthand or @dest included it
+     * and the model delivered it (fixed to IRR, NMI through the nmi op).
+     * The VMM routes to the other APICs only. False for lowest priority,
+     * SMI, INIT, start-up and reserved modes, whoever they name. */
+    bool delivered_here;
+};
+
+#define LAPICT_APIC_OPS_VERSION 2u
 
 /* What the model needs from its host. Grows only at the end. */
 struct lapict_apic_ops {
-    uint32_t version; /* LAPICT_APIC_OPS_VERSION */
+    /* LAPICT_APIC_OPS_VERSION as the host was built with: 1 has no ipi
+     * op; the model reads no op beyond its table's version. */
+    uint32_t version;
     /* An NMI (ICR delivery mode NMI) reached this APIC. Optional (NULL:
      * counted only). Return: LAPICT_OK or a LAPICT_E_* code. */
     int (*nmi)(void *ctx);
@@ -48,10 +157,27 @@ struct lapict_apic_ops {
     int (*base_changed)(void *ctx, uint64_t apic_base);
     /* An EOI: an interrupt the host holds back may fit now. Optional. */
     void (*eoi)(void *ctx);
+    /*
+     * Version 2. An IPI this APIC does not complete alone (the
+     * description above says which): the VMM routes it to the other
+     * vCPUs' models, on their own threads (lapict_apic_dest_match() tells
+     * whether a model's destination matches, lapict_apic_set_irq() raises
+     * a fixed interrupt there), and acts on INIT, start-up and SMI itself.
+     * Called once the ICR holds the write; may call into this model
+     * (e.g. lapict_apic_set_irq() when it picks this APIC for a lowest
+     * priority IPI). Optional: without it the IPI is counted in
+     * st.ipis_unrouted. Return: LAPICT_OK or a LAPICT_E_* code, returned
+     * by the access that wrote the ICR (which is complete).
+     */
+    int (*ipi)(void *ctx, const struct lapict_apic_ipi *ipi);
 };
 
 struct lapict_apic_stats {
     uint64_t mmio, rdmsr, wrmsr, eois, nmis;
+    /* IPIs handed to the ipi op, and those that needed it and found no
+     * ipi op (the description above: their other destinations, or their
+     * mode, were left undone). */
+    uint64_t ipis_routed, ipis_unrouted;
 };
 
 /* One vCPU's LAPIC; caller-allocated, fields private to apic.c. */
@@ -73,12 +199,14 @@ struct lapict_apic {
  * @a: caller-allocated.
  * @timer: the vCPU's lapict timer (lapict_init() done; its inject op
  * calls lapict_apic_set_irq()).
- * @ops: the host's calls; NULL for none.
+ * @ops: the host's calls, a table of version 1 or later (only version 2
+ * has the ipi op); NULL for none. Kept, not copied: it must outlive @a.
  * @ctx: passed to @ops.
  *
- * Enabled at the default base (BSP), SVR software-disabled.
+ * Enabled at the default base (BSP), SVR software-disabled, statistics 0.
  *
- * Return: LAPICT_OK, LAPICT_E_INVAL (NULL @a or @timer), LAPICT_E_OPS.
+ * Return: LAPICT_OK, LAPICT_E_INVAL (NULL @a or @timer), LAPICT_E_OPS
+ * (@ops of version 0).
  */
 int lapict_apic_init(struct lapict_apic *a, struct lapict_timer *timer,
                      const struct lapict_apic_ops *ops, void *ctx);
@@ -137,6 +265,29 @@ int lapict_apic_wrmsr(struct lapict_apic *a, uint32_t msr, uint64_t val);
  * Return: true if set, false if already pending or illegal.
  */
 bool lapict_apic_set_irq(struct lapict_apic *a, uint8_t vector);
+
+/**
+ * lapict_apic_dest_match() - does an IPI's destination field name @a.
+ * @a: the LAPIC of a candidate destination (any vCPU's; read only).
+ * @logical: logical destination mode (struct lapict_apic_ipi.logical).
+ * @dest: the destination field (struct lapict_apic_ipi.dest).
+ *
+ * For a VMM that routes the ipi op's IPIs to its vCPUs' models: the rules
+ * of @a's mode ("Physical Destination Mode", "Logical Destination Mode").
+ * xAPIC: the low 8 bits of @dest, 0xFF the broadcast ID; physical mode
+ * matches the APIC ID, logical mode the LDR in the flat or cluster model
+ * of DFR. x2APIC: 0xFFFFFFFF is the broadcast ID; physical mode matches
+ * the x2APIC ID, logical mode the cluster (31:16) and member bit (15:0)
+ * derived from it. Shorthands are the VMM's to apply (self: the sender;
+ * all including self: every APIC; all excluding self: all but the
+ * sender), @dest then means nothing.
+ *
+ * Context: the caller keeps @a from changing meanwhile (its vCPU thread,
+ * or the vCPU stopped).
+ * Return: true if @a is among the destinations.
+ */
+bool lapict_apic_dest_match(const struct lapict_apic *a, bool logical,
+                            uint32_t dest);
 
 /**
  * lapict_apic_error() - latch ESR bits (seen at the next ESR write).

@@ -15,7 +15,11 @@
  *         ... the VMM's own exits (LAPICT_KVM_NOT_MINE)
  *     }
  *
- * lapict_kvm_run() is that loop. See README.md beside this file.
+ * lapict_kvm_run() is that loop. lapict-apic(3) says what the LAPIC model
+ * emulates, what it hands to the VMM (IPIs for other vCPUs, INIT, start-up,
+ * SMI: lapict_kvm_config.apic_ops) and what it does not do. The adapter's
+ * README (kick strategies, threat model) is installed in
+ * share/doc/lapict/adapters/kvm (Debian: /usr/share/doc/liblapict-kvm-dev).
  *
  * Threading (docs/spec/timer.md section 9): each function here runs on the
  * vCPU thread, except lapict_kvm_stop(), lapict_kvm_kick(),
@@ -171,6 +175,19 @@ struct lapict_kvm_config {
      */
     void (*fired)(void *arg);
     void *fired_arg;
+    /*
+     * The VMM's part of the LAPIC model's ops (lapict_apic.h), with its
+     * context; NULL: none. Its ipi op (a table of version 2) gets the IPIs
+     * this vCPU's APIC does not complete alone: those that may name other
+     * vCPUs, and INIT, start-up and SMI (lapict-apic(3) has the rules);
+     * without one they are counted in apic.st.ipis_unrouted. Its nmi,
+     * base_changed and eoi, if set, are called after the adapter's own
+     * handling of the event (KVM_NMI, KVM_SET_MSRS, the interrupt window),
+     * nmi and base_changed only when that succeeded. The table must
+     * outlive the instance.
+     */
+    const struct lapict_apic_ops *apic_ops;
+    void *apic_ctx;
 };
 
 /**
@@ -180,7 +197,7 @@ struct lapict_kvm_config {
  * The timer's as lapict_config_default() sets them, but tsc_khz 0 (ask
  * KVM); LAPICT_KVM_KICK_CALLER and no kick signal (nothing process-wide is
  * the adapter's), default halt polling and kick lead, the thread's timer
- * slack left alone, the real system calls, no fired hook.
+ * slack left alone, the real system calls, no fired hook, no apic_ops.
  */
 void lapict_kvm_config_default(struct lapict_kvm_config *cfg);
 
@@ -243,6 +260,8 @@ struct lapict_kvm {
     bool injected;            /* an injection is queued for the coming entry */
     void (*fired)(void *arg); /* lapict_kvm_config.fired */
     void *fired_arg;
+    const struct lapict_apic_ops *vmm_ops; /* lapict_kvm_config.apic_ops */
+    void *vmm_ctx;
     struct lapict_kvm_stats st;
     /* The last failed system call (lapict_kvm_errno/errcall). */
     int sys_errno;
@@ -303,6 +322,7 @@ void lapict_kvm_set_cpuid(struct lapict_kvm *k, const struct kvm_cpuid2 *cpuid);
  * Return: 0 or a LAPICT_E_* code: LAPICT_E_INVAL (NULL arguments, a kick
  * strategy that is not LAPICT_KVM_KICK_CALLER without kick_signal, a sys
  * table of another version, too many distinct kick signals),
+ * LAPICT_E_OPS (apic_ops of version 0),
  * LAPICT_E_TSC_KHZ (no TSC rate), LAPICT_E_SYSTEM (a system call failed:
  * lapict_kvm_errno()), or lapict_init()'s code for @cfg->timer. Never
  * -errno. On failure nothing is left to destroy.
@@ -359,9 +379,11 @@ int lapict_kvm_pre_run(struct lapict_kvm *k);
  * (the VMM's exit; a HLT with IF clear is one: nothing can wake it),
  * LAPICT_KVM_HALTED (HLT with IF set and nothing deliverable: call
  * lapict_kvm_halt_wait(), or wait in the VMM's own loop until
- * lapict_kvm_next_deadline() or a platform interrupt), or LAPICT_E_SYSTEM
+ * lapict_kvm_next_deadline() or a platform interrupt), LAPICT_E_SYSTEM
  * (KVM_RUN failed, or a system call the exit needed: KVM_SET_MSRS, KVM_NMI,
- * arming the host timer; the guest's access itself is complete).
+ * arming the host timer; the guest's access itself is complete), or the
+ * error an op of lapict_kvm_config.apic_ops returned for the exit (the
+ * access is complete too).
  */
 int lapict_kvm_handle_exit(struct lapict_kvm *k, int run_rc);
 
@@ -490,8 +512,8 @@ const char *lapict_kvm_errcall(const struct lapict_kvm *k);
  * with something to deliver is running again: lapict_vcpu_unblocked()),
  * LAPICT_KVM_HALTED (still halted, nothing deliverable: call
  * lapict_kvm_halt_wait()), or a LAPICT_E_STATE_* / LAPICT_E_INVAL code
- * with the state unchanged, or the base_changed op's LAPICT_E_SYSTEM
- * (KVM_SET_MSRS) with the state restored.
+ * with the state unchanged, or the base_changed op's error (KVM_SET_MSRS's
+ * LAPICT_E_SYSTEM, or apic_ops') with the state restored.
  */
 int lapict_kvm_restore(struct lapict_kvm *k, const void *apic, size_t apic_len,
                        const void *timer, size_t timer_len, bool halted);

@@ -23,6 +23,8 @@ static struct lapict_kvm *K(void *ctx)
 
 /* --- the LAPIC model's ops on KVM ---------------------------------------- */
 
+/* Each op does KVM's part, then tells the VMM (lapict_kvm_config.apic_ops). */
+
 static int apic_nmi(void *ctx)
 {
     struct lapict_kvm *k = K(ctx);
@@ -30,7 +32,8 @@ static int apic_nmi(void *ctx)
     /* KVM queues it (and collapses it while one is blocked). */
     if (k->sys->ioctl(k->vcpu_fd, KVM_NMI, NULL) < 0)
         return lapict_kvm__sys_fail(k, "KVM_NMI");
-    return LAPICT_OK;
+    return k->vmm_ops && k->vmm_ops->nmi ? k->vmm_ops->nmi(k->vmm_ctx)
+                                         : LAPICT_OK;
 }
 
 /* Tell KVM, so that CPUID.1:EDX.APIC follows the enable bit. */
@@ -48,12 +51,27 @@ static int apic_base_changed(void *ctx, uint64_t base)
     memcpy(m.raw + sizeof(m.h), &e, sizeof(e));
     if (k->sys->ioctl(k->vcpu_fd, KVM_SET_MSRS, &m) != 1)
         return lapict_kvm__sys_fail(k, "KVM_SET_MSRS");
-    return LAPICT_OK;
+    return k->vmm_ops && k->vmm_ops->base_changed
+               ? k->vmm_ops->base_changed(k->vmm_ctx, base)
+               : LAPICT_OK;
 }
 
 static void apic_eoi(void *ctx)
 {
-    lapict_kvm__window(K(ctx));
+    struct lapict_kvm *k = K(ctx);
+
+    lapict_kvm__window(k);
+    if (k->vmm_ops && k->vmm_ops->eoi)
+        k->vmm_ops->eoi(k->vmm_ctx);
+}
+
+/* Only set where the VMM has an ipi op (lapict_kvm__apic_ops_ipi): KVM
+ * has no part in it, other vCPUs are the VMM's. */
+static int apic_ipi(void *ctx, const struct lapict_apic_ipi *ipi)
+{
+    struct lapict_kvm *k = K(ctx);
+
+    return k->vmm_ops->ipi(k->vmm_ctx, ipi);
 }
 
 const struct lapict_apic_ops lapict_kvm__apic_ops = {
@@ -61,6 +79,14 @@ const struct lapict_apic_ops lapict_kvm__apic_ops = {
     .nmi = apic_nmi,
     .base_changed = apic_base_changed,
     .eoi = apic_eoi,
+};
+
+const struct lapict_apic_ops lapict_kvm__apic_ops_ipi = {
+    .version = LAPICT_APIC_OPS_VERSION,
+    .nmi = apic_nmi,
+    .base_changed = apic_base_changed,
+    .eoi = apic_eoi,
+    .ipi = apic_ipi,
 };
 
 void lapict_kvm__window(struct lapict_kvm *k)

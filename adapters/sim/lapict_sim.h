@@ -5,7 +5,8 @@
  * optional hardware preemption timer that counts only while the vCPU runs,
  * an interrupt window, an entry latency, per-timer counters and a recorder
  * of injections, deliveries, spins and reports.
- * See README.md beside this file for the exact event model.
+ * The adapter's README has the exact event model; it is installed in
+ * share/doc/lapict/adapters/sim (Debian: /usr/share/doc/liblapict-sim-dev).
  */
 #ifndef LAPICT_SIM_H
 #define LAPICT_SIM_H

@@ -3,7 +3,7 @@
  * adapters/kvm/apic.c: the portable LAPIC model (lapict_apic.h), with its
  * timer on the fake host of tests/support (no KVM, no system call): xAPIC
  * MMIO and x2APIC/IA32_APIC_BASE MSR decoding with the #GP rules, SVR,
- * IPI destinations, NMI, ESR, and the model's ops.
+ * IPI destinations, what the ipi op gets, NMI, ESR, and the model's ops.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -25,9 +25,10 @@ struct mfx {
     struct lapict_timer t;
     struct lapict_apic a;
     /* The model's ops, recorded. */
-    unsigned nmis, bases, eois;
-    int nmi_rc, base_rc;
+    unsigned nmis, bases, eois, ipis;
+    int nmi_rc, base_rc, ipi_rc;
     uint64_t base;
+    struct lapict_apic_ipi ipi; /* the last the ipi op got */
 };
 
 static struct mfx *F;
@@ -52,11 +53,29 @@ static void op_eoi(void *ctx)
     ((struct mfx *)ctx)->eois++;
 }
 
+static int op_ipi(void *ctx, const struct lapict_apic_ipi *ipi)
+{
+    struct mfx *f = ctx;
+    f->ipis++;
+    f->ipi = *ipi;
+    return f->ipi_rc;
+}
+
+/* A host without an ipi op: it routes nothing. */
 static const struct lapict_apic_ops ops = {
     .version = LAPICT_APIC_OPS_VERSION,
     .nmi = op_nmi,
     .base_changed = op_base,
     .eoi = op_eoi,
+};
+
+/* A VMM that routes IPIs. */
+static const struct lapict_apic_ops ops_ipi = {
+    .version = LAPICT_APIC_OPS_VERSION,
+    .nmi = op_nmi,
+    .base_changed = op_base,
+    .eoi = op_eoi,
+    .ipi = op_ipi,
 };
 
 static int setup(void **state)
@@ -237,8 +256,9 @@ static void apic_base_follows_cpuid(void **state)
 
 /* Rule ("Interrupt Command Register"): fixed IPIs reach this APIC by the
  * broadcast ID and by logical destination; NMI mode goes to the nmi op;
- * all-excluding-self, INIT and SIPI reach no one. While the APIC is off,
- * IA32_TSC_DEADLINE reads 0. */
+ * all-excluding-self, INIT and SIPI do not act here, and with no ipi op
+ * every IPI that may name another APIC is counted unrouted. While the
+ * APIC is off, IA32_TSC_DEADLINE reads 0. */
 static void ipi_destinations(void **state)
 {
     uint64_t v = 1;
@@ -268,9 +288,13 @@ static void ipi_destinations(void **state)
     mmio_wr(0x300, 0x40610);        /* SIPI to self */
     assert_false(lapict_apic_irr_test(&F->a, 0x43));
     assert_false(lapict_apic_irr_test(&F->a, 0x10));
+    /* Each of them: the broadcast, four logical destinations, all
+     * excluding self, and INIT and SIPI (the VMM's, even to self). */
+    assert_int_equal(F->a.st.ipis_unrouted, 8);
     mmio_wr(0x310, 0);
     mmio_wr(0x300, 0x400); /* NMI to own ID */
     assert_int_equal(F->nmis, 1);
+    assert_int_equal(F->a.st.ipis_unrouted, 8);
     assert_int_equal(wr(0x6E0, 12345), 0);
     assert_int_equal(wr(0x1B, BASE | 0x100), 0); /* off */
     assert_int_equal(rd(0x6E0, &v), 0);
@@ -338,6 +362,358 @@ static void op_failures_returned(void **state)
     mmio_wr(0x300, 0x40400);
     assert_int_equal(F->a.st.nmis, 1);
     assert_int_equal(lapict_apic_init(NULL, &F->t, NULL, NULL), LAPICT_E_INVAL);
+}
+
+/* --- IPIs and the ipi op --------------------------------------------- */
+
+/* One ICR write and what must come of it. */
+struct ipi_case {
+    const char *what;
+    bool x2;          /* sent in x2APIC mode (ICR MSR), else xAPIC MMIO */
+    uint32_t lo;      /* ICR[31:0] */
+    uint32_t dest;    /* the destination field */
+    bool routed;      /* the ipi op gets it */
+    bool here;        /* delivered here (IRR, nmi op): delivered_here */
+    uint8_t mode, sh; /* the decoded fields the op gets */
+    bool logical, level, trig;
+};
+
+#define D_FIX LAPICT_APIC_DM_FIXED
+#define D_LOW LAPICT_APIC_DM_LOWEST
+#define D_SMI LAPICT_APIC_DM_SMI
+#define D_NMI LAPICT_APIC_DM_NMI
+#define D_INIT LAPICT_APIC_DM_INIT
+#define D_SIPI LAPICT_APIC_DM_STARTUP
+#define S_NO LAPICT_APIC_SH_NONE
+#define S_SELF LAPICT_APIC_SH_SELF
+#define S_ALL LAPICT_APIC_SH_ALL
+#define S_OTH LAPICT_APIC_SH_OTHERS
+
+/*
+ * A fresh model on @tbl, APIC ID 0, software-enabled, xAPIC LDR flat bit 1
+ * (x2APIC: its derived logical ID, cluster 0 bit 0), then @c's ICR write.
+ */
+static void send_ipi_case(const struct lapict_apic_ops *tbl,
+                          const struct ipi_case *c)
+{
+    assert_int_equal(lapict_apic_init(&F->a, &F->t, tbl, F), LAPICT_OK);
+    F->ipis = F->nmis = 0;
+    memset(&F->ipi, 0, sizeof(F->ipi));
+    if (c->x2) {
+        assert_int_equal(wr(0x1B, BASE | 0xD00), LAPICT_OK);
+        assert_int_equal(wr(0x80F, 0x1FF), LAPICT_OK);
+        assert_int_equal(wr(0x830, (uint64_t)c->dest << 32 | c->lo), LAPICT_OK);
+        return;
+    }
+    mmio_wr(0xF0, 0x1FF);
+    mmio_wr(0xD0, 0x02u << 24);
+    mmio_wr(0x310, c->dest << 24);
+    mmio_wr(0x300, c->lo);
+}
+
+/* Each case on the routing VMM's table: the ipi op got exactly its IPI,
+ * once or not at all, and this APIC's own part is as the case says. */
+static void run_ipi_cases(const struct ipi_case *c, size_t n)
+{
+    for (; n--; c++) {
+        const struct lapict_apic_ipi *g = &F->ipi;
+        bool local;
+
+        send_ipi_case(&ops_ipi, c);
+        if (F->ipis != (c->routed ? 1u : 0u) ||
+            F->a.st.ipis_routed != (c->routed ? 1u : 0u))
+            fail_msg("%s: the ipi op was called %u times", c->what, F->ipis);
+        if (F->a.st.ipis_unrouted)
+            fail_msg("%s: counted unrouted beside an ipi op", c->what);
+        local = c->mode == D_NMI ? F->nmis == 1
+                                 : lapict_apic_irr_test(&F->a, (uint8_t)c->lo);
+        if (local != c->here)
+            fail_msg("%s: delivered here: %d", c->what, local);
+        if (c->routed && (g->dest != c->dest || g->vector != (uint8_t)c->lo ||
+                          g->mode != c->mode || g->shorthand != c->sh ||
+                          g->logical != c->logical || g->level != c->level ||
+                          g->trigger_level != c->trig || g->x2apic != c->x2 ||
+                          g->delivered_here != c->here))
+            fail_msg("%s: the op got dest 0x%x vector 0x%x mode %u "
+                     "shorthand %u logical %d level %d trigger %d x2apic %d "
+                     "delivered_here %d",
+                     c->what, g->dest, g->vector, g->mode, g->shorthand,
+                     g->logical, g->level, g->trigger_level, g->x2apic,
+                     g->delivered_here);
+    }
+}
+
+#define N(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Rule ("Interrupt Command Register (ICR)", "Determining IPI Destination"):
+ * an IPI whose destination names other APICs reaches the ipi op with the
+ * ICR's fields decoded; a lowest-priority one is not taken here (the VMM
+ * arbitrates); an xAPIC logical destination is always routed, since
+ * another APIC may share the LDR bits, and delivered here too if it
+ * matches. */
+static void ipi_for_other_apics_goes_to_op(void **state)
+{
+    static const struct ipi_case c[] = {
+        {"fixed, physical, another ID", false, 0x41, 3, true, false, D_FIX,
+         S_NO, false, false, false},
+        {"fixed, logical flat, another bit", false, 0x842, 0x04, true, false,
+         D_FIX, S_NO, true, false, false},
+        {"fixed, logical flat, this bit too", false, 0x843, 0x06, true, true,
+         D_FIX, S_NO, true, false, false},
+        {"lowest priority, physical, another ID", false, 0x144, 5, true, false,
+         D_LOW, S_NO, false, false, false},
+        {"lowest priority, logical, this bit too", false, 0x945, 0x03, true,
+         false, D_LOW, S_NO, true, false, false},
+        {"NMI, physical, another ID", false, 0x400, 7, true, false, D_NMI, S_NO,
+         false, false, false},
+        {"fixed, level assert, trigger level", false, 0xC046, 2, true, false,
+         D_FIX, S_NO, false, true, true},
+        {"x2APIC fixed, physical ID 0x100", true, 0x47, 0x100, true, false,
+         D_FIX, S_NO, false, false, false},
+        {"x2APIC fixed, logical, another cluster", true, 0x848, 0x10001, true,
+         false, D_FIX, S_NO, true, false, false},
+        {"x2APIC fixed, logical, this member and another", true, 0x849, 0x3,
+         true, true, D_FIX, S_NO, true, false, false},
+    };
+
+    (void)state;
+    run_ipi_cases(c, N(c));
+}
+
+/* Rule ("Interrupt Command Register (ICR)"): SMI, INIT, start-up and the
+ * reserved modes are never acted on here: they reach the ipi op whoever
+ * they name, this APIC's own ID or shorthand included (INIT level
+ * de-assert too, with its level 0 and trigger level). */
+static void init_sipi_smi_go_to_op(void **state)
+{
+    static const struct ipi_case c[] = {
+        {"INIT, physical, another ID", false, 0x4500, 1, true, false, D_INIT,
+         S_NO, false, true, false},
+        {"SIPI, physical, another ID", false, 0x4620, 1, true, false, D_SIPI,
+         S_NO, false, true, false},
+        {"INIT, physical, own ID", false, 0x4500, 0, true, false, D_INIT, S_NO,
+         false, true, false},
+        {"SIPI, physical, own ID", false, 0x4608, 0, true, false, D_SIPI, S_NO,
+         false, true, false},
+        {"INIT, all excluding self", false, 0xC4500, 0, true, false, D_INIT,
+         S_OTH, false, true, false},
+        {"SIPI, all excluding self", false, 0xC4610, 0, true, false, D_SIPI,
+         S_OTH, false, true, false},
+        {"INIT level de-assert, all including self", false, 0x88500, 0, true,
+         false, D_INIT, S_ALL, false, false, true},
+        {"INIT, shorthand self", false, 0x44500, 0, true, false, D_INIT, S_SELF,
+         false, true, false},
+        {"SMI, shorthand self", false, 0x40200, 0, true, false, D_SMI, S_SELF,
+         false, false, false},
+        {"reserved mode 3, own ID", false, 0x330, 0, true, false, 3, S_NO,
+         false, false, false},
+        {"x2APIC INIT, physical ID 0x100", true, 0x4500, 0x100, true, false,
+         D_INIT, S_NO, false, true, false},
+        {"x2APIC SIPI, own logical ID", true, 0xCE0A, 1, true, false, D_SIPI,
+         S_NO, true, true, true},
+    };
+
+    (void)state;
+    run_ipi_cases(c, N(c));
+}
+
+/* Rule ("Interrupt Command Register (ICR)"): a broadcast (ID 0xFF, x2APIC
+ * 0xFFFFFFFF) or all-including-self IPI is delivered here and routed to
+ * the others, delivered_here set; all-excluding-self only routed. */
+static void broadcasts_go_to_op(void **state)
+{
+    static const struct ipi_case c[] = {
+        {"fixed, physical broadcast", false, 0x50, 0xFF, true, true, D_FIX,
+         S_NO, false, false, false},
+        {"fixed, logical broadcast", false, 0x851, 0xFF, true, true, D_FIX,
+         S_NO, true, false, false},
+        {"fixed, all including self", false, 0x80052, 0, true, true, D_FIX,
+         S_ALL, false, false, false},
+        {"fixed, all excluding self", false, 0xC0053, 0, true, false, D_FIX,
+         S_OTH, false, false, false},
+        {"NMI, physical broadcast", false, 0x400, 0xFF, true, true, D_NMI, S_NO,
+         false, false, false},
+        {"NMI, all excluding self", false, 0xC0400, 0, true, false, D_NMI,
+         S_OTH, false, false, false},
+        {"lowest priority, all including self", false, 0x80154, 0, true, false,
+         D_LOW, S_ALL, false, false, false},
+        {"x2APIC fixed, broadcast", true, 0x55, 0xFFFFFFFFu, true, true, D_FIX,
+         S_NO, false, false, false},
+        {"x2APIC fixed, all excluding self", true, 0xC0056, 0, true, false,
+         D_FIX, S_OTH, false, false, false},
+    };
+
+    (void)state;
+    run_ipi_cases(c, N(c));
+}
+
+/* Rule ("Interrupt Command Register (ICR)"): an IPI for this APIC and no
+ * other (shorthand self, its physical ID, its x2APIC logical ID) is
+ * delivered here as before and never reaches the ipi op. */
+static void ipi_for_this_apic_stays_local(void **state)
+{
+    static const struct ipi_case c[] = {
+        {"fixed, shorthand self", false, 0x40060, 0, false, true, D_FIX, S_SELF,
+         false, false, false},
+        {"fixed, physical, own ID", false, 0x61, 0, false, true, D_FIX, S_NO,
+         false, false, false},
+        {"fixed, level triggered, own ID", false, 0xC062, 0, false, true, D_FIX,
+         S_NO, false, true, true},
+        {"lowest priority, own ID", false, 0x163, 0, false, true, D_LOW, S_NO,
+         false, false, false},
+        {"NMI, own ID", false, 0x400, 0, false, true, D_NMI, S_NO, false, false,
+         false},
+        {"x2APIC fixed, physical, own ID", true, 0x64, 0, false, true, D_FIX,
+         S_NO, false, false, false},
+        {"x2APIC fixed, own logical ID", true, 0x865, 1, false, true, D_FIX,
+         S_NO, true, false, false},
+        {"x2APIC fixed, shorthand self", true, 0x40066, 0, false, true, D_FIX,
+         S_SELF, false, false, false},
+    };
+
+    (void)state;
+    run_ipi_cases(c, N(c));
+    /* The x2APIC SELF IPI register: fixed, to this APIC. */
+    assert_int_equal(lapict_apic_init(&F->a, &F->t, &ops_ipi, F), LAPICT_OK);
+    F->ipis = 0;
+    assert_int_equal(wr(0x1B, BASE | 0xD00), LAPICT_OK);
+    assert_int_equal(wr(0x83F, 0x67), LAPICT_OK);
+    assert_true(lapict_apic_irr_test(&F->a, 0x67));
+    assert_int_equal(F->ipis, 0);
+}
+
+/* Rule: without an ipi op (none, a table without one, a table of version
+ * 1 whatever lies past its end) nothing is routed, but every IPI that
+ * needed routing is counted in st.ipis_unrouted; this APIC's own part is
+ * delivered as with one (lowest priority too: it is the only candidate). */
+static void ipi_without_op_is_counted(void **state)
+{
+    static const struct lapict_apic_ops v1 = {
+        .version = 1,
+        .nmi = op_nmi,
+        .ipi = op_ipi, /* past a version-1 table: never read */
+    };
+    const struct lapict_apic_ops *const tables[] = {NULL, &ops, &v1};
+    static const struct ipi_case c[] = {
+        {"fixed, physical, another ID", false, 0x41, 3, true, false, D_FIX,
+         S_NO, false, false, false},
+        {"INIT, physical, own ID", false, 0x4500, 0, true, false, D_INIT, S_NO,
+         false, true, false},
+        {"SIPI, all excluding self", false, 0xC4610, 0, true, false, D_SIPI,
+         S_OTH, false, true, false},
+        {"fixed, physical broadcast", false, 0x42, 0xFF, true, true, D_FIX,
+         S_NO, false, false, false},
+        {"lowest priority, physical broadcast", false, 0x143, 0xFF, true, true,
+         D_LOW, S_NO, false, false, false},
+        {"x2APIC fixed, physical ID 0x100", true, 0x44, 0x100, true, false,
+         D_FIX, S_NO, false, false, false},
+        {"fixed, shorthand self", false, 0x40045, 0, false, true, D_FIX, S_SELF,
+         false, false, false},
+        {"x2APIC fixed, own logical ID", true, 0x846, 1, false, true, D_FIX,
+         S_NO, true, false, false},
+    };
+
+    (void)state;
+    for (size_t t = 0; t < N(tables); t++) {
+        for (size_t i = 0; i < N(c); i++) {
+            send_ipi_case(tables[t], &c[i]);
+            if (F->ipis || F->a.st.ipis_routed)
+                fail_msg("table %zu, %s: routed", t, c[i].what);
+            if (F->a.st.ipis_unrouted != (c[i].routed ? 1u : 0u))
+                fail_msg("table %zu, %s: %u unrouted", t, c[i].what,
+                         (unsigned)F->a.st.ipis_unrouted);
+            if (lapict_apic_irr_test(&F->a, (uint8_t)c[i].lo) != c[i].here)
+                fail_msg("table %zu, %s: delivered here", t, c[i].what);
+        }
+    }
+}
+
+/* Rule: the ipi op's error is returned by the ICR write, which is
+ * complete (this APIC's part delivered, ICR written). */
+static void ipi_op_error_returned(void **state)
+{
+    uint32_t lo = 0x70, v = 0;
+
+    (void)state;
+    assert_int_equal(lapict_apic_init(&F->a, &F->t, &ops_ipi, F), LAPICT_OK);
+    mmio_wr(0x310, 0xFFu << 24);
+    F->ipi_rc = LAPICT_E_SYSTEM;
+    assert_int_equal(
+        lapict_apic_mmio(&F->a, BASE + 0x300, (uint8_t *)&lo, 4, true),
+        LAPICT_E_SYSTEM);
+    assert_int_equal(F->ipis, 1);
+    assert_true(lapict_apic_irr_test(&F->a, 0x70));
+    assert_int_equal(
+        lapict_apic_mmio(&F->a, BASE + 0x300, (uint8_t *)&v, 4, false),
+        LAPICT_OK);
+    assert_int_equal(v, 0x70);
+    assert_int_equal(wr(0x1B, BASE | 0xD00), LAPICT_OK);
+    assert_int_equal(wr(0x830, 0x500000004500ull), LAPICT_E_SYSTEM);
+    assert_int_equal(F->ipi.mode, LAPICT_APIC_DM_INIT);
+    assert_int_equal(F->ipi.dest, 0x5000);
+    /* An NMI op failing first wins; the IPI is still routed. */
+    F->nmi_rc = LAPICT_E_OPS;
+    assert_int_equal(wr(0x830, 0xFFFFFFFF00000400ull), LAPICT_E_OPS);
+    assert_int_equal(F->ipis, 3);
+}
+
+/* What lapict_apic_dest_match() says of a destination field. */
+struct dest_case {
+    const char *what;
+    bool x2;               /* the candidate APIC in x2APIC mode */
+    uint32_t id, ldr, dfr; /* its registers (xAPIC ID in 7:0) */
+    bool logical;
+    uint32_t dest;
+    bool match;
+};
+
+/* Rule ("Physical Destination Mode", "Logical Destination Mode"): a VMM
+ * matches a routed IPI against each vCPU's model by that model's mode:
+ * physical ID and broadcast, flat and cluster LDRs, x2APIC clusters. */
+static void dest_match_rules(void **state)
+{
+    static const struct dest_case c[] = {
+        {"physical, its ID", false, 3, 0, ~0u, false, 3, true},
+        {"physical, another ID", false, 3, 0, ~0u, false, 4, false},
+        {"physical broadcast", false, 3, 0, ~0u, false, 0xFF, true},
+        {"xAPIC: only 8 bits count", false, 3, 0, ~0u, false, 0x103, true},
+        {"flat, its bit", false, 3, 0x04000000, ~0u, true, 0x0C, true},
+        {"flat, other bits", false, 3, 0x04000000, ~0u, true, 0x0B, false},
+        {"flat, broadcast", false, 3, 0x04000000, ~0u, true, 0xFF, true},
+        {"cluster, its cluster and bit", false, 3, 0x24000000, 0x0FFFFFFF, true,
+         0x26, true},
+        {"cluster, another cluster", false, 3, 0x24000000, 0x0FFFFFFF, true,
+         0x36, false},
+        {"cluster, another member", false, 3, 0x24000000, 0x0FFFFFFF, true,
+         0x22, false},
+        {"x2APIC physical, its ID", true, 0x123, 0, 0, false, 0x123, true},
+        {"x2APIC physical, 8 bits of it", true, 0x123, 0, 0, false, 0x23,
+         false},
+        {"x2APIC broadcast", true, 0x123, 0, 0, false, 0xFFFFFFFFu, true},
+        {"x2APIC logical, its cluster and bit", true, 0x123, 0, 0, true,
+         0x120008, true},
+        {"x2APIC logical, another cluster", true, 0x123, 0, 0, true, 0x130008,
+         false},
+        {"x2APIC logical, another member", true, 0x123, 0, 0, true, 0x120004,
+         false},
+    };
+
+    (void)state;
+    for (size_t i = 0; i < N(c); i++) {
+        assert_int_equal(lapict_apic_init(&F->a, &F->t, &ops, F), LAPICT_OK);
+        if (c[i].x2) {
+            assert_int_equal(wr(0x1B, BASE | 0xD00), LAPICT_OK);
+            F->a.id = c[i].id; /* the x2APIC ID is the host's to set */
+        } else {
+            mmio_wr(0x20, c[i].id << 24);
+            mmio_wr(0xD0, c[i].ldr);
+            mmio_wr(0xE0, c[i].dfr);
+        }
+        if (lapict_apic_dest_match(&F->a, c[i].logical, c[i].dest) !=
+            c[i].match)
+            fail_msg("%s: not %s", c[i].what,
+                     c[i].match ? "matched" : "refused");
+    }
 }
 
 /* --- save and restore ------------------------------------------------- */
@@ -611,6 +987,13 @@ int main(void)
         T(priority_and_ack),
         T(illegal_vector_sets_receive_bit),
         T(op_failures_returned),
+        T(ipi_for_other_apics_goes_to_op),
+        T(init_sipi_smi_go_to_op),
+        T(broadcasts_go_to_op),
+        T(ipi_for_this_apic_stays_local),
+        T(ipi_without_op_is_counted),
+        T(ipi_op_error_returned),
+        T(dest_match_rules),
         T(state_round_trip),
         T(state_x2apic_and_base),
         T(state_rejects_bad_blobs),

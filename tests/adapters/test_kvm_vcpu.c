@@ -246,6 +246,117 @@ static void hlt_outcomes(void **state)
     assert_int_equal(lapict_kvm_handle_exit(&f->k, 0), LAPICT_KVM_NOT_MINE);
 }
 
+/* The VMM's apic_ops, recorded (lapict_kvm_config.apic_ops). */
+struct vmm_rec {
+    unsigned ipis, nmis, bases, eois;
+    int ipi_rc;
+    struct lapict_apic_ipi ipi;
+};
+
+static int vmm_ipi(void *ctx, const struct lapict_apic_ipi *ipi)
+{
+    struct vmm_rec *r = ctx;
+    r->ipis++;
+    r->ipi = *ipi;
+    return r->ipi_rc;
+}
+
+static int vmm_nmi(void *ctx)
+{
+    ((struct vmm_rec *)ctx)->nmis++;
+    return LAPICT_OK;
+}
+
+static int vmm_base(void *ctx, uint64_t base)
+{
+    (void)base;
+    ((struct vmm_rec *)ctx)->bases++;
+    return LAPICT_OK;
+}
+
+static void vmm_eoi(void *ctx)
+{
+    ((struct vmm_rec *)ctx)->eois++;
+}
+
+/* An ICR write by the guest, as KVM reports it (an MMIO exit). */
+static int icr_exit(struct fx *f, uint32_t lo)
+{
+    f->run.exit_reason = KVM_EXIT_MMIO;
+    f->run.mmio.phys_addr = BASE + 0x300;
+    f->run.mmio.len = 4;
+    f->run.mmio.is_write = 1;
+    memcpy(f->run.mmio.data, &lo, 4);
+    return lapict_kvm_handle_exit(&f->k, 0);
+}
+
+/*
+ * Rule: the VMM's apic_ops get what the model hands on: the IPIs for other
+ * vCPUs, INIT and SIPI (ipi), and, after KVM's part (KVM_NMI, KVM_SET_MSRS),
+ * NMIs, base changes and EOIs; an ipi op's error is the exit's. Without an
+ * ipi op the IPIs are counted in apic.st.ipis_unrouted. A table of
+ * version 0 is refused.
+ */
+static void vmm_apic_ops_get_ipis(void **state)
+{
+    static const struct lapict_apic_ops vmm = {
+        .version = LAPICT_APIC_OPS_VERSION,
+        .nmi = vmm_nmi,
+        .base_changed = vmm_base,
+        .eoi = vmm_eoi,
+        .ipi = vmm_ipi,
+    };
+    static const struct lapict_apic_ops v0 = {.ipi = vmm_ipi};
+    struct lapict_kvm_config c = lt_fake_config(LAPICT_KVM_KICK_CALLER, 0);
+    struct fx *f = *state, *d = calloc(1, sizeof(*d));
+    struct vmm_rec rec = {0};
+
+    /* The fixture's instance has no apic_ops: counted, nothing else. */
+    assert_int_equal(icr_exit(f, 0xC4500), LAPICT_KVM_MINE); /* INIT */
+    assert_int_equal(f->k.apic.st.ipis_unrouted, 1);
+
+    assert_non_null(d);
+    c.apic_ops = &v0;
+    assert_int_equal(lapict_kvm_init(&d->k, LT_FAKE_VCPU_FD, &d->run, &c),
+                     LAPICT_E_OPS);
+    c.apic_ops = &vmm;
+    c.apic_ctx = &rec;
+    assert_int_equal(lapict_kvm_init(&d->k, LT_FAKE_VCPU_FD, &d->run, &c),
+                     LAPICT_OK);
+    mmio_wr(d, 0xF0, 0x1FF);
+    mmio_wr(d, 0x310, 0x01000000); /* ICR2: APIC ID 1 */
+    assert_int_equal(icr_exit(d, 0x4500), LAPICT_KVM_MINE); /* INIT */
+    assert_int_equal(rec.ipis, 1);
+    assert_int_equal(rec.ipi.mode, LAPICT_APIC_DM_INIT);
+    assert_int_equal(rec.ipi.dest, 1);
+    assert_int_equal(icr_exit(d, 0x4620), LAPICT_KVM_MINE); /* SIPI 0x20 */
+    assert_int_equal(rec.ipis, 2);
+    assert_int_equal(rec.ipi.mode, LAPICT_APIC_DM_STARTUP);
+    assert_int_equal(rec.ipi.vector, 0x20);
+    assert_int_equal(icr_exit(d, 0x80041), LAPICT_KVM_MINE); /* all */
+    assert_int_equal(rec.ipis, 3);
+    assert_true(rec.ipi.delivered_here);
+    assert_true(lapict_apic_irr_test(&d->k.apic, 0x41));
+    assert_int_equal(d->k.apic.st.ipis_unrouted, 0);
+    rec.ipi_rc = LAPICT_E_SYSTEM;
+    assert_int_equal(icr_exit(d, 0x42), LAPICT_E_SYSTEM);
+    assert_int_equal(rec.ipis, 4);
+    /* NMI to self: KVM_NMI, then the VMM hears of it. */
+    mmio_wr(d, 0x310, 0);
+    assert_int_equal(icr_exit(d, 0x400), LAPICT_KVM_MINE);
+    assert_int_equal(lt_fake.nmis, 1);
+    assert_int_equal(rec.nmis, 1);
+    assert_int_equal(rec.ipis, 4); /* self only: not routed */
+    mmio_wr(d, 0xB0, 0);
+    assert_int_equal(rec.eois, 1);
+    msr_exit(&d->run, KVM_EXIT_X86_WRMSR, 0x1B, BASE | 0xD00);
+    assert_int_equal(lapict_kvm_handle_exit(&d->k, 0), LAPICT_KVM_MINE);
+    assert_int_equal(lt_fake.apic_base, BASE | 0xD00);
+    assert_int_equal(rec.bases, 1);
+    lapict_kvm_destroy(&d->k);
+    free(d);
+}
+
 /* A second vCPU's LAPIC on the fake (the destination of a migration). */
 static struct fx *fx_new(void)
 {
@@ -369,4 +480,5 @@ TU_MAIN(cmocka_unit_test_setup_teardown(other_msr_is_not_mine, setup, teardown),
         cmocka_unit_test_setup_teardown(kick_is_mine_and_not_replayed, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(hlt_outcomes, setup, teardown),
+        cmocka_unit_test_setup_teardown(vmm_apic_ops_get_ipis, setup, teardown),
         cmocka_unit_test_setup_teardown(restore_pending_once, setup, teardown))

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -122,6 +123,61 @@ static void note_fired(void *arg)
                                 false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
 }
 
+/*
+ * The LAPIC model's ipi op: what a machine with one vCPU can do with an
+ * IPI its APIC did not complete alone. A lowest-priority IPI that names
+ * the vCPU is its own (the only candidate; all excluding self included,
+ * which the SDM lets a processor redirect to itself). The rest, beyond
+ * what the model delivered here, names CPUs this VM does not have, or is
+ * an INIT, start-up or SMI, which lapict-vmm does not emulate.
+ */
+static int route_ipi(void *ctx, const struct lapict_apic_ipi *ipi)
+{
+    struct lapict_vmm_vm *v = ctx;
+
+    if (ipi->mode == LAPICT_APIC_DM_LOWEST &&
+        (ipi->shorthand != LAPICT_APIC_SH_NONE ||
+         lapict_apic_dest_match(&v->k->apic, ipi->logical, ipi->dest))) {
+        lapict_apic_set_irq(&v->k->apic, ipi->vector);
+        return LAPICT_OK;
+    }
+    if (ipi->delivered_here)
+        return LAPICT_OK;
+    if (!v->ipis_undelivered++)
+        v->first_undelivered = *ipi;
+    return LAPICT_OK;
+}
+
+static const struct lapict_apic_ops vmm_apic_ops = {
+    .version = LAPICT_APIC_OPS_VERSION,
+    .ipi = route_ipi,
+};
+
+/* The report of lapict_vmm_vm_destroy(). */
+static void report_ipis(const struct lapict_vmm_vm *v)
+{
+    static const char *const modes[8] = {
+        "fixed",    "lowest priority", "SMI", "reserved mode 3", "NMI", "INIT",
+        "start-up", "reserved mode 7"};
+    static const char *const shorthands[4] = {"", "self", "all including self",
+                                              "all excluding self"};
+    const struct lapict_apic_ipi *f = &v->first_undelivered;
+
+    if (!v->ipis_undelivered)
+        return;
+    fprintf(stderr,
+            "lapict-vmm: %" PRIu64 " IPI%s not delivered: this VM has one "
+            "vCPU and does not emulate INIT, start-up or SMI (first: %s "
+            "vector 0x%02x ",
+            v->ipis_undelivered, v->ipis_undelivered == 1 ? "" : "s",
+            modes[f->mode & 7u], f->vector);
+    if (f->shorthand != LAPICT_APIC_SH_NONE)
+        fprintf(stderr, "to %s)\n", shorthands[f->shorthand & 3u]);
+    else
+        fprintf(stderr, "to %s destination 0x%" PRIx32 ")\n",
+                f->logical ? "logical" : "APIC ID", f->dest);
+}
+
 int lapict_vmm_vm_lapic(struct lapict_vmm_vm *v,
                         const struct lapict_kvm_config *cfg, char *err,
                         size_t err_len)
@@ -140,6 +196,10 @@ int lapict_vmm_vm_lapic(struct lapict_vmm_vm *v,
         c.fired = note_fired;
         c.fired_arg = v;
     }
+    if (!c.apic_ops) {
+        c.apic_ops = &vmm_apic_ops;
+        c.apic_ctx = v;
+    }
     rc = lapict_kvm_init(v->k, v->vcpu, v->run, &c);
     if (rc) {
         lapict_vmm_fail(err, err_len, "lapict_kvm_init: %s (%s: %s)",
@@ -155,6 +215,8 @@ int lapict_vmm_vm_lapic(struct lapict_vmm_vm *v,
 
 void lapict_vmm_vm_destroy(struct lapict_vmm_vm *v)
 {
+    report_ipis(v);
+    v->ipis_undelivered = 0;
     if (v->k) {
         lapict_kvm_destroy(v->k);
         free(v->k);

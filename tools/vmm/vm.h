@@ -53,6 +53,12 @@ struct lapict_vmm_vm {
         uint64_t fired_tsc, woke_tsc, inject_tsc;
     } * seg;
     uint64_t nseg, seg_max;
+    /* IPIs the guest sent that reached no CPU or asked for what this VMM
+     * does not do (INIT, start-up, SMI): it has one vCPU. The first is
+     * kept for the report (lapict_vmm_vm_destroy()). Userspace LAPIC
+     * only, and only if lapict_vmm_vm_lapic() set the ipi op. */
+    uint64_t ipis_undelivered;
+    struct lapict_apic_ipi first_undelivered;
 };
 
 /* MSRs a snapshot carries besides what SREGS has (EFER) and the LAPIC's. */
@@ -111,7 +117,10 @@ int lapict_vmm_vm_create(struct lapict_vmm_vm *v, uint64_t ram_bytes,
  * @err_len: its size.
  *
  * On the calling thread, which then runs the vCPU. Applies the VM's CPUID
- * to the LAPIC model.
+ * to the LAPIC model. Unless @cfg has apic_ops of its own, routes the
+ * model's IPIs as a one-vCPU machine can: a lowest-priority IPI that names
+ * this vCPU is delivered to it; one that names no CPU of the VM, and every
+ * INIT, start-up and SMI, is counted in ipis_undelivered.
  *
  * Return: 0, or -1 with @err set.
  */
@@ -119,7 +128,13 @@ int lapict_vmm_vm_lapic(struct lapict_vmm_vm *v,
                         const struct lapict_kvm_config *cfg, char *err,
                         size_t err_len);
 
-/** lapict_vmm_vm_destroy() - everything create and lapic made. */
+/**
+ * lapict_vmm_vm_destroy() - everything create and lapic made.
+ * @v: the VM.
+ *
+ * First reports on standard error how many IPIs the guest sent that this
+ * one-vCPU VMM could not deliver, if any, with the first of them.
+ */
 void lapict_vmm_vm_destroy(struct lapict_vmm_vm *v);
 
 /**
