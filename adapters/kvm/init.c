@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include "kvm_internal.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <string.h>
 
@@ -20,28 +21,55 @@ void lapict_kvm_config_default(struct lapict_kvm_config *cfg)
     cfg->kick = LAPICT_KVM_KICK_CALLER;
 }
 
+/*
+ * The argument of lapict_kvm_init() at fault, as a message that names it
+ * (lapict_kvm_errcall() returns it), or NULL when they are all valid.
+ */
+static const char *bad_argument(const struct kvm_run *run,
+                                const struct lapict_kvm_config *cfg)
+{
+    if (!run)
+        return "run is NULL";
+    if (cfg->kick_signal < 0 || cfg->kick_signal > SIGRTMAX)
+        return "cfg->kick_signal is not a signal number (0 .. SIGRTMAX)";
+    if (cfg->kick > LAPICT_KVM_KICK_THREAD)
+        return "cfg->kick is not an enum lapict_kvm_kick value";
+    /* Kicks from the adapter need a signal to reach KVM_RUN. */
+    if (cfg->kick != LAPICT_KVM_KICK_CALLER && !cfg->kick_signal)
+        return "cfg->kick needs cfg->kick_signal (0 only with "
+               "LAPICT_KVM_KICK_CALLER)";
+    if (cfg->sys && cfg->sys->version != LAPICT_KVM_SYS_VERSION)
+        return "cfg->sys->version is not LAPICT_KVM_SYS_VERSION";
+    return NULL;
+}
+
 int lapict_kvm_init(struct lapict_kvm *k, int vcpu_fd, struct kvm_run *run,
                     const struct lapict_kvm_config *cfg)
 {
+    const char *bad;
     struct lapict_kvm_config def;
     struct lapict_config tc;
     const struct lapict_apic_ops *apic_ops;
     int rc;
 
-    if (!k || !run)
+    if (!k)
         return LAPICT_E_INVAL;
     if (!cfg) {
         lapict_kvm_config_default(&def);
         cfg = &def;
     }
-    /* Kicks from the adapter need a signal to reach KVM_RUN. */
-    if (cfg->kick_signal < 0 || cfg->kick_signal > SIGRTMAX ||
-        cfg->kick > LAPICT_KVM_KICK_THREAD ||
-        (cfg->kick != LAPICT_KVM_KICK_CALLER && !cfg->kick_signal) ||
-        (cfg->sys && cfg->sys->version != LAPICT_KVM_SYS_VERSION))
+    bad = bad_argument(run, cfg);
+    if (bad) {
+        memset(k, 0, sizeof(*k));
+        k->sys_call = bad;
+        k->sys_errno = EINVAL;
         return LAPICT_E_INVAL;
-    if (cfg->apic_ops && cfg->apic_ops->version < 1)
+    }
+    if (cfg->apic_ops && cfg->apic_ops->version < 1) {
+        memset(k, 0, sizeof(*k));
+        k->sys_call = "cfg->apic_ops->version is 0";
         return LAPICT_E_OPS;
+    }
     memset(k, 0, sizeof(*k));
     k->sys = cfg->sys ? cfg->sys : &lapict_kvm_sys_linux;
     k->vcpu_fd = vcpu_fd;

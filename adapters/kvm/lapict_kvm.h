@@ -319,9 +319,10 @@ void lapict_kvm_set_cpuid(struct lapict_kvm *k, const struct kvm_cpuid2 *cpuid);
  * Must be called on the vCPU thread (the kick targets the caller).
  * lapict_kvm_destroy() may run on any thread.
  *
- * Return: 0 or a LAPICT_E_* code: LAPICT_E_INVAL (NULL arguments, a kick
- * strategy that is not LAPICT_KVM_KICK_CALLER without kick_signal, a sys
- * table of another version, too many distinct kick signals),
+ * Return: 0 or a LAPICT_E_* code: LAPICT_E_INVAL (a NULL @k or @run, a
+ * kick strategy that is not LAPICT_KVM_KICK_CALLER without kick_signal, a
+ * sys table of another version, too many distinct kick signals: with @k
+ * not NULL, lapict_kvm_errcall(@k) then names the argument at fault),
  * LAPICT_E_OPS (apic_ops of version 0),
  * LAPICT_E_TSC_KHZ (no TSC rate), LAPICT_E_SYSTEM (a system call failed:
  * lapict_kvm_errno()), or lapict_init()'s code for @cfg->timer. Never
@@ -482,10 +483,13 @@ uint64_t lapict_kvm_guest_tsc(const struct lapict_kvm *k);
 int lapict_kvm_errno(const struct lapict_kvm *k);
 
 /**
- * lapict_kvm_errcall() - name of the adapter's last failed system call.
+ * lapict_kvm_errcall() - name of the adapter's last failed system call,
+ * or of the argument lapict_kvm_init() refused.
  * @k: the LAPIC.
  *
- * Return: e.g. "KVM_SET_MSRS", "timer_settime"; "" if none failed.
+ * Return: e.g. "KVM_SET_MSRS", "timer_settime"; after lapict_kvm_init()
+ * returned LAPICT_E_INVAL or LAPICT_E_OPS, a message naming the argument at
+ * fault (e.g. "cfg->kick needs cfg->kick_signal ..."); "" if none failed.
  */
 const char *lapict_kvm_errcall(const struct lapict_kvm *k);
 

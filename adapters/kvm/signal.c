@@ -146,7 +146,11 @@ static int take_signal(struct lapict_kvm *k)
             free_slot = &slots[i];
     }
     if (!free_slot) {
-        rc = LAPICT_E_INVAL; /* more distinct kick signals than slots */
+        /* More distinct kick signals than slots. */
+        k->sys_call = "cfg->kick_signal: the process already has the most "
+                      "distinct kick signals the adapter handles";
+        k->sys_errno = EINVAL;
+        rc = LAPICT_E_INVAL;
         goto out;
     }
     if (k->sys->sigaction(k->kick_signal, &sa, &free_slot->old) < 0) {

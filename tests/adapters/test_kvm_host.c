@@ -430,13 +430,23 @@ static void caller_chosen_signal(void **state)
     assert_true(handler_is_callers(SIGUSR1));
     assert_true(handler_is_callers(sig));
     fx_free(f);
-    /* Kicks need a signal: a timer thread without one is refused. */
+    /* Kicks need a signal: a timer thread without one is refused, and the
+     * refusal names the argument at fault. */
     f = fx_new(&c1, &rc);
     assert_int_equal(rc, LAPICT_E_INVAL);
+    assert_non_null(strstr(lapict_kvm_errcall(&f->k), "cfg->kick_signal"));
+    assert_non_null(strstr(lapict_kvm_errcall(&f->k), "cfg->kick "));
     free(f);
     c1.kick_signal = -1;
     f = fx_new(&c1, &rc);
     assert_int_equal(rc, LAPICT_E_INVAL);
+    assert_non_null(strstr(lapict_kvm_errcall(&f->k), "cfg->kick_signal is"));
+    free(f);
+    f = calloc(1, sizeof(*f));
+    assert_non_null(f);
+    assert_int_equal(lapict_kvm_init(&f->k, LT_FAKE_VCPU_FD, NULL, &c0),
+                     LAPICT_E_INVAL);
+    assert_string_equal(lapict_kvm_errcall(&f->k), "run is NULL");
     free(f);
     c1.kick_signal = sig;
     f = fx_new(&c1, &rc);
