@@ -30,7 +30,9 @@ struct lapict_sim_config {
     /* Refuse hardware timer arms further ahead than this; 0: no limit. */
     uint64_t hv_max_ahead_ns;
     uint64_t host_latency_ns;  /* host timers fire this late */
-    uint64_t entry_latency_ns; /* injection-to-guest delay */
+    /* From the guest entry (lapict_before_guest_entry() returned) to the
+     * guest receiving an interrupt (docs/spec/replay.md). */
+    uint64_t entry_latency_ns;
     /*
      * The driver calls lapict_sim_enter() itself: no guest entry after a
      * host timer callback, lapict_sim_block(), lapict_sim_unblock() or
