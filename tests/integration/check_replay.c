@@ -34,6 +34,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <lapict/version.h>
+
 #ifndef LAPICT_REPLAY_BIN
 #error "LAPICT_REPLAY_BIN must name the lapict-replay executable"
 #endif
@@ -899,6 +901,25 @@ START_TEST(test_max_events_good_value)
 }
 END_TEST
 
+/* --- the command line ------------------------------------------------------
+ */
+
+/* Rule: --version prints the tool and the lapict version on stdout, and
+ * nothing else, with exit 0. */
+START_TEST(test_version)
+{
+    struct run_result r;
+
+    run_replay("--version", "/dev/null", &r);
+    ck_assert_msg(
+        exit_code(&r) == 0 &&
+            !strcmp(r.out, "lapict-replay " LAPICT_VERSION_STRING "\n") &&
+            r.err_len == 0,
+        "exit %d, stdout '%s', stderr '%s'", exit_code(&r), r.out, r.err);
+    free_result(&r);
+}
+END_TEST
+
 /* --- suite -----------------------------------------------------------------
  */
 
@@ -951,6 +972,11 @@ static Suite *replay_suite(void)
     tcase_add_loop_test(tc, test_max_events_bad_value, 0,
                         (int)(sizeof(bad_bounds) / sizeof(bad_bounds[0])));
     tcase_add_loop_test(tc, test_max_events_good_value, 0, 3);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("command_line");
+    tcase_set_timeout(tc, TEST_TIMEOUT_S);
+    tcase_add_test(tc, test_version);
     suite_add_tcase(s, tc);
 
     return s;

@@ -18,6 +18,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include <lapict/version.h>
 
 #if defined(__linux__) && defined(__x86_64__) && defined(LAPICT_VMM_BIN)
 /* Runs lapict-vmm with @args; returns its output (malloc'ed), *rc status. */
@@ -281,6 +284,51 @@ START_TEST(vmm_numeric_option_range_ends_accepted)
 }
 END_TEST
 
+/*
+ * Runs lapict-vmm with @args alone, for 20 s at most; returns its standard
+ * output, its standard error in *@err (both malloc'ed).
+ */
+static char *vmm_split(const char *args, int *rc, char **err)
+{
+    char path[] = "/tmp/lapict-check-vmm-XXXXXX", cmd[1024];
+    int fd = mkstemp(path);
+    size_t len = 0;
+    char *out;
+    FILE *f;
+
+    ck_assert_msg(fd >= 0, "mkstemp");
+    close(fd);
+    /* lt_run_capture() joins the group's stderr, not the command's. */
+    snprintf(cmd, sizeof(cmd), "{ timeout 20 %s %s 2>'%s'; }", LAPICT_VMM_BIN,
+             args, path);
+    out = lt_run_capture(cmd, rc);
+    f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    *err = calloc(1, 65536);
+    ck_assert_ptr_nonnull(*err);
+    len = fread(*err, 1, 65535, f);
+    (*err)[len] = '\0';
+    fclose(f);
+    unlink(path);
+    return out;
+}
+
+/* Rule: --version prints the tool and the lapict version on stdout, and
+ * nothing else, with status 0, without KVM. */
+START_TEST(vmm_version)
+{
+    int rc;
+    char *err, *o = vmm_split("--version", &rc, &err);
+
+    ck_assert_msg(rc == 0 &&
+                      !strcmp(o, "lapict-vmm " LAPICT_VERSION_STRING "\n") &&
+                      !*err,
+                  "--version: status %d, stdout '%s', stderr '%s'", rc, o, err);
+    free(o);
+    free(err);
+}
+END_TEST
+
 /* Runs the option cases; their failures count whatever KVM can do. */
 static int run_option_cases(void)
 {
@@ -292,6 +340,7 @@ static int run_option_cases(void)
     tcase_add_loop_test(tc, vmm_dry_run_refuses_what_a_run_refuses, 0, 3);
     tcase_add_loop_test(tc, vmm_numeric_option_range_ends_accepted, 0,
                         (int)(sizeof(good_options) / sizeof(good_options[0])));
+    tcase_add_test(tc, vmm_version);
     tcase_set_timeout(tc, 30);
     suite_add_tcase(s, tc);
     return lt_check_run(s);

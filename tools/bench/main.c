@@ -6,6 +6,7 @@
  *   lapict-bench [--hotpath] [--tuning] [--memory] [--mux [ARGS...]]
  *                [--smoke] [--runs=N] [--iters=N] [--dat=FILE] [--seed=S]
  *   lapict-bench --callgrind=OP | --callgrind=list
+ *   lapict-bench --version | --help
  *
  * No mode: --hotpath --tuning --memory. See README.md beside this file.
  */
@@ -15,6 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <lapict/version.h>
 
 /* Defined by mux.c when it is part of the build; NULL otherwise. */
 __attribute__((weak)) int lapict_bench_mux(int argc, char **argv);
@@ -27,6 +30,7 @@ static void usage(FILE *f)
             "[--seed=S]\n"
             "       lapict-bench --mux [ARGS...]   (the rest goes to mux)\n"
             "       lapict-bench --callgrind=OP|list\n"
+            "       lapict-bench --version\n"
             "no mode given: --hotpath --tuning --memory\n");
 }
 
@@ -75,6 +79,9 @@ int main(int argc, char **argv)
             return lapict_bench_mux(argc - i, argv + i);
         } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--version")) {
+            printf("lapict-bench %s\n", LAPICT_VERSION_STRING);
             return 0;
         } else {
             goto bad;

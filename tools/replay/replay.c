@@ -38,7 +38,7 @@
  */
 #define MAX_EVENTS_DEFAULT 1000000u
 
-#define USAGE "usage: lapict-replay [--max-events=N] [--] [FILE]\n"
+#define USAGE "usage: lapict-replay [--max-events=N] [--version] [--] [FILE]\n"
 
 struct out_line {
     uint64_t when;
@@ -618,6 +618,10 @@ int main(int argc, char **argv)
             if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
                 printf(USAGE "replays a trace (standard input without "
                              "FILE); see lapict-replay(1)\n");
+                return 0;
+            }
+            if (!strcmp(a, "--version")) {
+                printf("lapict-replay %s\n", LAPICT_VERSION_STRING);
                 return 0;
             }
             if (!strncmp(a, "--max-events=", 13)) {
