@@ -407,6 +407,30 @@ START_TEST(version_on_stdout)
 }
 END_TEST
 
+/*
+ * Rule: an argument that is no option, or an unknown option, is bad usage
+ * (status 2): a message naming it and the usage on stderr, nothing on
+ * stdout, nothing run.
+ */
+START_TEST(stray_argument_is_usage_error)
+{
+    static const char *const args[2] = {"stray", "--memory --bogus"};
+    static const char *const want[2] = {"lapict-bench: unexpected argument "
+                                        "'stray'",
+                                        "lapict-bench: unknown option "
+                                        "'--bogus'"};
+    int code;
+    char *err, *out = run_split(args[_i], &err, &code);
+
+    ck_assert_msg(code == 2 && strstr(err, want[_i]) &&
+                      strstr(err, "usage: lapict-bench") && !*out,
+                  "%s: status %d, stdout '%s', stderr '%s'", args[_i], code,
+                  out, err);
+    free(out);
+    free(err);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("bench");
@@ -425,6 +449,7 @@ int main(void)
     tcase_add_loop_test(tc, numeric_option_range_ends_accepted, 0, 3);
     tcase_add_loop_test(tc, mux_n_out_of_range_is_usage_error, 0, 4);
     tcase_add_test(tc, version_on_stdout);
+    tcase_add_loop_test(tc, stray_argument_is_usage_error, 0, 2);
     suite_add_tcase(s, tc);
     return lt_check_run(s);
 }

@@ -920,6 +920,36 @@ START_TEST(test_version)
 }
 END_TEST
 
+/*
+ * Rule: a second FILE is a usage error (exit 2) that names it, with the
+ * usage on stderr and nothing on stdout; an option may come after FILE.
+ */
+START_TEST(test_stray_argument)
+{
+    struct run_how how = {{NULL, "stray", NULL}, "/dev/null", NULL, 0, 0};
+    struct run_result r;
+    char path[4096];
+
+    temp_file(path, sizeof(path), "read tdcr\n", 10);
+    how.args[0] = path;
+    run_replay_how(&how, &r);
+    ck_assert_msg(exit_code(&r) == 2 &&
+                      strstr(r.err, "unexpected argument 'stray'") &&
+                      strstr(r.err, "usage: lapict-replay"),
+                  "FILE stray: exit %d, stderr '%s'", exit_code(&r), r.err);
+    ck_assert_msg(r.out_len == 0, "FILE stray: stdout '%s'", r.out);
+    free_result(&r);
+
+    how.args[1] = "--max-events=5";
+    run_replay_how(&how, &r);
+    unlink(path);
+    ck_assert_msg(exit_code(&r) == 0 && !strcmp(r.out, "0 read tdcr 0\n"),
+                  "FILE --max-events=5: exit %d, stdout '%s', stderr '%s'",
+                  exit_code(&r), r.out, r.err);
+    free_result(&r);
+}
+END_TEST
+
 /* --- suite -----------------------------------------------------------------
  */
 
@@ -977,6 +1007,7 @@ static Suite *replay_suite(void)
     tc = tcase_create("command_line");
     tcase_set_timeout(tc, TEST_TIMEOUT_S);
     tcase_add_test(tc, test_version);
+    tcase_add_test(tc, test_stray_argument);
     suite_add_tcase(s, tc);
 
     return s;

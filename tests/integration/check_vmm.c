@@ -329,6 +329,30 @@ START_TEST(vmm_version)
 }
 END_TEST
 
+/*
+ * Rule: an argument that is no option, wherever it stands, or an unknown
+ * option is a usage error (status 2): a message naming it and the usage on
+ * stderr, nothing on stdout.
+ */
+START_TEST(vmm_stray_argument_is_usage_error)
+{
+    static const char *const args[3] = {
+        "--dry-run stray", "stray --dry-run --samples=5", "--dry-run --bogus"};
+    static const char *const want[3] = {"unexpected argument 'stray'",
+                                        "unexpected argument 'stray'",
+                                        "'--bogus'"};
+    int rc;
+    char *err, *o = vmm_split(args[_i], &rc, &err);
+
+    ck_assert_msg(rc == 2 && !*o && strstr(err, want[_i]) &&
+                      strstr(err, "usage: lapict-vmm"),
+                  "%s: status %d, stdout '%s', stderr '%s'", args[_i], rc, o,
+                  err);
+    free(o);
+    free(err);
+}
+END_TEST
+
 /* Runs the option cases; their failures count whatever KVM can do. */
 static int run_option_cases(void)
 {
@@ -341,6 +365,7 @@ static int run_option_cases(void)
     tcase_add_loop_test(tc, vmm_numeric_option_range_ends_accepted, 0,
                         (int)(sizeof(good_options) / sizeof(good_options[0])));
     tcase_add_test(tc, vmm_version);
+    tcase_add_loop_test(tc, vmm_stray_argument_is_usage_error, 0, 3);
     tcase_set_timeout(tc, 30);
     suite_add_tcase(s, tc);
     return lt_check_run(s);

@@ -62,7 +62,11 @@ int main(int argc, char **argv)
             if (bench_parse_num("--seed", a + 7, 0, UINT32_MAX, &v))
                 return 2;
             o.seed = (uint32_t)v;
-        } else if (!strncmp(a, "--dat=", 6) && a[6]) {
+        } else if (!strncmp(a, "--dat=", 6)) {
+            if (!a[6]) {
+                fprintf(stderr, "lapict-bench: --dat: no FILE\n");
+                return 2;
+            }
             o.dat = a + 6;
         } else if (!strcmp(a, "--callgrind")) {
             return bench_callgrind(NULL);
@@ -97,7 +101,11 @@ int main(int argc, char **argv)
         rc = 1;
     return rc;
 bad:
-    fprintf(stderr, "lapict-bench: bad argument '%s'\n", argv[i]);
+    /* Every part is an option: a word that is none is a stray. */
+    if (argv[i][0] == '-')
+        fprintf(stderr, "lapict-bench: unknown option '%s'\n", argv[i]);
+    else
+        fprintf(stderr, "lapict-bench: unexpected argument '%s'\n", argv[i]);
     usage(stderr);
     return 2;
 }

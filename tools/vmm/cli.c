@@ -84,6 +84,7 @@ static uint64_t parse_num(const char *s, const char *opt, uint64_t min,
     exit(2);
 }
 
+/* On stdout for --help, on stderr with a usage error. */
 static void usage(FILE *f)
 {
     fprintf(f,
@@ -276,12 +277,15 @@ int vmm_parse_args(int argc, char **argv, struct vmm_opts *o,
             printf("lapict-vmm %s\n", LAPICT_VERSION_STRING);
             return 0;
         default:
-            usage(stdout);
+            /* getopt_long() has named the option on stderr. */
+            usage(stderr);
             return 2;
         }
     }
+    /* getopt_long() moved the arguments that are no option to the end. */
     if (optind < argc) {
-        usage(stdout);
+        fprintf(stderr, "lapict-vmm: unexpected argument '%s'\n", argv[optind]);
+        usage(stderr);
         return 2;
     }
     if (o->test == T_MIGRATE || o->restore) {
