@@ -353,6 +353,143 @@ START_TEST(vmm_stray_argument_is_usage_error)
 }
 END_TEST
 
+/* --- --dry-run: what a run reads before its guest starts ---------------- */
+
+/* A temporary file holding @len bytes of @text; its path in @path. */
+static void temp_file(char *path, size_t size, const void *text, size_t len)
+{
+    int fd;
+
+    snprintf(path, size, "/tmp/lapict-check-vmm-XXXXXX");
+    fd = mkstemp(path);
+    ck_assert_msg(fd >= 0, "mkstemp");
+    ck_assert_msg(write(fd, text, len) == (ssize_t)len, "write %s", path);
+    close(fd);
+}
+
+/*
+ * Rule: --dry-run fails as a run fails on a --restore file it cannot use
+ * (missing, not a snapshot): the same status 2 and the same message on
+ * stderr, nothing on stdout. A run reads that file before it opens
+ * /dev/kvm, so both are compared here without KVM.
+ */
+START_TEST(vmm_dry_run_restore_fails_as_the_run_does)
+{
+    static const char junk[] = "not a snapshot\n";
+    char path[64], dry[128], real[128];
+    char *dry_err, *real_err, *dry_out, *real_out;
+    int dry_rc, real_rc;
+
+    if (_i == 0) {
+        snprintf(path, sizeof(path), "/nonexistent/lapict-vmm.state");
+    } else {
+        temp_file(path, sizeof(path), junk, sizeof(junk) - 1);
+    }
+    snprintf(dry, sizeof(dry), "--dry-run --restore=%s", path);
+    snprintf(real, sizeof(real), "--restore=%s", path);
+    dry_out = vmm_split(dry, &dry_rc, &dry_err);
+    real_out = vmm_split(real, &real_rc, &real_err);
+    if (_i)
+        unlink(path);
+    ck_assert_msg(real_rc == 2 && strstr(real_err, "--restore: "),
+                  "%s: status %d, stderr '%s'", real, real_rc, real_err);
+    ck_assert_msg(dry_rc == real_rc && !strcmp(dry_err, real_err) && !*dry_out,
+                  "%s: status %d, stdout '%s', stderr '%s'; the run: status "
+                  "%d, stderr '%s'",
+                  dry, dry_rc, dry_out, dry_err, real_rc, real_err);
+    free(dry_out);
+    free(dry_err);
+    free(real_out);
+    free(real_err);
+}
+END_TEST
+
+/* A file a run reads after /dev/kvm opens, and the message it fails with. */
+struct bad_file {
+    const char *args, *message;
+};
+
+static const struct bad_file bad_files[] = {
+    {"--guest=/nonexistent", "cannot load guest image /nonexistent: "},
+    {"--guest=/dev/null", "cannot load guest image /dev/null: empty"},
+    {"--test=migrate --guest=/nonexistent",
+     "cannot load guest image /nonexistent: "},
+    {"--compare --guest=/nonexistent", "cannot load guest image /nonexistent"},
+    {"--kernel=/nonexistent", "cannot read kernel /nonexistent: "},
+    {"--kernel=/dev/null", "no multiboot v1 header"},
+};
+
+/*
+ * Rule: --dry-run reads the guest image or the kernel as a run would and
+ * fails as it would: status 2, the run's message on stderr, nothing on
+ * stdout, without KVM.
+ */
+START_TEST(vmm_dry_run_checks_the_files_a_run_reads)
+{
+    const struct bad_file *b = &bad_files[_i];
+    char args[256], *err, *o;
+    int rc;
+
+    snprintf(args, sizeof(args), "--dry-run %s", b->args);
+    o = vmm_split(args, &rc, &err);
+    ck_assert_msg(rc == 2 && !*o && strstr(err, b->message),
+                  "%s: status %d, stdout '%s', stderr '%s'", args, rc, o, err);
+    free(o);
+    free(err);
+}
+END_TEST
+
+#ifdef LAPICT_MBTEST
+/*
+ * Rule: --dry-run --kernel loads the kernel as the boot does: the project's
+ * multiboot kernel passes (status 0, no output), its first 8 KiB alone
+ * (header found, segments cut off) fail with the loader's message, and so
+ * does an --initrd that cannot be read.
+ */
+START_TEST(vmm_dry_run_loads_the_kernel)
+{
+    static char head[8192];
+    char path[64], args[512], *err, *o;
+    FILE *f = fopen(LAPICT_MBTEST, "rb");
+    int rc;
+
+    ck_assert_msg(f && fread(head, 1, sizeof(head), f) == sizeof(head),
+                  "cannot read %s", LAPICT_MBTEST);
+    fclose(f);
+
+    snprintf(args, sizeof(args), "--dry-run --kernel=%s --append=x=1",
+             LAPICT_MBTEST);
+    o = vmm_split(args, &rc, &err);
+    ck_assert_msg(rc == 0 && !*o && !*err,
+                  "%s: status %d, stdout '%s', "
+                  "stderr '%s'",
+                  args, rc, o, err);
+    free(o);
+    free(err);
+
+    snprintf(args, sizeof(args), "--dry-run --kernel=%s --initrd=/nonexistent",
+             LAPICT_MBTEST);
+    o = vmm_split(args, &rc, &err);
+    ck_assert_msg(rc == 2 && !*o &&
+                      strstr(err, "cannot read initrd /nonexistent: "),
+                  "%s: status %d, stdout '%s', stderr '%s'", args, rc, o, err);
+    free(o);
+    free(err);
+
+    temp_file(path, sizeof(path), head, sizeof(head));
+    snprintf(args, sizeof(args), "--dry-run --kernel=%s", path);
+    o = vmm_split(args, &rc, &err);
+    unlink(path);
+    ck_assert_msg(rc == 2 && !*o && strstr(err, "outside the image"),
+                  "%s (8 KiB of the kernel): status %d, stdout '%s', "
+                  "stderr '%s'",
+                  args, rc, o, err);
+    free(o);
+    free(err);
+}
+END_TEST
+#endif
+
 /* Runs the option cases; their failures count whatever KVM can do. */
 static int run_option_cases(void)
 {
@@ -366,6 +503,12 @@ static int run_option_cases(void)
                         (int)(sizeof(good_options) / sizeof(good_options[0])));
     tcase_add_test(tc, vmm_version);
     tcase_add_loop_test(tc, vmm_stray_argument_is_usage_error, 0, 3);
+    tcase_add_loop_test(tc, vmm_dry_run_restore_fails_as_the_run_does, 0, 2);
+    tcase_add_loop_test(tc, vmm_dry_run_checks_the_files_a_run_reads, 0,
+                        (int)(sizeof(bad_files) / sizeof(bad_files[0])));
+#ifdef LAPICT_MBTEST
+    tcase_add_test(tc, vmm_dry_run_loads_the_kernel);
+#endif
     tcase_set_timeout(tc, 30);
     suite_add_tcase(s, tc);
     return lt_check_run(s);

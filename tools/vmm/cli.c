@@ -153,7 +153,6 @@ static char save_default[64];
 int vmm_parse_args(int argc, char **argv, struct vmm_opts *o,
                    struct lapict_vmm_boot_opts *mb)
 {
-    bool dry_run = false;
     int c;
 
     *o = (struct vmm_opts){.lapic = LAPIC_LIB,
@@ -268,7 +267,7 @@ int vmm_parse_args(int argc, char **argv, struct vmm_opts *o,
             o->seed_set = true;
             break;
         case 'y':
-            dry_run = true;
+            o->dry_run = true;
             break;
         case 'h':
             usage(stdout);
@@ -308,9 +307,8 @@ int vmm_parse_args(int argc, char **argv, struct vmm_opts *o,
             return 2;
         }
     }
-    /* Every check of the command line is above, nothing that needs KVM. */
-    if (dry_run)
-        return 0;
+    /* Every check of the command line is above, nothing that needs KVM;
+     * those of the files it names come with the job (main.c). */
     if (o->test == T_MIGRATE) {
         o->argc = argc;
         o->argv = argv;
