@@ -927,26 +927,27 @@ END_TEST
 START_TEST(test_stray_argument)
 {
     struct run_how how = {{NULL, "stray", NULL}, "/dev/null", NULL, 0, 0};
-    struct run_result r;
+    struct run_result stray, after;
     char path[4096];
 
     temp_file(path, sizeof(path), "read tdcr\n", 10);
     how.args[0] = path;
-    run_replay_how(&how, &r);
-    ck_assert_msg(exit_code(&r) == 2 &&
-                      strstr(r.err, "unexpected argument 'stray'") &&
-                      strstr(r.err, "usage: lapict-replay"),
-                  "FILE stray: exit %d, stderr '%s'", exit_code(&r), r.err);
-    ck_assert_msg(r.out_len == 0, "FILE stray: stdout '%s'", r.out);
-    free_result(&r);
-
+    run_replay_how(&how, &stray);
     how.args[1] = "--max-events=5";
-    run_replay_how(&how, &r);
+    run_replay_how(&how, &after);
     unlink(path);
-    ck_assert_msg(exit_code(&r) == 0 && !strcmp(r.out, "0 read tdcr 0\n"),
+    ck_assert_msg(exit_code(&stray) == 2 &&
+                      strstr(stray.err, "unexpected argument 'stray'") &&
+                      strstr(stray.err, "usage: lapict-replay"),
+                  "FILE stray: exit %d, stderr '%s'", exit_code(&stray),
+                  stray.err);
+    ck_assert_msg(stray.out_len == 0, "FILE stray: stdout '%s'", stray.out);
+    ck_assert_msg(exit_code(&after) == 0 &&
+                      !strcmp(after.out, "0 read tdcr 0\n"),
                   "FILE --max-events=5: exit %d, stdout '%s', stderr '%s'",
-                  exit_code(&r), r.out, r.err);
-    free_result(&r);
+                  exit_code(&after), after.out, after.err);
+    free_result(&stray);
+    free_result(&after);
 }
 END_TEST
 
