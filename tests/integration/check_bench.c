@@ -17,6 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
+
+#include <lapict/version.h>
 
 #ifndef LAPICT_REPLAY_BIN
 #error "LAPICT_REPLAY_BIN must name the lapict-replay executable"
@@ -353,6 +356,81 @@ START_TEST(mux_n_out_of_range_is_usage_error)
 }
 END_TEST
 
+/*
+ * Runs lapict-bench @args; returns its stdout (malloc'd), its stderr in
+ * *@err (malloc'd) and its exit code (-1: killed).
+ */
+static char *run_split(const char *args, char **err, int *code)
+{
+    char path[] = "/tmp/lapict-check-bench-XXXXXX", with[512];
+    int fd = mkstemp(path), status;
+    char *out;
+    size_t cap = 4096, len = 0, n;
+    FILE *f;
+
+    ck_assert_msg(fd >= 0, "mkstemp");
+    close(fd);
+    snprintf(with, sizeof(with), "%s 2>'%s'", args, path);
+    out = run(with, &status);
+    *code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    *err = malloc(cap);
+    ck_assert_ptr_nonnull(*err);
+    while ((n = fread(*err + len, 1, cap - len - 1, f)) > 0) {
+        len += n;
+        if (len + 1 == cap) {
+            cap *= 2;
+            *err = realloc(*err, cap);
+            ck_assert_ptr_nonnull(*err);
+        }
+    }
+    (*err)[len] = '\0';
+    fclose(f);
+    unlink(path);
+    return out;
+}
+
+/* Rule: --version prints the tool and the lapict version on stdout, and
+ * nothing else, with status 0. */
+START_TEST(version_on_stdout)
+{
+    int code;
+    char *err, *out = run_split("--version", &err, &code);
+
+    ck_assert_msg(
+        code == 0 && !strcmp(out, "lapict-bench " LAPICT_VERSION_STRING "\n") &&
+            !*err,
+        "--version: status %d, stdout '%s', stderr '%s'", code, out, err);
+    free(out);
+    free(err);
+}
+END_TEST
+
+/*
+ * Rule: an argument that is no option, or an unknown option, is bad usage
+ * (status 2): a message naming it and the usage on stderr, nothing on
+ * stdout, nothing run.
+ */
+START_TEST(stray_argument_is_usage_error)
+{
+    static const char *const args[2] = {"stray", "--memory --bogus"};
+    static const char *const want[2] = {"lapict-bench: unexpected argument "
+                                        "'stray'",
+                                        "lapict-bench: unknown option "
+                                        "'--bogus'"};
+    int code;
+    char *err, *out = run_split(args[_i], &err, &code);
+
+    ck_assert_msg(code == 2 && strstr(err, want[_i]) &&
+                      strstr(err, "usage: lapict-bench") && !*out,
+                  "%s: status %d, stdout '%s', stderr '%s'", args[_i], code,
+                  out, err);
+    free(out);
+    free(err);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("bench");
@@ -370,6 +448,8 @@ int main(void)
                         (int)(sizeof(bad_values) / sizeof(bad_values[0])));
     tcase_add_loop_test(tc, numeric_option_range_ends_accepted, 0, 3);
     tcase_add_loop_test(tc, mux_n_out_of_range_is_usage_error, 0, 4);
+    tcase_add_test(tc, version_on_stdout);
+    tcase_add_loop_test(tc, stray_argument_is_usage_error, 0, 2);
     suite_add_tcase(s, tc);
     return lt_check_run(s);
 }

@@ -29,9 +29,12 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <lapict/version.h>
 
 #ifndef LAPICT_REPLAY_BIN
 #error "LAPICT_REPLAY_BIN must name the lapict-replay executable"
@@ -46,6 +49,8 @@
 /* Host timer callbacks one run_until() call ran before stopping, when it
  * had a limit: a long trace must pass it. */
 #define OLD_EVENT_CAP 10000000u
+/* --max-events without the option (lapict-replay(1)). */
+#define MAX_EVENTS_DEFAULT 1000000u
 
 /* Address-space limits do not mix with ASan's shadow memory. */
 #if defined(__SANITIZE_ADDRESS__)
@@ -77,7 +82,8 @@ struct run_result {
     size_t out_len;
     char *err;
     size_t err_len;
-    int status; /* raw wait status */
+    int status;   /* raw wait status */
+    double cpu_s; /* the run's CPU time, user and system */
 };
 
 static int cmp_names(const void *a, const void *b)
@@ -215,15 +221,26 @@ static int temp_fd(void)
 
 /* How to run lapict-replay. */
 struct run_how {
-    const char *args[2];    /* its arguments, up to the first NULL */
+    const char *args[3];    /* its arguments, up to the first NULL */
     const char *stdin_path; /* its standard input */
     const char *out_path;   /* its standard output; NULL: captured */
     unsigned long as_mib;   /* address-space limit; 0: none */
+    unsigned long cpu_s;    /* CPU time limit (SIGXCPU); 0: none */
 };
+
+static double cpu_children(void)
+{
+    struct rusage ru;
+
+    ck_assert_int_eq(getrusage(RUSAGE_CHILDREN, &ru), 0);
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
 
 static void run_replay_how(const struct run_how *how, struct run_result *r)
 {
     int out_fd = how->out_path ? -1 : temp_fd(), err_fd = temp_fd();
+    double cpu0 = cpu_children();
     pid_t pid;
 
     fflush(NULL);
@@ -242,14 +259,25 @@ static void run_replay_how(const struct run_how *how, struct run_result *r)
             if (setrlimit(RLIMIT_AS, &rl) < 0)
                 _exit(127);
         }
-        execl(LAPICT_REPLAY_BIN, LAPICT_REPLAY_BIN, how->args[0],
-              how->args[0] ? how->args[1] : NULL, (char *)NULL);
+        if (how->cpu_s) {
+            struct rlimit rl;
+            rl.rlim_cur = rl.rlim_max = (rlim_t)how->cpu_s;
+            if (setrlimit(RLIMIT_CPU, &rl) < 0)
+                _exit(127);
+        }
+        {
+            char *argv[5] = {LAPICT_REPLAY_BIN};
+            for (int i = 0; i < 3 && how->args[i]; i++)
+                argv[i + 1] = (char *)how->args[i];
+            execv(LAPICT_REPLAY_BIN, argv);
+        }
         dprintf(2, "exec %s: %s\n", LAPICT_REPLAY_BIN, strerror(errno));
         _exit(127);
     }
     while (waitpid(pid, &r->status, 0) < 0) {
         ck_assert_msg(errno == EINTR, "waitpid: %s", strerror(errno));
     }
+    r->cpu_s = cpu_children() - cpu0;
     if (how->out_path) {
         r->out = strdup("");
         r->out_len = 0;
@@ -269,7 +297,7 @@ static void run_replay_how(const struct run_how *how, struct run_result *r)
 static void run_replay(const char *arg, const char *stdin_path,
                        struct run_result *r)
 {
-    struct run_how how = {{arg, NULL}, stdin_path, NULL, 0};
+    struct run_how how = {{arg, NULL, NULL}, stdin_path, NULL, 0, 0};
 
     run_replay_how(&how, r);
 }
@@ -471,9 +499,10 @@ END_TEST
 /* --- limits: what the replay cannot do is an error, never a short run ---- */
 
 /*
- * Rule: a trace runs to its end however many host timer callbacks it takes.
- * A periodic timer of 1 ns run to 10.5 ms needs 10.5 million; the output
- * is counted through a pipe (its 200 MB are not kept).
+ * Rule: a trace runs to its end however many host timer callbacks it
+ * takes, up to --max-events, the bound included. A periodic timer of 1 ns
+ * run to 10.5 ms needs 10.5 million, the bound given; the output is
+ * counted through a pipe (its 200 MB are not kept).
  */
 START_TEST(test_long_trace_runs_every_event)
 {
@@ -484,6 +513,7 @@ START_TEST(test_long_trace_runs_every_event)
                                 "at 10500000\n";
     const unsigned long want = OLD_EVENT_CAP + OLD_EVENT_CAP / 20;
     char path[4096], last[64] = "", cur[64], buf[65536], want_last[64];
+    char bound[64];
     unsigned long lines = 0;
     size_t cur_len = 0;
     int pipefd[2], err_fd = temp_fd(), status;
@@ -493,6 +523,7 @@ START_TEST(test_long_trace_runs_every_event)
     char *err;
 
     temp_file(path, sizeof(path), trace, sizeof(trace) - 1);
+    snprintf(bound, sizeof(bound), "--max-events=%lu", want);
     ck_assert_int_eq(pipe(pipefd), 0);
     fflush(NULL);
     pid = fork();
@@ -501,7 +532,7 @@ START_TEST(test_long_trace_runs_every_event)
         if (dup2(pipefd[1], 1) < 0 || dup2(err_fd, 2) < 0)
             _exit(127);
         close(pipefd[0]);
-        execl(LAPICT_REPLAY_BIN, LAPICT_REPLAY_BIN, path, (char *)NULL);
+        execl(LAPICT_REPLAY_BIN, LAPICT_REPLAY_BIN, bound, path, (char *)NULL);
         _exit(127);
     }
     close(pipefd[1]);
@@ -541,7 +572,7 @@ END_TEST
  * error, never a file name; "--" ends the options. */
 START_TEST(test_unknown_option_is_usage_error)
 {
-    struct run_how how = {{"--", NULL}, "/dev/null", NULL, 0};
+    struct run_how how = {{"--", NULL, NULL}, "/dev/null", NULL, 0, 0};
     struct run_result r;
     char path[4096];
 
@@ -615,7 +646,7 @@ END_TEST
 START_TEST(test_endless_line_is_an_error)
 {
     struct run_how how = {
-        {"/dev/zero", NULL}, "/dev/null", NULL, UNDER_ASAN ? 0 : 512};
+        {"/dev/zero", NULL, NULL}, "/dev/null", NULL, UNDER_ASAN ? 0 : 512, 0};
     struct run_result r;
 
     run_replay_how(&how, &r);
@@ -632,7 +663,7 @@ END_TEST
 START_TEST(test_write_error_is_an_error)
 {
     char trace[4096];
-    struct run_how how = {{NULL, NULL}, "/dev/null", "/dev/full", 0};
+    struct run_how how = {{NULL, NULL, NULL}, "/dev/null", "/dev/full", 0, 0};
     struct run_result r;
 
     ck_assert_msg(access("/dev/full", W_OK) == 0, "no /dev/full");
@@ -651,7 +682,8 @@ END_TEST
 /*
  * Rule: running out of memory is an error (exit 1) that names the line.
  * Deliveries are kept until the clock passes them: an entry latency of
- * 10^12 ns keeps every one of a 1 ns periodic timer's.
+ * 10^12 ns keeps every one of a 1 ns periodic timer's (10^8 of them, with
+ * a --max-events that lets them run).
  */
 START_TEST(test_out_of_memory_is_an_error)
 {
@@ -662,19 +694,260 @@ START_TEST(test_out_of_memory_is_an_error)
                                 "write tmict 1\n"
                                 "at 100000000\n";
     char path[4096];
-    struct run_how how = {{NULL, NULL}, "/dev/null", "/dev/null", 128};
+    struct run_how how = {{"--max-events=1000000000", NULL, NULL},
+                          "/dev/null",
+                          "/dev/null",
+                          128,
+                          0};
     struct run_result r;
 
     if (UNDER_ASAN)
         return; /* no address-space limit under ASan */
     temp_file(path, sizeof(path), trace, sizeof(trace) - 1);
-    how.args[0] = path;
+    how.args[1] = path;
     run_replay_how(&how, &r);
     unlink(path);
     ck_assert_msg(exit_code(&r) == 1 &&
                       strstr(r.err, "lapict-replay: 5: out of memory"),
                   "exit %d, stderr '%s'", exit_code(&r), r.err);
     free_result(&r);
+}
+END_TEST
+
+/* --- the bound on work: --max-events -------------------------------------- */
+
+/* A periodic timer of 1 ns (no minimum period), masked: one host timer
+ * event per ns of the trace, and nothing printed. */
+#define MASKED_1NS                                                             \
+    "config min_period_ns=0\n"                                                 \
+    "write tdcr 0xb\n"                                                         \
+    "write lvtt 0x300ef\n"                                                     \
+    "write tmict 1\n"
+
+/*
+ * Run the trace @text with the option @opt before it (NULL: none), within
+ * @cpu_s seconds of CPU (0: no limit).
+ */
+static void run_text(const char *opt, const char *text, unsigned long cpu_s,
+                     struct run_result *r)
+{
+    struct run_how how = {{opt, NULL, NULL}, "/dev/null", NULL, 0, cpu_s};
+    char path[4096];
+
+    temp_file(path, sizeof(path), text, strlen(text));
+    how.args[opt ? 1 : 0] = path;
+    run_replay_how(&how, r);
+    unlink(path);
+}
+
+/*
+ * Rule: a trace that asks for more host timer events than --max-events
+ * allows is bad input (exit 2) whose message names the bound and how to
+ * raise it, and it fails before the work: these 88 bytes ask for 10^12
+ * interrupts, hours of work, and the run takes well under a second of CPU
+ * (it is stopped at 10 s).
+ */
+START_TEST(test_event_bound_fails_before_the_work)
+{
+    static const char trace[] = "config min_period_ns=0\n"
+                                "write tdcr 0xb\n"
+                                "write lvtt 0x200ef\n"
+                                "write tmict 1\n"
+                                "at 1000000000000\n";
+    char want[96];
+    struct run_result r;
+
+    ck_assert_uint_eq(sizeof(trace) - 1, 88);
+    run_text(NULL, trace, 10, &r);
+    snprintf(want, sizeof(want), "more than %u host timer events",
+             MAX_EVENTS_DEFAULT);
+    ck_assert_msg(exit_code(&r) == 2 &&
+                      !strncmp(r.err, "lapict-replay: 5: ", 18) &&
+                      strstr(r.err, want) && strstr(r.err, "--max-events=N"),
+                  "exit %d, stderr '%s'", exit_code(&r), r.err);
+    ck_assert_msg(r.out_len == 0, "stdout '%s'", r.out);
+    ck_assert_msg(r.cpu_s < 1.0,
+                  "%.3f s of CPU: the bound was not checked before the work",
+                  r.cpu_s);
+    free_result(&r);
+}
+END_TEST
+
+/*
+ * Rule: without --max-events the bound is MAX_EVENTS_DEFAULT host timer
+ * events (lapict-replay(1)): a trace that needs exactly that many runs to
+ * its end, one that needs one more fails on the line that needs it.
+ */
+START_TEST(test_event_bound_default)
+{
+    char trace[256];
+    struct run_result r;
+
+    snprintf(trace, sizeof(trace), MASKED_1NS "at %u\n", MAX_EVENTS_DEFAULT);
+    run_text(NULL, trace, 0, &r);
+    ck_assert_msg(exit_code(&r) == 0 && r.out_len == 0 && r.err_len == 0,
+                  "%u events: exit %d, stderr '%s'", MAX_EVENTS_DEFAULT,
+                  exit_code(&r), r.err);
+    free_result(&r);
+
+    snprintf(trace, sizeof(trace), MASKED_1NS "at %u\n",
+             MAX_EVENTS_DEFAULT + 1);
+    run_text(NULL, trace, 0, &r);
+    ck_assert_msg(exit_code(&r) == 2 &&
+                      !strncmp(r.err, "lapict-replay: 5: ", 18) &&
+                      strstr(r.err, "--max-events"),
+                  "%u events: exit %d, stderr '%s'", MAX_EVENTS_DEFAULT + 1,
+                  exit_code(&r), r.err);
+    free_result(&r);
+}
+END_TEST
+
+/*
+ * Rule: the bound is exact, and a line that goes past it shows nothing, as
+ * any bad line: this trace takes 2 events to its read, then 1000 more on
+ * its last line. With --max-events=1002 it runs to its end; with 1001 the
+ * last line fails and only what the lines before it printed is printed.
+ */
+START_TEST(test_event_bound_is_exact)
+{
+    static const char trace[] = "config min_period_ns=0\n"
+                                "write tdcr 0xb\n"
+                                "write lvtt 0x200ef\n"
+                                "write tmict 1000\n"
+                                "at 2500\n"
+                                "read tmcct\n"
+                                "write tmict 1\n"
+                                "at 3500\n";
+    static const char before[] = "1000 inject 239\n"
+                                 "2000 inject 239\n"
+                                 "2500 read tmcct 500\n";
+    struct run_result r;
+    unsigned long lines = 0;
+
+    run_text("--max-events=1002", trace, 0, &r);
+    for (size_t i = 0; i < r.out_len; i++)
+        lines += r.out[i] == '\n';
+    ck_assert_msg(exit_code(&r) == 0 && lines == 1003 &&
+                      !strncmp(r.out, before, strlen(before)) &&
+                      strstr(r.out, "\n3500 inject 239\n"),
+                  "1002: exit %d, %lu lines, stderr '%s'", exit_code(&r), lines,
+                  r.err);
+    free_result(&r);
+
+    run_text("--max-events=1001", trace, 0, &r);
+    ck_assert_msg(exit_code(&r) == 2 &&
+                      strstr(r.err, "lapict-replay: 8: the trace needs more "
+                                    "than 1001 host timer events"),
+                  "1001: exit %d, stderr '%s'", exit_code(&r), r.err);
+    ck_assert_msg(!strcmp(r.out, before), "1001: stdout '%s'", r.out);
+    free_result(&r);
+}
+END_TEST
+
+/* A --max-events value and what its message must say. */
+struct bad_bound {
+    const char *arg, *why;
+};
+
+static const struct bad_bound bad_bounds[] = {
+    {"--max-events=0", "'0' is out of range (1 to 18446744073709551615)"},
+    {"--max-events=-1", "'-1' is not a number"},
+    {"--max-events=+5", "'+5' is not a number"},
+    {"--max-events=18446744073709551616", "is out of range"},
+    {"--max-events=99999999999999999999999", "is out of range"},
+    {"--max-events=12abc", "'12abc' is not a number"},
+    {"--max-events=", "'' is not a number"},
+    {"--max-events= 5", "' 5' is not a number"},
+    {"--max-events=0x", "'0x' is not a number"},
+    {"--max-events", "needs a value"},
+};
+
+/*
+ * Rule: --max-events=N is an untrusted number: anything but 1 to 2^64 - 1,
+ * decimal or 0x hexadecimal, is a usage error (exit 2) whose message names
+ * the option, and the trace does not run.
+ */
+START_TEST(test_max_events_bad_value)
+{
+    const struct bad_bound *b = &bad_bounds[_i];
+    struct run_result r;
+
+    run_text(b->arg, "read tdcr\n", 0, &r);
+    ck_assert_msg(exit_code(&r) == 2 &&
+                      !strncmp(r.err, "lapict-replay: --max-events",
+                               strlen("lapict-replay: --max-events")) &&
+                      strstr(r.err, b->why),
+                  "%s: exit %d, stderr '%s'", b->arg, exit_code(&r), r.err);
+    ck_assert_msg(r.out_len == 0, "%s: stdout '%s'", b->arg, r.out);
+    free_result(&r);
+}
+END_TEST
+
+/* Rule: both ends of the range, in decimal or hexadecimal, are accepted. */
+START_TEST(test_max_events_good_value)
+{
+    static const char *const good[] = {
+        "--max-events=1",
+        "--max-events=18446744073709551615",
+        "--max-events=0xffffffffffffffff",
+    };
+    struct run_result r;
+
+    run_text(good[_i], "read tdcr\n", 0, &r);
+    ck_assert_msg(exit_code(&r) == 0 && !strcmp(r.out, "0 read tdcr 0\n"),
+                  "%s: exit %d, stdout '%s', stderr '%s'", good[_i],
+                  exit_code(&r), r.out, r.err);
+    free_result(&r);
+}
+END_TEST
+
+/* --- the command line ------------------------------------------------------
+ */
+
+/* Rule: --version prints the tool and the lapict version on stdout, and
+ * nothing else, with exit 0. */
+START_TEST(test_version)
+{
+    struct run_result r;
+
+    run_replay("--version", "/dev/null", &r);
+    ck_assert_msg(
+        exit_code(&r) == 0 &&
+            !strcmp(r.out, "lapict-replay " LAPICT_VERSION_STRING "\n") &&
+            r.err_len == 0,
+        "exit %d, stdout '%s', stderr '%s'", exit_code(&r), r.out, r.err);
+    free_result(&r);
+}
+END_TEST
+
+/*
+ * Rule: a second FILE is a usage error (exit 2) that names it, with the
+ * usage on stderr and nothing on stdout; an option may come after FILE.
+ */
+START_TEST(test_stray_argument)
+{
+    struct run_how how = {{NULL, "stray", NULL}, "/dev/null", NULL, 0, 0};
+    struct run_result stray, after;
+    char path[4096];
+
+    temp_file(path, sizeof(path), "read tdcr\n", 10);
+    how.args[0] = path;
+    run_replay_how(&how, &stray);
+    how.args[1] = "--max-events=5";
+    run_replay_how(&how, &after);
+    unlink(path);
+    ck_assert_msg(exit_code(&stray) == 2 &&
+                      strstr(stray.err, "unexpected argument 'stray'") &&
+                      strstr(stray.err, "usage: lapict-replay"),
+                  "FILE stray: exit %d, stderr '%s'", exit_code(&stray),
+                  stray.err);
+    ck_assert_msg(stray.out_len == 0, "FILE stray: stdout '%s'", stray.out);
+    ck_assert_msg(exit_code(&after) == 0 &&
+                      !strcmp(after.out, "0 read tdcr 0\n"),
+                  "FILE --max-events=5: exit %d, stdout '%s', stderr '%s'",
+                  exit_code(&after), after.out, after.err);
+    free_result(&stray);
+    free_result(&after);
 }
 END_TEST
 
@@ -720,6 +993,22 @@ static Suite *replay_suite(void)
     tcase_add_test(tc, test_endless_line_is_an_error);
     tcase_add_test(tc, test_write_error_is_an_error);
     tcase_add_test(tc, test_out_of_memory_is_an_error);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("max_events");
+    tcase_set_timeout(tc, TEST_TIMEOUT_S);
+    tcase_add_test(tc, test_event_bound_fails_before_the_work);
+    tcase_add_test(tc, test_event_bound_default);
+    tcase_add_test(tc, test_event_bound_is_exact);
+    tcase_add_loop_test(tc, test_max_events_bad_value, 0,
+                        (int)(sizeof(bad_bounds) / sizeof(bad_bounds[0])));
+    tcase_add_loop_test(tc, test_max_events_good_value, 0, 3);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("command_line");
+    tcase_set_timeout(tc, TEST_TIMEOUT_S);
+    tcase_add_test(tc, test_version);
+    tcase_add_test(tc, test_stray_argument);
     suite_add_tcase(s, tc);
 
     return s;

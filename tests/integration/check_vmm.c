@@ -18,6 +18,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include <lapict/version.h>
 
 #if defined(__linux__) && defined(__x86_64__) && defined(LAPICT_VMM_BIN)
 /* Runs lapict-vmm with @args; returns its output (malloc'ed), *rc status. */
@@ -281,6 +284,212 @@ START_TEST(vmm_numeric_option_range_ends_accepted)
 }
 END_TEST
 
+/*
+ * Runs lapict-vmm with @args alone, for 20 s at most; returns its standard
+ * output, its standard error in *@err (both malloc'ed).
+ */
+static char *vmm_split(const char *args, int *rc, char **err)
+{
+    char path[] = "/tmp/lapict-check-vmm-XXXXXX", cmd[1024];
+    int fd = mkstemp(path);
+    size_t len = 0;
+    char *out;
+    FILE *f;
+
+    ck_assert_msg(fd >= 0, "mkstemp");
+    close(fd);
+    /* lt_run_capture() joins the group's stderr, not the command's. */
+    snprintf(cmd, sizeof(cmd), "{ timeout 20 %s %s 2>'%s'; }", LAPICT_VMM_BIN,
+             args, path);
+    out = lt_run_capture(cmd, rc);
+    f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    *err = calloc(1, 65536);
+    ck_assert_ptr_nonnull(*err);
+    len = fread(*err, 1, 65535, f);
+    (*err)[len] = '\0';
+    fclose(f);
+    unlink(path);
+    return out;
+}
+
+/* Rule: --version prints the tool and the lapict version on stdout, and
+ * nothing else, with status 0, without KVM. */
+START_TEST(vmm_version)
+{
+    int rc;
+    char *err, *o = vmm_split("--version", &rc, &err);
+
+    ck_assert_msg(rc == 0 &&
+                      !strcmp(o, "lapict-vmm " LAPICT_VERSION_STRING "\n") &&
+                      !*err,
+                  "--version: status %d, stdout '%s', stderr '%s'", rc, o, err);
+    free(o);
+    free(err);
+}
+END_TEST
+
+/*
+ * Rule: an argument that is no option, wherever it stands, or an unknown
+ * option is a usage error (status 2): a message naming it and the usage on
+ * stderr, nothing on stdout.
+ */
+START_TEST(vmm_stray_argument_is_usage_error)
+{
+    static const char *const args[3] = {
+        "--dry-run stray", "stray --dry-run --samples=5", "--dry-run --bogus"};
+    static const char *const want[3] = {"unexpected argument 'stray'",
+                                        "unexpected argument 'stray'",
+                                        "'--bogus'"};
+    int rc;
+    char *err, *o = vmm_split(args[_i], &rc, &err);
+
+    ck_assert_msg(rc == 2 && !*o && strstr(err, want[_i]) &&
+                      strstr(err, "usage: lapict-vmm"),
+                  "%s: status %d, stdout '%s', stderr '%s'", args[_i], rc, o,
+                  err);
+    free(o);
+    free(err);
+}
+END_TEST
+
+/* --- --dry-run: what a run reads before its guest starts ---------------- */
+
+/* A temporary file holding @len bytes of @text; its path in @path. */
+static void temp_file(char *path, size_t size, const void *text, size_t len)
+{
+    int fd;
+
+    snprintf(path, size, "/tmp/lapict-check-vmm-XXXXXX");
+    fd = mkstemp(path);
+    ck_assert_msg(fd >= 0, "mkstemp");
+    ck_assert_msg(write(fd, text, len) == (ssize_t)len, "write %s", path);
+    close(fd);
+}
+
+/*
+ * Rule: --dry-run fails as a run fails on a --restore file it cannot use
+ * (missing, not a snapshot): the same status 2 and the same message on
+ * stderr, nothing on stdout. A run reads that file before it opens
+ * /dev/kvm, so both are compared here without KVM.
+ */
+START_TEST(vmm_dry_run_restore_fails_as_the_run_does)
+{
+    static const char junk[] = "not a snapshot\n";
+    char path[64], dry[128], real[128];
+    char *dry_err, *real_err, *dry_out, *real_out;
+    int dry_rc, real_rc;
+
+    if (_i == 0) {
+        snprintf(path, sizeof(path), "/nonexistent/lapict-vmm.state");
+    } else {
+        temp_file(path, sizeof(path), junk, sizeof(junk) - 1);
+    }
+    snprintf(dry, sizeof(dry), "--dry-run --restore=%s", path);
+    snprintf(real, sizeof(real), "--restore=%s", path);
+    dry_out = vmm_split(dry, &dry_rc, &dry_err);
+    real_out = vmm_split(real, &real_rc, &real_err);
+    if (_i)
+        unlink(path);
+    ck_assert_msg(real_rc == 2 && strstr(real_err, "--restore: "),
+                  "%s: status %d, stderr '%s'", real, real_rc, real_err);
+    ck_assert_msg(dry_rc == real_rc && !strcmp(dry_err, real_err) && !*dry_out,
+                  "%s: status %d, stdout '%s', stderr '%s'; the run: status "
+                  "%d, stderr '%s'",
+                  dry, dry_rc, dry_out, dry_err, real_rc, real_err);
+    free(dry_out);
+    free(dry_err);
+    free(real_out);
+    free(real_err);
+}
+END_TEST
+
+/* A file a run reads after /dev/kvm opens, and the message it fails with. */
+struct bad_file {
+    const char *args, *message;
+};
+
+static const struct bad_file bad_files[] = {
+    {"--guest=/nonexistent", "cannot load guest image /nonexistent: "},
+    {"--guest=/dev/null", "cannot load guest image /dev/null: empty"},
+    {"--test=migrate --guest=/nonexistent",
+     "cannot load guest image /nonexistent: "},
+    {"--compare --guest=/nonexistent", "cannot load guest image /nonexistent"},
+    {"--kernel=/nonexistent", "cannot read kernel /nonexistent: "},
+    {"--kernel=/dev/null", "no multiboot v1 header"},
+};
+
+/*
+ * Rule: --dry-run reads the guest image or the kernel as a run would and
+ * fails as it would: status 2, the run's message on stderr, nothing on
+ * stdout, without KVM.
+ */
+START_TEST(vmm_dry_run_checks_the_files_a_run_reads)
+{
+    const struct bad_file *b = &bad_files[_i];
+    char args[256], *err, *o;
+    int rc;
+
+    snprintf(args, sizeof(args), "--dry-run %s", b->args);
+    o = vmm_split(args, &rc, &err);
+    ck_assert_msg(rc == 2 && !*o && strstr(err, b->message),
+                  "%s: status %d, stdout '%s', stderr '%s'", args, rc, o, err);
+    free(o);
+    free(err);
+}
+END_TEST
+
+#ifdef LAPICT_MBTEST
+/*
+ * Rule: --dry-run --kernel loads the kernel as the boot does: the project's
+ * multiboot kernel passes (status 0, no output), its first 8 KiB alone
+ * (header found, segments cut off) fail with the loader's message, and so
+ * does an --initrd that cannot be read.
+ */
+START_TEST(vmm_dry_run_loads_the_kernel)
+{
+    static char head[8192];
+    char path[64], args[512], *err, *o;
+    FILE *f = fopen(LAPICT_MBTEST, "rb");
+    int rc;
+
+    ck_assert_msg(f && fread(head, 1, sizeof(head), f) == sizeof(head),
+                  "cannot read %s", LAPICT_MBTEST);
+    fclose(f);
+
+    snprintf(args, sizeof(args), "--dry-run --kernel=%s --append=x=1",
+             LAPICT_MBTEST);
+    o = vmm_split(args, &rc, &err);
+    ck_assert_msg(rc == 0 && !*o && !*err,
+                  "%s: status %d, stdout '%s', "
+                  "stderr '%s'",
+                  args, rc, o, err);
+    free(o);
+    free(err);
+
+    snprintf(args, sizeof(args), "--dry-run --kernel=%s --initrd=/nonexistent",
+             LAPICT_MBTEST);
+    o = vmm_split(args, &rc, &err);
+    ck_assert_msg(rc == 2 && !*o &&
+                      strstr(err, "cannot read initrd /nonexistent: "),
+                  "%s: status %d, stdout '%s', stderr '%s'", args, rc, o, err);
+    free(o);
+    free(err);
+
+    temp_file(path, sizeof(path), head, sizeof(head));
+    snprintf(args, sizeof(args), "--dry-run --kernel=%s", path);
+    o = vmm_split(args, &rc, &err);
+    unlink(path);
+    ck_assert_msg(rc == 2 && !*o && strstr(err, "outside the image"),
+                  "%s (8 KiB of the kernel): status %d, stdout '%s', "
+                  "stderr '%s'",
+                  args, rc, o, err);
+    free(o);
+    free(err);
+}
+END_TEST
+#endif
+
 /* Runs the option cases; their failures count whatever KVM can do. */
 static int run_option_cases(void)
 {
@@ -292,6 +501,14 @@ static int run_option_cases(void)
     tcase_add_loop_test(tc, vmm_dry_run_refuses_what_a_run_refuses, 0, 3);
     tcase_add_loop_test(tc, vmm_numeric_option_range_ends_accepted, 0,
                         (int)(sizeof(good_options) / sizeof(good_options[0])));
+    tcase_add_test(tc, vmm_version);
+    tcase_add_loop_test(tc, vmm_stray_argument_is_usage_error, 0, 3);
+    tcase_add_loop_test(tc, vmm_dry_run_restore_fails_as_the_run_does, 0, 2);
+    tcase_add_loop_test(tc, vmm_dry_run_checks_the_files_a_run_reads, 0,
+                        (int)(sizeof(bad_files) / sizeof(bad_files[0])));
+#ifdef LAPICT_MBTEST
+    tcase_add_test(tc, vmm_dry_run_loads_the_kernel);
+#endif
     tcase_set_timeout(tc, 30);
     suite_add_tcase(s, tc);
     return lt_check_run(s);

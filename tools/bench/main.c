@@ -6,6 +6,7 @@
  *   lapict-bench [--hotpath] [--tuning] [--memory] [--mux [ARGS...]]
  *                [--smoke] [--runs=N] [--iters=N] [--dat=FILE] [--seed=S]
  *   lapict-bench --callgrind=OP | --callgrind=list
+ *   lapict-bench --version | --help
  *
  * No mode: --hotpath --tuning --memory. See README.md beside this file.
  */
@@ -15,6 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <lapict/version.h>
 
 /* Defined by mux.c when it is part of the build; NULL otherwise. */
 __attribute__((weak)) int lapict_bench_mux(int argc, char **argv);
@@ -27,6 +30,7 @@ static void usage(FILE *f)
             "[--seed=S]\n"
             "       lapict-bench --mux [ARGS...]   (the rest goes to mux)\n"
             "       lapict-bench --callgrind=OP|list\n"
+            "       lapict-bench --version\n"
             "no mode given: --hotpath --tuning --memory\n");
 }
 
@@ -58,7 +62,11 @@ int main(int argc, char **argv)
             if (bench_parse_num("--seed", a + 7, 0, UINT32_MAX, &v))
                 return 2;
             o.seed = (uint32_t)v;
-        } else if (!strncmp(a, "--dat=", 6) && a[6]) {
+        } else if (!strncmp(a, "--dat=", 6)) {
+            if (!a[6]) {
+                fprintf(stderr, "lapict-bench: --dat: no FILE\n");
+                return 2;
+            }
             o.dat = a + 6;
         } else if (!strcmp(a, "--callgrind")) {
             return bench_callgrind(NULL);
@@ -76,6 +84,9 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
             return 0;
+        } else if (!strcmp(a, "--version")) {
+            printf("lapict-bench %s\n", LAPICT_VERSION_STRING);
+            return 0;
         } else {
             goto bad;
         }
@@ -90,7 +101,11 @@ int main(int argc, char **argv)
         rc = 1;
     return rc;
 bad:
-    fprintf(stderr, "lapict-bench: bad argument '%s'\n", argv[i]);
+    /* Every part is an option: a word that is none is a stray. */
+    if (argv[i][0] == '-')
+        fprintf(stderr, "lapict-bench: unknown option '%s'\n", argv[i]);
+    else
+        fprintf(stderr, "lapict-bench: unexpected argument '%s'\n", argv[i]);
     usage(stderr);
     return 2;
 }

@@ -4,9 +4,11 @@
  * trace and print what the guest sees (docs/spec/replay.md).
  *
  * Bad input never runs: the first bad line prints
- * "lapict-replay: LINE: message" on stderr and exits 2. A run that cannot
- * finish for another reason (memory, output, a livelocked host) exits 1:
- * a short run never exits 0.
+ * "lapict-replay: LINE: message" on stderr and exits 2. So does a line that
+ * would take the run past --max-events host timer events: the bound is
+ * checked before the work wherever the timer says how much is coming, and
+ * after each event otherwise. A run that cannot finish for another reason
+ * (memory, output, a livelocked host) exits 1: a short run never exits 0.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -30,7 +32,13 @@
 #define STATUS_CANNOT_RUN 1
 #define STATUS_BAD_INPUT 2
 
-#define USAGE "usage: lapict-replay [--] [FILE]\n"
+/*
+ * Host timer events a run may take without --max-events (lapict-replay(1)
+ * says why this many).
+ */
+#define MAX_EVENTS_DEFAULT 1000000u
+
+#define USAGE "usage: lapict-replay [--max-events=N] [--version] [--] [FILE]\n"
 
 struct out_line {
     uint64_t when;
@@ -44,7 +52,8 @@ struct replay {
     struct lapict_timer timers[2];
     struct lapict_timer *t;
     bool started;
-    uint64_t last_time; /* latest time a command asked for */
+    uint64_t last_time;  /* latest time a command asked for */
+    uint64_t max_events; /* --max-events: host timer callbacks in all */
     unsigned long line;
     /* Deliveries not yet printed (time-ordered: times never decrease). */
     struct out_line *q;
@@ -234,23 +243,143 @@ static void need_args(struct replay *r, int nw, int want, const char *cmd)
             want == 2 ? "" : "s", nw - 1);
 }
 
-/* A simulated host that stopped on a livelock cannot finish the trace. */
-static void ran(struct replay *r, bool ok)
+/*
+ * The line in hand would take the run past --max-events. As for any bad
+ * line, nothing of it shows: the deliveries it queued (from @mark on) are
+ * dropped; those of earlier lines are printed.
+ */
+static _Noreturn void over_bound(struct replay *r, size_t mark)
+{
+    if (mark < r->nq)
+        r->nq = mark;
+    die(r,
+        "the trace needs more than %llu host timer events (--max-events); "
+        "raise the bound with --max-events=N",
+        (unsigned long long)r->max_events);
+}
+
+/*
+ * After host events ran: a simulated host that stopped on a livelock
+ * cannot finish the trace, and the run stays within --max-events (@mark:
+ * the deliveries queued before the line).
+ */
+static void ran(struct replay *r, bool ok, size_t mark)
 {
     if (!ok)
         fail(r,
              "the simulated host stopped at %llu ns: its timers ran %u "
              "times in a row without the clock moving",
              (unsigned long long)r->sim.now_ns, LAPICT_SIM_STUCK);
+    if (r->sim.expire_calls > r->max_events)
+        over_bound(r, mark);
     /* Later events are never earlier than now: print what is due. */
     flush(r, r->sim.now_ns, false);
 }
 
+/* How far @at is ahead of the host's now; 0 if it is due. */
+static uint64_t sim_ahead(const struct lapict_sim *s, uint64_t at)
+{
+    return (int64_t)(at - s->now_ns) > 0 ? at - s->now_ns : 0;
+}
+
+/*
+ * ns until the simulated host runs its next timer callback, UINT64_MAX
+ * when none is armed: the software timer at its firing instant, the
+ * hardware timer at its instant plus the latency while the vCPU is not
+ * blocked (adapters/sim/README.md, "Model").
+ */
+static uint64_t next_callback_in(const struct lapict_sim *s)
+{
+    uint64_t in = UINT64_MAX;
+
+    if (s->sw_armed)
+        in = sim_ahead(s, s->sw_fire_ns);
+    if (s->hv_armed && !s->blocked) {
+        uint64_t hv = sim_ahead(s, s->hv_at_ns + s->cfg.host_latency_ns);
+        if (hv < in)
+            in = hv;
+    }
+    return in;
+}
+
+/*
+ * The fewest host timer callbacks that moving the clock @span ns ahead
+ * runs, from what the timer says of itself (lapict_countdown_get() calls
+ * no op). A running periodic count-down has grid points at most P =
+ * max(ceil(TMICT x divide / bus), min_period_ns) apart (docs/spec/timer.md
+ * section 3), and each callback arms the host timer for the next one,
+ * whatever becomes of its interrupt (masked, refused, coalesced); that
+ * timer fires at most host_latency_ns late, and a wait at guest entry (the
+ * advance) moves the clock at most the advance. So the callbacks are at
+ * most P + host_latency_ns + advance apart, the first one at most
+ * host_latency_ns after the next grid point. One-shot and deadline timers
+ * fire once or twice: 0. Two fewer than that count stay a floor whatever a
+ * wait does at either end of the span.
+ */
+static uint64_t events_at_least(const struct replay *r, uint64_t span)
+{
+    struct lapict_countdown cd;
+    unsigned __int128 period, gap, first, n;
+    unsigned shift;
+    uint32_t advance = 0;
+
+    lapict_countdown_get(r->t, r->sim.now_ns, &cd);
+    if ((cd.lvtt & LAPICT_LVTT_MODE) != LAPICT_LVTT_PERIODIC || !cd.tmict ||
+        cd.next_ns == LAPICT_COUNTDOWN_NONE || !r->cfg.bus_hz)
+        return 0;
+    /* TDCR bits 3, 1, 0 select 2, 4, ..., 128, 1: log2 is index + 1 mod 8. */
+    shift = ((((cd.tdcr >> 1) & 4u) | (cd.tdcr & 3u)) + 1u) & 7u;
+    period = ((unsigned __int128)cd.tmict << shift) * 1000000000u;
+    period = (period + r->cfg.bus_hz - 1u) / r->cfg.bus_hz;
+    if (period < r->cfg.min_period_ns)
+        period = r->cfg.min_period_ns;
+    if (r->cfg.advance_mode != LAPICT_ADVANCE_OFF)
+        advance = r->cfg.advance_ns > r->cfg.advance_max_ns
+                      ? r->cfg.advance_ns
+                      : r->cfg.advance_max_ns;
+    gap = period + r->scfg.host_latency_ns + advance;
+    first = (unsigned __int128)sim_ahead(&r->sim, cd.next_ns) +
+            r->scfg.host_latency_ns;
+    if (first > span)
+        return 0;
+    n = (span - first) / gap + 1u;
+    if (n <= 2u)
+        return 0;
+    return n - 2u > UINT64_MAX ? UINT64_MAX : (uint64_t)(n - 2u);
+}
+
+/*
+ * Move the clock to @to, never behind the trace's time (a wait at guest
+ * entry may have passed it). A line that must take the run past
+ * --max-events fails before it runs; otherwise the clock moves one host
+ * event at a time, so that the run stops at the event that goes past the
+ * bound, never later.
+ */
 static void move_to(struct replay *r, uint64_t to)
 {
-    /* @to is never behind the trace's time; a spin may have passed it. */
-    ran(r, lapict_sim_advance(&r->sim,
-                              to > r->sim.now_ns ? to - r->sim.now_ns : 0));
+    size_t mark = r->nq;
+    uint64_t left = to > r->sim.now_ns ? to - r->sim.now_ns : 0;
+    bool ok;
+
+    if (events_at_least(r, left) > r->max_events - r->sim.expire_calls)
+        over_bound(r, mark);
+    for (;;) {
+        uint64_t step = next_callback_in(&r->sim);
+        uint64_t calls = r->sim.expire_calls, at = r->sim.now_ns;
+
+        ok = lapict_sim_advance(&r->sim, step < left ? step : left);
+        if (!ok || r->sim.expire_calls > r->max_events || r->sim.now_ns >= to)
+            break;
+        if (r->sim.expire_calls == calls && r->sim.now_ns == at) {
+            /* No progress would loop for ever: should the host's rule
+             * ever differ from next_callback_in(), go the rest of the way
+             * at once (the bound is then checked after it). */
+            ok = lapict_sim_advance(&r->sim, to - r->sim.now_ns);
+            break;
+        }
+        left = to - r->sim.now_ns;
+    }
+    ran(r, ok, mark);
     r->last_time = to;
 }
 
@@ -376,7 +505,8 @@ static void run_line(struct replay *r, char *s)
         } else {
             if (v > UINT64_MAX - r->sim.now_ns)
                 die(r, "stall %s overflows the 64-bit clock", w[1]);
-            ran(r, lapict_sim_stall(&r->sim, v));
+            size_t mark = r->nq;
+            ran(r, lapict_sim_stall(&r->sim, v), mark);
             r->last_time = r->sim.now_ns;
         }
     } else if (!strcmp(w[0], "write")) {
@@ -394,8 +524,9 @@ static void run_line(struct replay *r, char *s)
             lapict_sim_block(&r->sim);
         } else {
             uint64_t stuck = r->sim.livelocks;
+            size_t mark = r->nq;
             lapict_sim_unblock(&r->sim);
-            ran(r, r->sim.livelocks == stuck);
+            ran(r, r->sim.livelocks == stuck, mark);
         }
     } else if (!strcmp(w[0], "window")) {
         bool open;
@@ -451,36 +582,68 @@ static bool read_line(struct replay *r, FILE *in, char *buf)
     return true;
 }
 
+/* --max-events=@s, an untrusted number: 1 to 2^64 - 1, else exit 2. */
+static uint64_t parse_max_events(const char *s)
+{
+    enum lapict_tool_num rc;
+    uint64_t v = 0;
+
+    rc = lapict_tool_num(s, &v);
+    if (rc == LAPICT_TOOL_NUM_OK && v >= 1)
+        return v;
+    fprintf(
+        stderr, "lapict-replay: --max-events: '%s' %s (1 to %llu)\n" USAGE, s,
+        rc == LAPICT_TOOL_NUM_MALFORMED ? "is not a number" : "is out of range",
+        (unsigned long long)UINT64_MAX);
+    exit(STATUS_BAD_INPUT);
+}
+
 int main(int argc, char **argv)
 {
     static struct replay r;
     static char buf[MAX_LINE + 1];
     const char *path = NULL;
+    uint64_t max_events = MAX_EVENTS_DEFAULT;
+    bool options = true;
     FILE *in = stdin;
     int i;
 
+    /* Options and FILE in any order; after "--" only FILE. */
     for (i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf(USAGE "replays a trace (standard input without FILE); "
-                         "see lapict-replay(1)\n");
-            return 0;
-        }
-        if (!strcmp(argv[i], "--")) {
-            i++;
-            break;
-        }
-        if (argv[i][0] == '-') {
-            fprintf(stderr, "lapict-replay: unknown option '%s'\n" USAGE,
-                    argv[i]);
+        const char *a = argv[i];
+
+        if (options && !strcmp(a, "--")) {
+            options = false;
+        } else if (options && a[0] == '-') {
+            if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+                printf(USAGE "replays a trace (standard input without "
+                             "FILE); see lapict-replay(1)\n");
+                return 0;
+            }
+            if (!strcmp(a, "--version")) {
+                printf("lapict-replay %s\n", LAPICT_VERSION_STRING);
+                return 0;
+            }
+            if (!strncmp(a, "--max-events=", 13)) {
+                max_events = parse_max_events(a + 13);
+            } else if (!strcmp(a, "--max-events")) {
+                fprintf(stderr, "lapict-replay: --max-events needs a value, "
+                                "as --max-events=N\n" USAGE);
+                return STATUS_BAD_INPUT;
+            } else {
+                fprintf(stderr, "lapict-replay: unknown option '%s'\n" USAGE,
+                        a);
+                return STATUS_BAD_INPUT;
+            }
+        } else if (!path) {
+            path = a;
+        } else {
+            fprintf(stderr,
+                    "lapict-replay: unexpected argument '%s': one FILE at "
+                    "most\n" USAGE,
+                    a);
             return STATUS_BAD_INPUT;
         }
-        break;
-    }
-    if (i < argc)
-        path = argv[i++];
-    if (i < argc) {
-        fprintf(stderr, "lapict-replay: one FILE at most\n" USAGE);
-        return STATUS_BAD_INPUT;
     }
     if (path) {
         in = fopen(path, "r");
@@ -493,6 +656,7 @@ int main(int argc, char **argv)
     /* The trace format's default rate (docs/spec/replay.md). */
     r.cfg.tsc_khz = 1000000u;
     lapict_sim_config_default(&r.scfg);
+    r.max_events = max_events;
     while (read_line(&r, in, buf))
         run_line(&r, buf);
     start(&r);

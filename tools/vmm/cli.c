@@ -13,6 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <lapict/version.h>
+
 #include "../common/lapict_tool_num.h"
 #include "vmm.h"
 
@@ -82,26 +84,29 @@ static uint64_t parse_num(const char *s, const char *opt, uint64_t min,
     exit(2);
 }
 
-static void usage(void)
+/* On stdout for --help, on stderr with a usage error. */
+static void usage(FILE *f)
 {
-    printf("usage: lapict-vmm [--lapic=lib|kernel] "
-           "[--test=tscdeadline|oneshot|periodic|selftest|exit|migrate|entry|"
-           "immed]\n"
-           "  [--wait=hlt|spin] [--samples=N] [--delta=CYCLES] "
-           "[--period-ns=NS]\n"
-           "  [--advance=off|adaptive|NS] [--advance-max=NS] [--csv=FILE] "
-           "[--compare]\n"
-           "  [--guest=FILE|baremetal] [--timers=K] [--entry-isr=stub|timer]\n"
-           "  [--no-timer-thread] [--kick-thread] [--timeout=S] [--quiet] "
-           "[--dry-run]\n"
-           "       lapict-vmm --test=migrate [--migrations=N] "
-           "[--downtime-us=US] [--seed=S]\n"
-           "  [--advance=...] [--exec [--save=FILE]] [--restore=FILE] "
-           "[--timeout=S] [--quiet]\n"
-           "       lapict-vmm [--lapic=lib|kernel] --kernel=FILE.flat "
-           "[--append=ARGS] [--initrd=FILE]\n"
-           "  [--x2apic=on|off] [--advance=...] [--timeout=S] [--quiet]"
-           "   (multiboot kernel, serial on stdout)\n");
+    fprintf(f,
+            "usage: lapict-vmm [--lapic=lib|kernel] "
+            "[--test=tscdeadline|oneshot|periodic|selftest|exit|migrate|entry|"
+            "immed]\n"
+            "  [--wait=hlt|spin] [--samples=N] [--delta=CYCLES] "
+            "[--period-ns=NS]\n"
+            "  [--advance=off|adaptive|NS] [--advance-max=NS] [--csv=FILE] "
+            "[--compare]\n"
+            "  [--guest=FILE|baremetal] [--timers=K] [--entry-isr=stub|timer]\n"
+            "  [--no-timer-thread] [--kick-thread] [--timeout=S] [--quiet] "
+            "[--dry-run]\n"
+            "       lapict-vmm --test=migrate [--migrations=N] "
+            "[--downtime-us=US] [--seed=S]\n"
+            "  [--advance=...] [--exec [--save=FILE]] [--restore=FILE] "
+            "[--timeout=S] [--quiet]\n"
+            "       lapict-vmm [--lapic=lib|kernel] --kernel=FILE.flat "
+            "[--append=ARGS] [--initrd=FILE]\n"
+            "  [--x2apic=on|off] [--advance=...] [--timeout=S] [--quiet]"
+            "   (multiboot kernel, serial on stdout)\n"
+            "       lapict-vmm --version | --help\n");
 }
 
 const char *const vmm_lapic_names[2] = {"lib", "kernel"};
@@ -138,6 +143,7 @@ static const struct option lo[] = {
     {"seed", required_argument, 0, 's'},
     {"dry-run", no_argument, 0, 'y'},
     {"help", no_argument, 0, 'h'},
+    {"version", no_argument, 0, 'V'},
     {0, 0, 0, 0},
 };
 
@@ -147,7 +153,6 @@ static char save_default[64];
 int vmm_parse_args(int argc, char **argv, struct vmm_opts *o,
                    struct lapict_vmm_boot_opts *mb)
 {
-    bool dry_run = false;
     int c;
 
     *o = (struct vmm_opts){.lapic = LAPIC_LIB,
@@ -262,18 +267,24 @@ int vmm_parse_args(int argc, char **argv, struct vmm_opts *o,
             o->seed_set = true;
             break;
         case 'y':
-            dry_run = true;
+            o->dry_run = true;
             break;
         case 'h':
-            usage();
+            usage(stdout);
+            return 0;
+        case 'V':
+            printf("lapict-vmm %s\n", LAPICT_VERSION_STRING);
             return 0;
         default:
-            usage();
+            /* getopt_long() has named the option on stderr. */
+            usage(stderr);
             return 2;
         }
     }
+    /* getopt_long() moved the arguments that are no option to the end. */
     if (optind < argc) {
-        usage();
+        fprintf(stderr, "lapict-vmm: unexpected argument '%s'\n", argv[optind]);
+        usage(stderr);
         return 2;
     }
     if (o->test == T_MIGRATE || o->restore) {
@@ -296,9 +307,8 @@ int vmm_parse_args(int argc, char **argv, struct vmm_opts *o,
             return 2;
         }
     }
-    /* Every check of the command line is above, nothing that needs KVM. */
-    if (dry_run)
-        return 0;
+    /* Every check of the command line is above, nothing that needs KVM;
+     * those of the files it names come with the job (main.c). */
     if (o->test == T_MIGRATE) {
         o->argc = argc;
         o->argv = argv;

@@ -16,18 +16,33 @@
 
 #include "vmm.h"
 
-/* The built-in guest's image at GUEST_LOAD, its long-mode entry. */
-void vmm_load_guest(struct lapict_vmm_vm *v, const char *path)
+/* The built-in guest's image, up to the samples area; exit 2 without one. */
+static uint8_t *read_guest(const char *path, size_t *len)
 {
-    size_t len = 0;
-    uint8_t *img = lapict_vmm_read_file(path, &len, SAMPLES_ADDR - GUEST_LOAD);
-    int rc;
+    uint8_t *img = lapict_vmm_read_file(path, len, SAMPLES_ADDR - GUEST_LOAD);
 
-    if (!img || !len) {
+    if (!img || !*len) {
         fprintf(stderr, "lapict-vmm: cannot load guest image %s: %s\n", path,
                 img ? "empty" : strerror(errno));
         exit(2);
     }
+    return img;
+}
+
+void vmm_check_guest(const char *path)
+{
+    size_t len = 0;
+
+    free(read_guest(path, &len));
+}
+
+/* The built-in guest's image at GUEST_LOAD, its long-mode entry. */
+void vmm_load_guest(struct lapict_vmm_vm *v, const char *path)
+{
+    size_t len = 0;
+    uint8_t *img = read_guest(path, &len);
+    int rc;
+
     memcpy(v->mem + GUEST_LOAD, img, len);
     free(img);
     if ((rc = lapict_vmm_vm_long_mode(v, GUEST_LOAD, GUEST_STACK_TOP)) < 0) {

@@ -6,8 +6,9 @@
  * (adapters/kvm, driven through its hooks by vm.c's loop) or by KVM's
  * in-kernel LAPIC (KVM_CREATE_IRQCHIP), with the very same guest binary.
  * It also boots multiboot kernels (platform.c). This file only picks
- * which of those the command line asked for; vmm.h lists the files that
- * do each.
+ * which of those the command line asked for, to run it or, with
+ * --dry-run, to check what the run would read before its guest starts;
+ * vmm.h lists the files that do each.
  */
 #include "vmm.h"
 
@@ -20,7 +21,7 @@ int main(int argc, char **argv)
     if (rc >= 0)
         return rc;
     if (o.test == T_MIGRATE)
-        return vmm_run_migrate(&o);
+        return o.dry_run ? vmm_check_migrate(&o) : vmm_run_migrate(&o);
     if (mb.kernel) {
         /* A multiboot kernel (kvm-unit-tests .flat): platform.c. */
         mb.lapic_kernel = o.lapic == LAPIC_KERNEL;
@@ -31,7 +32,11 @@ int main(int argc, char **argv)
         mb.advance_ns = o.advance_ns;
         mb.advance_max_ns =
             o.advance_mode == LAPICT_ADVANCE_ADAPTIVE ? o.advance_max_ns : 0;
-        return lapict_vmm_boot(&mb);
+        return o.dry_run ? lapict_vmm_boot_check(&mb) : lapict_vmm_boot(&mb);
+    }
+    if (o.dry_run) {
+        vmm_check_guest(o.guest);
+        return 0;
     }
     return vmm_run_latency(&o);
 }

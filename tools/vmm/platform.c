@@ -18,6 +18,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "lapict_kvm.h"
 #include "vm.h"
@@ -215,10 +216,14 @@ static int boot_err(const char *what, int err)
     return 2;
 }
 
-/* Load the kernel, its command line and module; set the entry state. */
-static int load(struct lapict_vmm_vm *v, const struct lapict_vmm_boot_opts *o)
+/*
+ * Read the kernel and its module and place them, with the command line,
+ * in @mem (@ram_bytes of guest RAM). Return: 0, or 2 after a message.
+ */
+static int place(uint8_t *mem, uint64_t ram_bytes,
+                 const struct lapict_vmm_boot_opts *o,
+                 struct lapict_vmm_mb_boot *b)
 {
-    struct lapict_vmm_mb_boot b;
     uint8_t *img, *mod = NULL;
     size_t img_len = 0, mod_len = 0;
     const char *base = strrchr(o->kernel, '/');
@@ -227,12 +232,14 @@ static int load(struct lapict_vmm_vm *v, const struct lapict_vmm_boot_opts *o)
 
     img = lapict_vmm_read_file(o->kernel, &img_len, 1u << 30);
     if (!img) {
-        fprintf(stderr, "lapict-vmm: cannot read kernel %s\n", o->kernel);
+        fprintf(stderr, "lapict-vmm: cannot read kernel %s: %s\n", o->kernel,
+                strerror(errno));
         return 2;
     }
     if (o->initrd &&
         !(mod = lapict_vmm_read_file(o->initrd, &mod_len, 1u << 30))) {
-        fprintf(stderr, "lapict-vmm: cannot read initrd %s\n", o->initrd);
+        fprintf(stderr, "lapict-vmm: cannot read initrd %s: %s\n", o->initrd,
+                strerror(errno));
         goto out;
     }
     /* argv[0] is the command line's first word: the kernel's name. */
@@ -242,13 +249,9 @@ static int load(struct lapict_vmm_vm *v, const struct lapict_vmm_boot_opts *o)
         cmdline = NULL;
         goto out;
     }
-    if (lapict_vmm_mb_load(v->mem, v->ram_bytes, img, img_len, cmdline, mod,
-                           mod_len, &b, err, sizeof(err)) < 0) {
+    if (lapict_vmm_mb_load(mem, ram_bytes, img, img_len, cmdline, mod, mod_len,
+                           b, err, sizeof(err)) < 0) {
         fprintf(stderr, "lapict-vmm: %s: %s\n", o->kernel, err);
-        goto out;
-    }
-    if ((rc = lapict_vmm_mb_enter(v->vcpu, &b)) < 0) {
-        rc = boot_err("multiboot entry state", -rc);
         goto out;
     }
     rc = 0;
@@ -256,6 +259,35 @@ out:
     free(cmdline);
     free(mod);
     free(img);
+    return rc;
+}
+
+/* Load the kernel, its command line and module; set the entry state. */
+static int load(struct lapict_vmm_vm *v, const struct lapict_vmm_boot_opts *o)
+{
+    struct lapict_vmm_mb_boot b;
+    int rc;
+
+    if ((rc = place(v->mem, v->ram_bytes, o, &b)) != 0)
+        return rc;
+    if ((rc = lapict_vmm_mb_enter(v->vcpu, &b)) < 0)
+        return boot_err("multiboot entry state", -rc);
+    return 0;
+}
+
+int lapict_vmm_boot_check(const struct lapict_vmm_boot_opts *o)
+{
+    struct lapict_vmm_mb_boot b;
+    /* Guest RAM as the VM would have it; the loader touches only the
+     * pages it writes. */
+    uint8_t *mem = mmap(NULL, o->ram_bytes, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    int rc;
+
+    if (mem == MAP_FAILED)
+        return boot_err("guest RAM", errno);
+    rc = place(mem, o->ram_bytes, o, &b);
+    munmap(mem, o->ram_bytes);
     return rc;
 }
 

@@ -143,4 +143,17 @@ struct lapict_vmm_boot_opts {
  */
 int lapict_vmm_boot(const struct lapict_vmm_boot_opts *o);
 
+/**
+ * lapict_vmm_boot_check() - what lapict_vmm_boot() reads, without KVM.
+ * @o: the options.
+ *
+ * Reads the kernel and the initrd and loads them into scratch RAM of
+ * @o->ram_bytes as the boot would (multiboot header, ELF32 segments, the
+ * command line's and the module's sizes), failing with the boot's own
+ * message.
+ *
+ * Return: 0, or 2 after a message on stderr.
+ */
+int lapict_vmm_boot_check(const struct lapict_vmm_boot_opts *o);
+
 #endif

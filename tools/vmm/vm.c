@@ -577,6 +577,22 @@ void lapict_vmm_snap_free(struct lapict_vmm_snap *s)
     s->npages = 0;
 }
 
+int lapict_vmm_snap_check(const struct lapict_vmm_snap *s, uint64_t ram_bytes,
+                          char *err, size_t err_len)
+{
+    uint32_t prev = 0;
+
+    if (s->ram_bytes != ram_bytes || s->nmsrs > LAPICT_VMM_SNAP_MSRS)
+        return lapict_vmm_fail(err, err_len, "snapshot does not fit the VM");
+    for (uint32_t i = 0; i < s->npages; i++) {
+        if ((uint64_t)s->page_idx[i] >= ram_bytes / 4096 ||
+            (i && s->page_idx[i] <= prev))
+            return lapict_vmm_fail(err, err_len, "bad page list");
+        prev = s->page_idx[i];
+    }
+    return 0;
+}
+
 int lapict_vmm_vm_restore(struct lapict_vmm_vm *v,
                           const struct lapict_vmm_snap *s,
                           const struct lapict_kvm_config *cfg,
@@ -584,17 +600,11 @@ int lapict_vmm_vm_restore(struct lapict_vmm_vm *v,
 {
     struct kvm_vcpu_events ev = s->events;
     int64_t off = s->tsc_offset, got;
-    uint32_t prev = 0;
     int rc;
 
-    if (s->ram_bytes != v->ram_bytes || s->nmsrs > LAPICT_VMM_SNAP_MSRS)
-        return lapict_vmm_fail(err, err_len,
-                               "restore: snapshot does not fit the VM");
+    if (lapict_vmm_snap_check(s, v->ram_bytes, err, err_len) < 0)
+        return -1;
     for (uint32_t i = 0; i < s->npages; i++) {
-        if ((uint64_t)s->page_idx[i] >= v->ram_bytes / 4096 ||
-            (i && s->page_idx[i] <= prev))
-            return lapict_vmm_fail(err, err_len, "restore: bad page list");
-        prev = s->page_idx[i];
         memcpy(v->mem + (size_t)s->page_idx[i] * 4096,
                s->pages + (size_t)i * 4096, 4096);
     }

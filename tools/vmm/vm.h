@@ -264,6 +264,22 @@ int lapict_vmm_vm_restore(struct lapict_vmm_vm *v,
                           const struct lapict_kvm_config *cfg,
                           uint64_t *restore_ns, char *err, size_t err_len);
 
+/**
+ * lapict_vmm_snap_check() - does the snapshot fit a VM of @ram_bytes.
+ * @s: the state (untrusted if read from a file).
+ * @ram_bytes: the VM's RAM.
+ * @err: receives a message on failure.
+ * @err_len: its size.
+ *
+ * What lapict_vmm_vm_restore() checks before it changes anything: the
+ * RAM size, the MSR count, the page list (ascending, inside RAM). Needs
+ * no VM, so a VMM can check a file before it opens /dev/kvm.
+ *
+ * Return: 0, or -1 with @err set.
+ */
+int lapict_vmm_snap_check(const struct lapict_vmm_snap *s, uint64_t ram_bytes,
+                          char *err, size_t err_len);
+
 /** lapict_vmm_snap_free() - the snapshot's buffers. */
 void lapict_vmm_snap_free(struct lapict_vmm_snap *s);
 

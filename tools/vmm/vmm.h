@@ -41,6 +41,8 @@ struct vmm_opts {
     const char *save, *restore;
     int argc;
     char **argv;
+    /* --dry-run: check what the run would read, start nothing. */
+    bool dry_run;
 };
 
 struct vmm_result {
@@ -78,15 +80,17 @@ extern const char *const vmm_lapic_names[2];
 void vmm_die(const char *what);
 
 /*
- * The command line into @o and @mb. Return: -1 to go on and run, or the
- * exit status to end with at once (0 for --help and --dry-run, 2 for a
- * usage error).
+ * The command line into @o and @mb. Return: -1 to go on and run (or with
+ * @o->dry_run, to check), or the exit status to end with at once (0 for
+ * --help and --version, 2 for a usage error).
  */
 int vmm_parse_args(int argc, char **argv, struct vmm_opts *o,
                    struct lapict_vmm_boot_opts *mb);
 
 /* guest.c: the built-in guest. */
 void vmm_load_guest(struct lapict_vmm_vm *v, const char *path);
+/* --dry-run: reads the image as vmm_load_guest() does, exits 2 likewise. */
+void vmm_check_guest(const char *path);
 void vmm_lib_config(const struct vmm_opts *o, struct lapict_kvm_config *kc);
 struct vmm_run_ctx {
     struct lapict_vmm_vm *v;
@@ -113,5 +117,11 @@ int vmm_run_latency(const struct vmm_opts *o);
 
 /* migrate.c: --test=migrate. Return: exit status. */
 int vmm_run_migrate(const struct vmm_opts *o);
+/*
+ * --dry-run: what vmm_run_migrate() reads before the VM exists (the
+ * --restore file, or the guest image), failing as it fails (exit 2).
+ * Return: 0.
+ */
+int vmm_check_migrate(const struct vmm_opts *o);
 
 #endif
