@@ -37,9 +37,19 @@ header=$(sed -n 's/^#define LAPICT_VERSION_STRING "\(.*\)"$/\1/p' include/lapict
 [ "$header" = "$version" ] ||
     fail "include/lapict/version.h says $header, CMakeLists.txt $version"
 debversion=$(dpkg-parsechangelog -l debian/changelog -S Version)
-[ "${debversion%-*}" = "$version" ] ||
-    fail "debian/changelog is at ${debversion%-*}, CMakeLists.txt at $version" \
-         "(CONTRIBUTING.md, 'Releasing': add a debian/changelog entry)"
+# A version CHANGELOG.md has not dated yet is packaged as a pre-release of
+# it (X.Y.Z~dev, which sorts before X.Y.Z): a package never claims a
+# release that was not made. A dated one is packaged as itself.
+if grep -q "^## \[$version\] - Unreleased" CHANGELOG.md; then
+    want=$version~dev
+elif grep -Eq "^## \[$version\] - [0-9]{4}-[0-9]{2}-[0-9]{2}$" CHANGELOG.md; then
+    want=$version
+else
+    fail "CHANGELOG.md has no entry for $version"
+fi
+[ "${debversion%-*}" = "$want" ] ||
+    fail "debian/changelog is at ${debversion%-*}, CHANGELOG.md's $version wants" \
+         "$want (CONTRIBUTING.md, 'Releasing': add a debian/changelog entry)"
 libpkg=liblapict$soversion
 grep -qx "Package: $libpkg" debian/control ||
     fail "debian/control has no package $libpkg for LAPICT_SOVERSION" \
