@@ -31,18 +31,10 @@ if(NOT PKG_CONFIG)
                         "install pkg-config")
 endif()
 
-# Runs a command; on failure stops with its output.
-function(run what)
-    execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc
-                    OUTPUT_VARIABLE out ERROR_VARIABLE err)
-    if(NOT rc STREQUAL "0")
-        string(REPLACE ";" " " cmd "${ARGN}")
-        message(FATAL_ERROR "consumer: ${what} failed (${rc})\n$ ${cmd}\n"
-                            "${out}${err}")
-    endif()
-    message(STATUS "consumer: ${what}: ok")
-    set(run_output "${out}" PARENT_SCOPE)
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/run_step.cmake)
+macro(run)
+    run_step(consumer ${ARGN})
+endmacro()
 
 file(REMOVE_RECURSE ${WORK_DIR})
 file(MAKE_DIRECTORY ${WORK_DIR})

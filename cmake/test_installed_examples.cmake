@@ -25,16 +25,10 @@ if(NOT EXISTS ${EXAMPLES_DIR}/CMakeLists.txt)
                         "installed")
 endif()
 
-function(run what)
-    execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc
-                    OUTPUT_VARIABLE out ERROR_VARIABLE err)
-    if(NOT rc STREQUAL "0")
-        string(REPLACE ";" " " cmd "${ARGN}")
-        message(FATAL_ERROR "examples: ${what} failed (${rc})\n$ ${cmd}\n"
-                            "${out}${err}")
-    endif()
-    message(STATUS "examples: ${what}: ok")
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/run_step.cmake)
+macro(run)
+    run_step(examples ${ARGN})
+endmacro()
 
 file(REMOVE_RECURSE ${WORK_DIR})
 set(gen_args "")
