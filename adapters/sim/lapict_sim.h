@@ -29,7 +29,7 @@ struct lapict_sim_config {
     uint64_t hv_max;     /* largest count it accepts */
     /* Refuse hardware timer arms further ahead than this; 0: no limit. */
     uint64_t hv_max_ahead_ns;
-    uint64_t host_latency_ns;  /* host timers fire this late */
+    uint64_t host_latency_ns; /* host timers fire this late */
     /* From the guest entry (lapict_before_guest_entry() returned) to the
      * guest receiving an interrupt (docs/spec/replay.md). */
     uint64_t entry_latency_ns;
