@@ -1469,9 +1469,10 @@ static void ops_of_detached_node_are_defined(void **state)
  * slice). Before each entry the host loads the preemption timer
  * (lapict_bm_guest_entry()); it counts down by one each time bit
  * preempt_shift of the TSC changes, so it exits at the earliest instant
- * the hardware allows. The physical LAPIC timer interrupts the guest as
- * in fake_run(); as there, an exit at the tick of the one before comes a
- * tick later (handling one takes time).
+ * the hardware allows; a count of 0 exits before the guest runs. The
+ * physical LAPIC timer interrupts the guest as in fake_run(); as there, an
+ * exit at the tick of the one before comes a tick later (handling one takes
+ * time).
  */
 static void guest_run(struct rig *r, struct lapict_timer *t, uint64_t dt)
 {
@@ -1484,9 +1485,14 @@ static void guest_run(struct rig *r, struct lapict_timer *t, uint64_t dt)
         unsigned w = r->hw.preempt_writes;
         assert_int_equal(lapict_bm_guest_entry(&r->cpu), LAPICT_OK);
         assert_int_equal(lapict_before_guest_entry(t), LAPICT_OK);
-        if (r->hw.preempt_writes != w)
+        if (r->hw.preempt_writes != w) {
             d_pre =
                 ((((r->hw.tsc >> shift) + r->hw.preempt) << shift) - r->hw.tsc);
+            /* 0 exits at once ("VMX-Preemption Timer"); between two steps
+             * of the TSC the formula would wrap to nearly 2^64 ticks. */
+            if (r->hw.preempt == 0)
+                d_pre = 0;
+        }
         if (r->hw.armed)
             d_irq = r->hw.deadline > r->hw.tsc ? r->hw.deadline - r->hw.tsc : 0;
         d = d_pre < d_irq ? d_pre : d_irq;
