@@ -42,6 +42,9 @@ struct fake_hw {
     struct lapict_bm_cpu *cpu;
     /* Called at the start of each interrupt (oracle bookkeeping). */
     void (*on_irq)(struct fake_hw *f);
+    /* Called at each VM entry of guest_run(), the preemption timer loaded
+     * (@loaded: written for this entry). */
+    void (*on_entry)(struct fake_hw *f, bool loaded);
     /* fake_run() takes no interrupt once irqs reaches it (0: no bound),
      * so that a test can report a storm rather than sit in it. */
     unsigned irq_cap;
@@ -1493,6 +1496,8 @@ static void guest_run(struct rig *r, struct lapict_timer *t, uint64_t dt)
             if (r->hw.preempt == 0)
                 d_pre = 0;
         }
+        if (r->hw.on_entry)
+            r->hw.on_entry(&r->hw, r->hw.preempt_writes != w);
         if (r->hw.armed)
             d_irq = r->hw.deadline > r->hw.tsc ? r->hw.deadline - r->hw.tsc : 0;
         d = d_pre < d_irq ? d_pre : d_irq;
@@ -1747,6 +1752,316 @@ static void preempt_scheduled_instances(void **state)
     }
 }
 
+/* ---- the preemption timer's rate ------------------------------------------
+ */
+
+/* Host TSC of the rate cases: 1 GHz, a tick is a ns. */
+#define PR_KHZ 1000000u
+/*
+ * One-shot counts of 2^32 ticks and more: a 32 GHz TSC (a ns is 32 ticks)
+ * and a 1 kHz bus divided by 128, so that a TMICT count is 2^12 * 10^6
+ * ticks and 2^32 - 1 of them reach past 2^63 ticks, one beyond the
+ * largest preemption-timer count at X = 31.
+ */
+#define PR_FAST_KHZ 32000000u
+#define PR_FAST_TICKS (128ull * 1000000u * 32u)
+
+/* The distances of a case, in host ticks from the VM entry. */
+enum {
+    PR_ONE,       /* 1 tick */
+    PR_STEP_LESS, /* 2^X - 1 (none at X = 0) */
+    PR_STEP,      /* 2^X */
+    PR_STEP_MORE, /* 2^X + 1 */
+    PR_LARGE,     /* 0x5a5a5a5a steps and a half: well inside 32 bits */
+    PR_LAST_FITS, /* (2^32 - 1) << X, less a tick: the largest count's
+                   * reach from a multiple of 2^X */
+    PR_BEYOND,    /* 2^32 << X: one beyond the largest count */
+    PR_NDIST
+};
+
+static uint64_t pr_distance(unsigned kind, unsigned x)
+{
+    uint64_t step = 1ull << x;
+
+    switch (kind) {
+    case PR_ONE:
+        return 1;
+    case PR_STEP_LESS:
+        return step - 1;
+    case PR_STEP:
+        return step;
+    case PR_STEP_MORE:
+        return step + 1;
+    case PR_LARGE:
+        return (0x5a5a5a5aull << x) + step / 2 + 1;
+    case PR_LAST_FITS:
+        return ((uint64_t)UINT32_MAX << x) - 1;
+    default:
+        return (1ull << 32) << x;
+    }
+}
+
+static char pr_what[128];
+static unsigned pr_bad;
+static struct rig *pr_rig;
+/* The case: VM entry TSC, the architectural instant (host TSC, and host
+ * ns for a one-shot), its mode. */
+static uint64_t pr_entry_tsc, pr_instant_tsc, pr_instant_ns, pr_deadline;
+static unsigned pr_mode;
+/* Per case: deliveries, entries; the last entry's target and load. */
+static unsigned pr_injected, pr_entries;
+static uint64_t pr_target_ns;
+static bool pr_saturated;
+/* Over all cases, for the summary. */
+static unsigned pr_early_exits, pr_saturated_loads, pr_max_exits;
+
+static void pr_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void pr_fail(const char *fmt, ...)
+{
+    char msg[200];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    if (pr_bad < 40)
+        print_message("%s: %s\n", pr_what, msg);
+    pr_bad++;
+}
+
+/* Ticks from the VM entry to @tsc (the TSC may wrap on the way). */
+static uint64_t pr_since_entry(uint64_t tsc)
+{
+    return tsc - pr_entry_tsc;
+}
+
+static bool pr_inject(void *ctx, uint8_t vector)
+{
+    const unsigned x = pr_rig->cpu.preempt_shift;
+    uint64_t tsc = pr_rig->hw.tsc;
+    uint64_t at = pr_since_entry(tsc), want = pr_since_entry(pr_instant_tsc);
+
+    assert_int_equal(vector, VEC);
+    /* What the guest can tell: its TSC, or the host time of the count. */
+    if (pr_mode == M_DEADLINE && lapict_bm_guest_tsc(ctx) < pr_deadline)
+        pr_fail("injected at guest TSC %#llx, deadline %#llx",
+                (unsigned long long)lapict_bm_guest_tsc(ctx),
+                (unsigned long long)pr_deadline);
+    if (pr_mode == M_ONESHOT &&
+        (int64_t)(lapict_bm_now_ns(&pr_rig->cpu) - pr_instant_ns) < 0)
+        pr_fail("injected %lld ns before the instant",
+                (long long)(pr_instant_ns - lapict_bm_now_ns(&pr_rig->cpu)));
+    if (at < want)
+        pr_fail("injected at entry + %llu ticks, instant at + %llu",
+                (unsigned long long)at, (unsigned long long)want);
+    else if (at - want > (1ull << x))
+        pr_fail("injected %llu ticks late, one step is %llu",
+                (unsigned long long)(at - want), 1ull << x);
+    if (pr_injected++)
+        pr_fail("injected twice");
+    return true;
+}
+
+/*
+ * At each VM entry before the delivery: the instant is still ahead (an
+ * exit at or after it delivers), and the preemption timer is loaded again
+ * for the core's deadline. A count the target needs (from this TSC, with
+ * its phase) that fits in 32 bits ends within one step of the target; one
+ * that does not is the largest count, never a truncated one.
+ */
+static void pr_on_entry(struct fake_hw *f, bool loaded)
+{
+    const struct lapict_bm_node *n = &pr_rig->nodes[0];
+    const unsigned x = pr_rig->cpu.preempt_shift;
+    const uint64_t step = 1ull << x, tsc = f->tsc, phase = tsc & (step - 1);
+    uint64_t at, d, end;
+    u128 need;
+
+    pr_entries++;
+    if (pr_injected)
+        return;
+    if (pr_since_entry(tsc) >= pr_since_entry(pr_instant_tsc))
+        pr_fail("entry %u at + %llu ticks: the instant passed, no delivery",
+                pr_entries, (unsigned long long)pr_since_entry(tsc));
+    if (!lapict_bm_node_armed(n, &at) || !loaded) {
+        pr_fail("entry %u at + %llu ticks: preemption timer not loaded",
+                pr_entries, (unsigned long long)pr_since_entry(tsc));
+        return;
+    }
+    /* An exit before the last entry's target, not a saturated count. */
+    if (pr_entries > 1 && !pr_saturated && at == pr_target_ns)
+        pr_early_exits++;
+    pr_target_ns = at;
+    pr_saturated = false;
+    if ((int64_t)(lapict_bm_clock_ns(&pr_rig->clk, tsc) - at) >= 0) {
+        if (f->preempt != 0)
+            pr_fail("entry %u: target reached, count %u", pr_entries,
+                    f->preempt);
+        return;
+    }
+    d = lapict_bm_clock_tsc(&pr_rig->clk, at) - tsc;
+    /* The fewest steps that end at or after the target. */
+    need = ((u128)d + phase + step - 1) >> x;
+    if (need > UINT32_MAX) {
+        pr_saturated = true;
+        pr_saturated_loads++;
+        if (f->preempt != UINT32_MAX)
+            pr_fail("entry %u: count %u for %llu ticks (%llu steps): not "
+                    "the largest",
+                    pr_entries, f->preempt, (unsigned long long)d,
+                    (unsigned long long)need);
+        return;
+    }
+    /* As guest_run() models it: the count's last step. */
+    end = f->preempt ? (((tsc >> x) + f->preempt) << x) - tsc : 0;
+    if (f->preempt == 0 || end + step <= d || end > d + step)
+        pr_fail("entry %u at phase %llu: count %u ends at + %llu ticks, "
+                "target at + %llu",
+                pr_entries, (unsigned long long)phase, f->preempt,
+                (unsigned long long)end, (unsigned long long)d);
+}
+
+/*
+ * One case: rate X = @x, TSC fixture @b, the VM entry at @phase from a
+ * multiple of 2^X (the first after 0, or the last before 2^64), a @mode
+ * expiry @kind ticks away.
+ */
+static void pr_case(size_t b, unsigned x, int phase, unsigned mode,
+                    unsigned kind)
+{
+    static struct rig r;
+    struct lapict_bm_cpu_config cc = {0};
+    struct lapict_bm_node *n = &r.nodes[0];
+    struct lapict_bm_stats st;
+    struct lapict_ops ops;
+    struct lapict_timer t;
+    struct lapict_config c;
+    const uint64_t step = 1ull << x, dist = pr_distance(kind, x);
+    const bool fast = mode == M_ONESHOT && dist > UINT32_MAX;
+    uint64_t m = b == 0 ? step : (uint64_t)0 - step, base, d, bound;
+
+    pr_entry_tsc = m + (uint64_t)(int64_t)phase;
+    base = b == 0 ? 0 : m - 1 < NEAR_WRAP ? m - 1 : NEAR_WRAP;
+    rig_init(&r, fast ? PR_FAST_KHZ : PR_KHZ, base, base, 0);
+    cc.clock = &r.clk;
+    cc.preempt_shift = x;
+    assert_int_equal(lapict_bm_cpu_init(&r.cpu, &cc, &fake_ops, &r.hw, r.slots,
+                                        LAPICT_BM_SLOTS(1)),
+                     LAPICT_OK);
+    /* The guest TSC starts at 0, at the host's rate. */
+    assert_int_equal(lapict_bm_node_init(n, &r.cpu, &t, LAPICT_BM_RATIO_ONE,
+                                         (uint64_t)0 - base, NULL),
+                     LAPICT_OK);
+    lapict_bm_ops_fill_preempt(&ops, pr_inject, NULL);
+    lapict_config_default(&c);
+    c.tsc_khz = fast ? PR_FAST_KHZ : PR_KHZ;
+    if (fast)
+        c.bus_hz = LAPICT_BUS_HZ_MIN;
+    assert_int_equal(lapict_init(&t, &c, &ops, n), LAPICT_OK);
+    assert_int_equal(lapict_bm_node_put(n), LAPICT_OK);
+    /* Divide by 128, or by 1. */
+    assert_int_equal(lapict_tdcr_write(&t, fast ? 0xA : 0xB), LAPICT_OK);
+    assert_int_equal(
+        lapict_lvtt_write(&t, (mode == M_DEADLINE ? LAPICT_LVTT_TSC_DEADLINE
+                                                  : LAPICT_LVTT_ONESHOT) |
+                                  VEC),
+        LAPICT_OK);
+
+    /* The vCPU runs: the guest arms its timer in the exit before the
+     * entry, on the preemption timer. */
+    r.hw.tsc = pr_entry_tsc;
+    assert_int_equal(lapict_bm_node_load(n), LAPICT_OK);
+    pr_rig = &r;
+    pr_mode = mode;
+    pr_injected = pr_entries = 0;
+    pr_saturated = false;
+    if (mode == M_DEADLINE) {
+        pr_deadline = lapict_bm_guest_tsc(n) + dist;
+        pr_instant_tsc = pr_entry_tsc + dist;
+        assert_int_equal(lapict_tsc_deadline_write(&t, pr_deadline), LAPICT_OK);
+    } else {
+        uint64_t cnt = fast ? (dist + PR_FAST_TICKS - 1) / PR_FAST_TICKS : dist;
+        pr_instant_ns = now_ns(&r) + (fast ? cnt * 128u * 1000000u : cnt);
+        pr_instant_tsc = lapict_bm_clock_tsc(&r.clk, pr_instant_ns);
+        assert_int_equal(lapict_tmict_write(&t, (uint32_t)cnt), LAPICT_OK);
+    }
+    lapict_bm_stats_get(&r.cpu, &st);
+    assert_int_equal(st.armed, 0);
+    assert_false(r.hw.armed);
+    assert_true(lapict_bm_node_armed(n, NULL));
+
+    d = pr_since_entry(pr_instant_tsc);
+    snprintf(pr_what, sizeof(pr_what),
+             "X %u, %s, entry TSC %#llx, %s %llu ticks ahead", x,
+             b ? "near 2^64" : "from 0", (unsigned long long)pr_entry_tsc,
+             mode == M_DEADLINE ? "TSC deadline" : "one-shot",
+             (unsigned long long)d);
+    r.hw.on_entry = pr_on_entry;
+    guest_run(&r, &t, d + 2 * step + 2);
+    r.hw.on_entry = NULL;
+    if (pr_injected != 1)
+        pr_fail("%u deliveries", pr_injected);
+    /*
+     * The exits: the one that delivers; per target the adapter loads (the
+     * instant, or a re-check at lapict's horizon for a TSC deadline more
+     * than 2^62 ns, here ticks, ahead: at most one per 2^62 ticks), at
+     * most one that the entry's phase brings less than a step early (the
+     * next entry is then within a step of the target, where a count of 1
+     * ends past it), and the re-check's own; one per saturated count,
+     * each at least ((2^32 - 2) << X) + 1 ticks long.
+     */
+    lapict_bm_stats_get(&r.cpu, &st);
+    bound = 2 + d / ((((uint64_t)UINT32_MAX - 1) << x) + 1) +
+            (mode == M_DEADLINE ? 2 * (d >> 62) : 0);
+    if (st.preempt_exits > bound)
+        pr_fail("%llu preemption-timer exits, at most %llu wanted",
+                (unsigned long long)st.preempt_exits,
+                (unsigned long long)bound);
+    if (st.preempt_exits > pr_max_exits)
+        pr_max_exits = (unsigned)st.preempt_exits;
+    if (lapict_bm_node_armed(n, NULL))
+        pr_fail("still armed after the delivery");
+    assert_int_equal(lapict_bm_node_put(n), LAPICT_OK);
+}
+
+/*
+ * Rule: the VMX-preemption timer counts down by one each time bit X of
+ * the TSC changes, X = IA32_VMX_MISC[4:0] ("VMX-Preemption Timer"), so a
+ * count's first step comes 1 to 2^X ticks after the VM entry, by the
+ * TSC's phase. At every X from 0 to 31, with the entry at, just after and
+ * just before a multiple of 2^X (from 0, and near 2^64), one-shot and
+ * TSC-deadline expiries 1, 2^X - 1, 2^X, 2^X + 1 ticks away, a large
+ * count, the largest count and one beyond it: the guest never gets the
+ * interrupt before its architectural instant, nor more than one step
+ * after; an exit before the instant only reloads the timer; an expiry d
+ * ticks away takes at most 2 + d / (((2^32 - 2) << X) + 1) exits, 2 more
+ * per re-check at lapict's horizon (see pr_case()); and a count beyond 32
+ * bits loads the largest one, never a truncated, earlier one.
+ */
+static void preemption_timer_rate_every_shift(void **state)
+{
+    static const int phases[] = {0, 1, -1};
+    static const unsigned modes[] = {M_ONESHOT, M_DEADLINE};
+    size_t b, p, m;
+    unsigned x, k, cases = 0;
+    (void)state;
+    pr_bad = pr_early_exits = pr_saturated_loads = pr_max_exits = 0;
+    for (x = 0; x < 32; x++)
+        for (b = 0; b < NBASES; b++)
+            for (p = 0; p < sizeof(phases) / sizeof(phases[0]); p++)
+                for (m = 0; m < sizeof(modes) / sizeof(modes[0]); m++)
+                    for (k = 0; k < PR_NDIST; k++) {
+                        if (pr_distance(k, x) == 0)
+                            continue;
+                        pr_case(b, x, phases[p], modes[m], k);
+                        cases++;
+                    }
+    print_message("%u cases: %u exits before their target, %u saturated "
+                  "counts, at most %u exits per expiry\n",
+                  cases, pr_early_exits, pr_saturated_loads, pr_max_exits);
+    assert_int_equal(pr_bad, 0);
+}
+
 /* ---- far deadlines --------------------------------------------------------
  */
 
@@ -1954,4 +2269,5 @@ TU_MAIN(cmocka_unit_test(clock_multiply_shift_matches_exact_and_inverts),
         cmocka_unit_test(ops_of_detached_node_are_defined),
         cmocka_unit_test(preempt_timer_is_the_core_hv_timer),
         cmocka_unit_test(preempt_scheduled_instances),
+        cmocka_unit_test(preemption_timer_rate_every_shift),
         cmocka_unit_test(far_tsc_deadline_arms_far_without_storm))
