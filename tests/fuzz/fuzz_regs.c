@@ -1322,10 +1322,15 @@ static void rg_held_write(struct fz_in *in)
         rc = lapict_svr_write(rg.t, w & 0x10);
         break;
     case 4:
-        if (!(w & 0x10))
-            v64 = rg_tsc(o, rg.sim.now_ns) + 1u +
+        if (!(w & 0x10)) {
+            uint64_t tsc = rg_tsc(o, rg.sim.now_ns);
+            v64 = tsc + 1u +
                   (uint64_t)((fz_u128)20000000u * o->tsc_khz / 1000000u) +
                   ((uint64_t)fz_u16(in) << 8);
+            /* Past the wrap it would be a deadline already passed. */
+            if (v64 <= tsc)
+                v64 = UINT64_MAX;
+        }
         RG_TRACE("write tsc_deadline %llu\n", RG_ULL(v64));
         rc = lapict_tsc_deadline_write(rg.t, v64);
         if (!o->dl_ok) {
