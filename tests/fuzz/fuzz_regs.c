@@ -1296,8 +1296,11 @@ static void rg_held_write(struct fz_in *in)
     uint32_t v = 0;
     int rc = LAPICT_OK;
 
-    if (!rg_callback_held())
+    /* Nothing run: nothing brought the library up to now. */
+    if (!rg_callback_held()) {
+        rg.synced = false;
         return;
+    }
     switch (w % 6) {
     case 0:
         v = rg_lvtt_value(in);
@@ -1800,8 +1803,10 @@ static const char *rg_ev_text(const struct rg_event *e, char *buf, size_t n)
  *   instant arms the host timer for now (lib/timer.h, lapict__arm_next(),
  *   to give an injection ahead its chance), where the twin's timer, past
  *   its advance point already, waits for the instant. The held step then
- *   ends at another time, and so does the rest of the input. One that
- *   comes later, or in one twin only, is a failure (a restored instance
+ *   ends at another time, and so does the rest of the input. So does one
+ *   in the migrated run only, where the twin's later callback lies beyond
+ *   what the step may run (rg_callback_held() refuses it). One that
+ *   comes later, or in the twin only, is a failure (a restored instance
  *   never arms later), except with a host latency (the twin's late
  *   callback for an expiry that the restore already serviced) or with a
  *   deadline's instant estimated (the estimate rounds from the TSC read
@@ -1841,8 +1846,9 @@ static bool rg_ev_kept(const struct rg_event *e)
 
 /*
  * Whether a held host callback at another time, or in one twin only,
- * parts the twins by design: sooner in the migrated run (@x), or either
- * way with a host latency or a deadline's instant estimated (@loose).
+ * parts the twins by design: sooner in the migrated run (@x), also where
+ * the twin's, later, is beyond what the step may run, or either way with a
+ * host latency or a deadline's instant estimated (@loose).
  */
 static bool rg_held_parts(const struct rg_event *x, const struct rg_event *y,
                           bool loose)
@@ -1851,8 +1857,10 @@ static bool rg_held_parts(const struct rg_event *x, const struct rg_event *y,
 
     if (hx && hy)
         return x->val < y->val || loose;
+    /* In the migrated run only: sooner there, and the twin's later one
+     * lay beyond what that step runs (rg_callback_held()). */
     if (hx)
-        return loose && (!y || y->step >= x->step);
+        return !y || y->step >= x->step;
     if (hy)
         return loose && (!x || x->step >= y->step);
     return false;
