@@ -1123,7 +1123,14 @@ static bool rg_callback_held(void)
         return false;
     RG_TRACE("at %llu\n# host timer callback, the guest entry held\n",
              RG_ULL(at));
-    rg_event(RG_EV_HELD, 0, at);
+    /* aux 1: a re-check at the host horizon (ops.h), not the advance
+     * point of an instant: the next one lies beyond any advance. */
+    {
+        fz_u128 next = rg_next(&rg.o);
+        rg_event(RG_EV_HELD, 0, at)->aux =
+            next == ~(fz_u128)0 ||
+            next > (fz_u128)at + 2u * LAPICT_ADVANCE_NS_LIMIT;
+    }
     if (sw)
         s->sw_armed = false;
     else
@@ -1326,13 +1333,17 @@ static void rg_held_write(struct fz_in *in)
         break;
     case 4:
         if (!(w & 0x10)) {
+            /* Beyond the TSC where the write may land: now, or the armed
+             * deadline, whose instant a write may wait for. */
             uint64_t tsc = rg_tsc(o, rg.sim.now_ns);
+            if (o->dl_armed && o->d > tsc)
+                tsc = o->d;
             v64 = tsc + 1u +
                   (uint64_t)((fz_u128)20000000u * o->tsc_khz / 1000000u) +
                   ((uint64_t)fz_u16(in) << 8);
-            /* Past the wrap it would be a deadline already passed. */
+            /* Past the wrap every value has passed: disarm instead. */
             if (v64 <= tsc)
-                v64 = UINT64_MAX;
+                v64 = 0;
         }
         RG_TRACE("write tsc_deadline %llu\n", RG_ULL(v64));
         rc = lapict_tsc_deadline_write(rg.t, v64);
@@ -1847,14 +1858,19 @@ static bool rg_ev_kept(const struct rg_event *e)
 /*
  * Whether a held host callback at another time, or in one twin only,
  * parts the twins by design: sooner in the migrated run (@x), also where
- * the twin's, later, is beyond what the step may run, or either way with a
- * host latency or a deadline's instant estimated (@loose).
+ * the twin's, later, is beyond what the step may run; either way with a
+ * host latency or a deadline's instant estimated (@loose), or where one
+ * is a re-check at the host horizon (the horizon counts from the arm, and
+ * a restore arms anew).
  */
 static bool rg_held_parts(const struct rg_event *x, const struct rg_event *y,
                           bool loose)
 {
     bool hx = x && x->kind == RG_EV_HELD, hy = y && y->kind == RG_EV_HELD;
 
+    /* A re-check at the horizon: a restore counts it from its own now. */
+    if ((hx && x->aux) || (hy && y->aux))
+        return true;
     if (hx && hy)
         return x->val < y->val || loose;
     /* In the migrated run only: sooner there, and the twin's later one
