@@ -8,6 +8,7 @@
  * at TSC / host-ns bases 0 and near 2^64.
  */
 /* clang-format off */
+#include <limits.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -1801,8 +1802,32 @@ static uint64_t pr_distance(unsigned kind, unsigned x)
     }
 }
 
-static char pr_what[128];
-static unsigned pr_bad;
+/*
+ * The failed properties of a table-driven test's current case: each one
+ * said (the first say_max of a test) and counted, so that one run reports
+ * every failing case, not only the first.
+ */
+struct case_log {
+    char what[128]; /* the case, printed before each message */
+    unsigned bad, say_max;
+};
+
+static void case_fail(struct case_log *l, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void case_fail(struct case_log *l, const char *fmt, ...)
+{
+    char msg[200];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    if (l->bad < l->say_max)
+        print_message("%s: %s\n", l->what, msg);
+    l->bad++;
+}
+
+static struct case_log pr_log = {.say_max = 40};
 static struct rig *pr_rig;
 /* The case: VM entry TSC, the architectural instant (host TSC, and host
  * ns for a one-shot), its mode. */
@@ -1814,20 +1839,6 @@ static uint64_t pr_target_ns;
 static bool pr_saturated;
 /* Over all cases, for the summary. */
 static unsigned pr_early_exits, pr_saturated_loads, pr_max_exits;
-
-static void pr_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void pr_fail(const char *fmt, ...)
-{
-    char msg[200];
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    if (pr_bad < 40)
-        print_message("%s: %s\n", pr_what, msg);
-    pr_bad++;
-}
 
 /* Ticks from the VM entry to @tsc (the TSC may wrap on the way). */
 static uint64_t pr_since_entry(uint64_t tsc)
@@ -1844,21 +1855,21 @@ static bool pr_inject(void *ctx, uint8_t vector)
     assert_int_equal(vector, VEC);
     /* What the guest can tell: its TSC, or the host time of the count. */
     if (pr_mode == M_DEADLINE && lapict_bm_guest_tsc(ctx) < pr_deadline)
-        pr_fail("injected at guest TSC %#llx, deadline %#llx",
-                (unsigned long long)lapict_bm_guest_tsc(ctx),
-                (unsigned long long)pr_deadline);
+        case_fail(&pr_log, "injected at guest TSC %#llx, deadline %#llx",
+                  (unsigned long long)lapict_bm_guest_tsc(ctx),
+                  (unsigned long long)pr_deadline);
     if (pr_mode == M_ONESHOT &&
         (int64_t)(lapict_bm_now_ns(&pr_rig->cpu) - pr_instant_ns) < 0)
-        pr_fail("injected %lld ns before the instant",
-                (long long)(pr_instant_ns - lapict_bm_now_ns(&pr_rig->cpu)));
+        case_fail(&pr_log, "injected %lld ns before the instant",
+                  (long long)(pr_instant_ns - lapict_bm_now_ns(&pr_rig->cpu)));
     if (at < want)
-        pr_fail("injected at entry + %llu ticks, instant at + %llu",
-                (unsigned long long)at, (unsigned long long)want);
+        case_fail(&pr_log, "injected at entry + %llu ticks, instant at + %llu",
+                  (unsigned long long)at, (unsigned long long)want);
     else if (at - want > (1ull << x))
-        pr_fail("injected %llu ticks late, one step is %llu",
-                (unsigned long long)(at - want), 1ull << x);
+        case_fail(&pr_log, "injected %llu ticks late, one step is %llu",
+                  (unsigned long long)(at - want), 1ull << x);
     if (pr_injected++)
-        pr_fail("injected twice");
+        case_fail(&pr_log, "injected twice");
     return true;
 }
 
@@ -1881,11 +1892,13 @@ static void pr_on_entry(struct fake_hw *f, bool loaded)
     if (pr_injected)
         return;
     if (pr_since_entry(tsc) >= pr_since_entry(pr_instant_tsc))
-        pr_fail("entry %u at + %llu ticks: the instant passed, no delivery",
-                pr_entries, (unsigned long long)pr_since_entry(tsc));
+        case_fail(&pr_log,
+                  "entry %u at + %llu ticks: the instant passed, no delivery",
+                  pr_entries, (unsigned long long)pr_since_entry(tsc));
     if (!lapict_bm_node_armed(n, &at) || !loaded) {
-        pr_fail("entry %u at + %llu ticks: preemption timer not loaded",
-                pr_entries, (unsigned long long)pr_since_entry(tsc));
+        case_fail(&pr_log,
+                  "entry %u at + %llu ticks: preemption timer not loaded",
+                  pr_entries, (unsigned long long)pr_since_entry(tsc));
         return;
     }
     /* An exit before the last entry's target, not a saturated count. */
@@ -1895,8 +1908,8 @@ static void pr_on_entry(struct fake_hw *f, bool loaded)
     pr_saturated = false;
     if ((int64_t)(lapict_bm_clock_ns(&pr_rig->clk, tsc) - at) >= 0) {
         if (f->preempt != 0)
-            pr_fail("entry %u: target reached, count %u", pr_entries,
-                    f->preempt);
+            case_fail(&pr_log, "entry %u: target reached, count %u", pr_entries,
+                      f->preempt);
         return;
     }
     d = lapict_bm_clock_tsc(&pr_rig->clk, at) - tsc;
@@ -1906,19 +1919,21 @@ static void pr_on_entry(struct fake_hw *f, bool loaded)
         pr_saturated = true;
         pr_saturated_loads++;
         if (f->preempt != UINT32_MAX)
-            pr_fail("entry %u: count %u for %llu ticks (%llu steps): not "
-                    "the largest",
-                    pr_entries, f->preempt, (unsigned long long)d,
-                    (unsigned long long)need);
+            case_fail(&pr_log,
+                      "entry %u: count %u for %llu ticks (%llu steps): not "
+                      "the largest",
+                      pr_entries, f->preempt, (unsigned long long)d,
+                      (unsigned long long)need);
         return;
     }
     /* As guest_run() models it: the count's last step. */
     end = f->preempt ? (((tsc >> x) + f->preempt) << x) - tsc : 0;
     if (f->preempt == 0 || end + step <= d || end > d + step)
-        pr_fail("entry %u at phase %llu: count %u ends at + %llu ticks, "
-                "target at + %llu",
-                pr_entries, (unsigned long long)phase, f->preempt,
-                (unsigned long long)end, (unsigned long long)d);
+        case_fail(&pr_log,
+                  "entry %u at phase %llu: count %u ends at + %llu ticks, "
+                  "target at + %llu",
+                  pr_entries, (unsigned long long)phase, f->preempt,
+                  (unsigned long long)end, (unsigned long long)d);
 }
 
 /*
@@ -1991,7 +2006,7 @@ static void pr_case(size_t b, unsigned x, int phase, unsigned mode,
     assert_true(lapict_bm_node_armed(n, NULL));
 
     d = pr_since_entry(pr_instant_tsc);
-    snprintf(pr_what, sizeof(pr_what),
+    snprintf(pr_log.what, sizeof(pr_log.what),
              "X %u, %s, entry TSC %#llx, %s %llu ticks ahead", x,
              b ? "near 2^64" : "from 0", (unsigned long long)pr_entry_tsc,
              mode == M_DEADLINE ? "TSC deadline" : "one-shot",
@@ -2000,7 +2015,7 @@ static void pr_case(size_t b, unsigned x, int phase, unsigned mode,
     guest_run(&r, &t, d + 2 * step + 2);
     r.hw.on_entry = NULL;
     if (pr_injected != 1)
-        pr_fail("%u deliveries", pr_injected);
+        case_fail(&pr_log, "%u deliveries", pr_injected);
     /*
      * The exits: the one that delivers; per target the adapter loads (the
      * instant, or a re-check at lapict's horizon for a TSC deadline more
@@ -2014,13 +2029,13 @@ static void pr_case(size_t b, unsigned x, int phase, unsigned mode,
     bound = 2 + d / ((((uint64_t)UINT32_MAX - 1) << x) + 1) +
             (mode == M_DEADLINE ? 2 * (d >> 62) : 0);
     if (st.preempt_exits > bound)
-        pr_fail("%llu preemption-timer exits, at most %llu wanted",
-                (unsigned long long)st.preempt_exits,
-                (unsigned long long)bound);
+        case_fail(&pr_log, "%llu preemption-timer exits, at most %llu wanted",
+                  (unsigned long long)st.preempt_exits,
+                  (unsigned long long)bound);
     if (st.preempt_exits > pr_max_exits)
         pr_max_exits = (unsigned)st.preempt_exits;
     if (lapict_bm_node_armed(n, NULL))
-        pr_fail("still armed after the delivery");
+        case_fail(&pr_log, "still armed after the delivery");
     assert_int_equal(lapict_bm_node_put(n), LAPICT_OK);
 }
 
@@ -2045,7 +2060,7 @@ static void preemption_timer_rate_every_shift(void **state)
     size_t b, p, m;
     unsigned x, k, cases = 0;
     (void)state;
-    pr_bad = pr_early_exits = pr_saturated_loads = pr_max_exits = 0;
+    pr_log.bad = pr_early_exits = pr_saturated_loads = pr_max_exits = 0;
     for (x = 0; x < 32; x++)
         for (b = 0; b < NBASES; b++)
             for (p = 0; p < sizeof(phases) / sizeof(phases[0]); p++)
@@ -2059,7 +2074,7 @@ static void preemption_timer_rate_every_shift(void **state)
     print_message("%u cases: %u exits before their target, %u saturated "
                   "counts, at most %u exits per expiry\n",
                   cases, pr_early_exits, pr_saturated_loads, pr_max_exits);
-    assert_int_equal(pr_bad, 0);
+    assert_int_equal(pr_log.bad, 0);
 }
 
 /* ---- far deadlines --------------------------------------------------------
@@ -2080,30 +2095,14 @@ static const uint64_t far_deadlines[] = {UINT64_MAX, 1ull << 62};
 /* Host ticks of the long run: half the clock's range. */
 #define FAR_RUN_TICKS (1ull << 63)
 
-static char far_what[128];
-static unsigned far_bad;
+static struct case_log far_log = {.say_max = UINT_MAX};
 static uint64_t far_deadline_tsc, far_late_tsc;
 static unsigned far_injected;
-
-/* A property of the current case that does not hold: said, and counted. */
-static void far_fail(const char *fmt, ...)
-    __attribute__((format(printf, 1, 2)));
-static void far_fail(const char *fmt, ...)
-{
-    char msg[160];
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    print_message("%s: %s\n", far_what, msg);
-    far_bad++;
-}
 
 #define far_check(c)                                                           \
     do {                                                                       \
         if (!(c))                                                              \
-            far_fail("%s", #c);                                                \
+            case_fail(&far_log, "%s", #c);                                     \
     } while (0)
 
 static bool far_inject(void *ctx, uint8_t vector)
@@ -2112,8 +2111,8 @@ static bool far_inject(void *ctx, uint8_t vector)
 
     assert_int_equal(vector, VEC);
     if (g < far_deadline_tsc)
-        far_fail("injected at guest TSC %#llx, before the deadline",
-                 (unsigned long long)g);
+        case_fail(&far_log, "injected at guest TSC %#llx, before the deadline",
+                  (unsigned long long)g);
     far_late_tsc = g - far_deadline_tsc;
     far_injected++;
     return true;
@@ -2128,10 +2127,10 @@ static void far_check_hw_ahead(const struct rig *r, const char *when)
     if (!r->hw.armed || r->hw.deadline <= r->hw.tsc ||
         (r->hw.deadline != UINT64_MAX &&
          r->hw.deadline - r->hw.tsc < (1ull << 40)))
-        far_fail("%s: IA32_TSC_DEADLINE %#llx (%s) at TSC %#llx", when,
-                 (unsigned long long)r->hw.deadline,
-                 r->hw.armed ? "armed" : "disarmed",
-                 (unsigned long long)r->hw.tsc);
+        case_fail(&far_log, "%s: IA32_TSC_DEADLINE %#llx (%s) at TSC %#llx",
+                  when, (unsigned long long)r->hw.deadline,
+                  r->hw.armed ? "armed" : "disarmed",
+                  (unsigned long long)r->hw.tsc);
 }
 
 /* One case: a guest at @fr's rates writes @deadline from a guest TSC of 0. */
@@ -2151,7 +2150,7 @@ static void far_case(const struct far_rates *fr, size_t b, uint32_t shift,
     unsigned irqs;
     bool reached;
 
-    snprintf(far_what, sizeof(far_what),
+    snprintf(far_log.what, sizeof(far_log.what),
              "host %u MHz, guest %u MHz, base %zu, shift %u, deadline %#llx",
              fr->host_khz / 1000u, fr->guest_khz / 1000u, b, shift,
              (unsigned long long)deadline);
@@ -2189,7 +2188,7 @@ static void far_case(const struct far_rates *fr, size_t b, uint32_t shift,
     assert_int_equal(lapict_bm_node_load(n), LAPICT_OK);
     assert_int_equal(lapict_bm_guest_entry(&r.cpu), LAPICT_OK);
     if (r.hw.preempt != UINT32_MAX) {
-        far_fail("preemption timer loaded with %u", r.hw.preempt);
+        case_fail(&far_log, "preemption timer loaded with %u", r.hw.preempt);
     } else {
         guest_run(&r, &t, 64 * ((uint64_t)UINT32_MAX << shift));
         lapict_bm_stats_get(&r.cpu, &st);
@@ -2205,10 +2204,11 @@ static void far_case(const struct far_rates *fr, size_t b, uint32_t shift,
     fake_run(&r.hw, FAR_RUN_TICKS - (r.hw.tsc - bases[b]));
     r.hw.irq_cap = 0;
     if (r.hw.irqs - irqs > most)
-        far_fail("%u host timer interrupts in the run, at most %u wanted; "
-                 "IA32_TSC_DEADLINE %#llx at TSC %#llx",
-                 r.hw.irqs - irqs, most, (unsigned long long)r.hw.deadline,
-                 (unsigned long long)r.hw.tsc);
+        case_fail(&far_log,
+                  "%u host timer interrupts in the run, at most %u wanted; "
+                  "IA32_TSC_DEADLINE %#llx at TSC %#llx",
+                  r.hw.irqs - irqs, most, (unsigned long long)r.hw.deadline,
+                  (unsigned long long)r.hw.tsc);
     reached = lapict_bm_guest_tsc(n) >= deadline;
     far_check(far_injected == (reached ? 1u : 0u));
     far_check(!reached || far_late_tsc <= 2);
@@ -2234,7 +2234,7 @@ static void far_tsc_deadline_arms_far_without_storm(void **state)
 {
     size_t k, b, s, d;
     (void)state;
-    far_bad = 0;
+    far_log.bad = 0;
     for (k = 0; k < sizeof(far_rates) / sizeof(far_rates[0]); k++)
         for (b = 0; b < NBASES; b++)
             for (s = 0; s < sizeof(far_shifts) / sizeof(far_shifts[0]); s++)
@@ -2244,7 +2244,7 @@ static void far_tsc_deadline_arms_far_without_storm(void **state)
                     if (!b || far_rates[k].guest_khz == far_rates[k].host_khz)
                         far_case(&far_rates[k], b, far_shifts[s],
                                  far_deadlines[d]);
-    assert_int_equal(far_bad, 0);
+    assert_int_equal(far_log.bad, 0);
 }
 
 TU_MAIN(cmocka_unit_test(clock_multiply_shift_matches_exact_and_inverts),
