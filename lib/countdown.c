@@ -140,17 +140,14 @@ int lapict_countdown_restore(struct lapict_timer *t,
     illegal = n.counts[LAPICT__N_ILLEGAL_VECTOR];
     lapict__settle(&n, now_ns, 0);
     illegal = n.counts[LAPICT__N_ILLEGAL_VECTOR] - illegal;
+    n.counts[LAPICT__N_ILLEGAL_VECTOR] -= illegal;
 
     /* Commit: the old state's host timer goes, the new state arms. */
     lapict__host_cancel(t);
     n.armed = LAPICT__ARMED_NONE;
     *t = n;
     lapict__arm_next(t, now_ns, false);
-    /* An illegal vector's due expiry was dropped quietly: reported once,
-     * as servicing it would have. */
-    if (illegal) {
-        t->counts[LAPICT__N_ILLEGAL_VECTOR] -= 1;
-        lapict__guest_error(t, LAPICT_E_VECTOR, t->lvtt & LAPICT_LVTT_VECTOR);
-    }
+    /* An illegal vector's due expiry was dropped quietly. */
+    lapict__report_dropped_illegal(t, illegal);
     return LAPICT_OK;
 }

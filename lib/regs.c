@@ -69,10 +69,8 @@ int lapict_lvtt_write(struct lapict_timer *t, uint32_t val)
         lapict__guest_error(t, LAPICT_E_MODE, val);
     }
     v = (v & ~LAPICT_LVTT_MODE) | new_mode;
-    if (v != t->lvtt) {
+    if (v != t->lvtt)
         now = write_after_preinj(t, now);
-        old_mode = t->lvtt & LAPICT_LVTT_MODE;
-    }
     t->lvtt = v;
     if (new_mode != old_mode) {
         if (old_mode == LAPICT_LVTT_TSC_DEADLINE ||

@@ -469,11 +469,7 @@ int lapict_state_restore(struct lapict_timer *t, const void *buf, size_t len)
     *t = n;
     lapict__arm_next(t, now, false);
     /* The source's save, or the settling above, dropped an illegal
-     * vector's expiry without reporting it (neither calls an op): report
-     * it here, once, as servicing would. */
-    if (illegal) {
-        lapict__count_add(t, LAPICT__N_ILLEGAL_VECTOR, illegal - 1u);
-        lapict__guest_error(t, LAPICT_E_VECTOR, t->lvtt & LAPICT_LVTT_VECTOR);
-    }
+     * vector's expiry without reporting it (neither calls an op). */
+    lapict__report_dropped_illegal(t, illegal);
     return LAPICT_OK;
 }

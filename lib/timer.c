@@ -90,6 +90,14 @@ void lapict__guest_error(struct lapict_timer *t, int status, uint32_t detail)
     lapict__host_report(t, status, detail);
 }
 
+void lapict__report_dropped_illegal(struct lapict_timer *t, uint64_t n)
+{
+    if (!n)
+        return;
+    lapict__count_add(t, LAPICT__N_ILLEGAL_VECTOR, n - 1u);
+    lapict__guest_error(t, LAPICT_E_VECTOR, t->lvtt & LAPICT_LVTT_VECTOR);
+}
+
 /*
  * Offer pending interrupts to the host, reading mask and vector now.
  * Return whether the host took at least one.

@@ -220,4 +220,11 @@ static LAPICT__HOT void lapict__arm_next(struct lapict_timer *t, uint64_t now,
 /* Record a guest-caused error. */
 void lapict__guest_error(struct lapict_timer *t, int status, uint32_t detail);
 
+/*
+ * @n illegal-vector expiries that a quiet settling (save, restore) dropped
+ * without a report and that @t has not counted: count them and report
+ * once, as servicing them would have.
+ */
+void lapict__report_dropped_illegal(struct lapict_timer *t, uint64_t n);
+
 #endif /* LAPICT__TIMER_H */
