@@ -1309,12 +1309,6 @@ static void rg_held_write(struct fz_in *in)
         return;
     }
     switch (w % 6) {
-    case 0:
-        v = rg_lvtt_value(in);
-        RG_TRACE("write lvtt 0x%x\n", v);
-        rc = rg_write(w >> 4, LAPICT_XAPIC_LVTT, LAPICT_MSR_X2APIC_LVTT, v,
-                      lapict_lvtt_write);
-        break;
     case 1:
         v = rg_count_value(in);
         RG_TRACE("write tmict %u\n", v);
@@ -1355,8 +1349,9 @@ static void rg_held_write(struct fz_in *in)
         }
         break;
     default:
-        /* The value LVTT holds: a write that changes nothing. */
-        v = o->lvtt;
+        /* Any value (0), or the one LVTT holds: a write that changes
+         * nothing. */
+        v = w % 6 == 0 ? rg_lvtt_value(in) : o->lvtt;
         RG_TRACE("write lvtt 0x%x\n", v);
         rc = rg_write(w >> 4, LAPICT_XAPIC_LVTT, LAPICT_MSR_X2APIC_LVTT, v,
                       lapict_lvtt_write);
