@@ -74,8 +74,9 @@ if [ ${#targets[@]} -gt 0 ]; then
     cmake --build "$dir" -j"$(nproc)" --target "${targets[@]}" >/dev/null
 fi
 "$cc" -std=c11 -O2 -g -Wall -Wextra -Werror -DLAPICT_BUILDING \
-    -Iinclude -Ilib -Iadapters/kvm -Itests/adapters \
-    lib/*.c adapters/kvm/*.c tests/adapters/kvm_fake.c tests/tsan/stress.c \
+    -Iinclude -Ilib -Iadapters/apic -Iadapters/kvm -Itests/adapters \
+    lib/*.c adapters/apic/apic.c adapters/kvm/*.c tests/adapters/kvm_fake.c \
+    tests/tsan/stress.c \
     -o "$dir/kvm_stress" -lpthread
 rm -rf "$logs"
 mkdir -p "$logs"

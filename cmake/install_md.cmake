@@ -9,6 +9,9 @@
 #   package: LOCAL)           a relative link to its installed path
 #   the target is one of lapict's installed documents, in another
 #   package's directory (CORE) its text, and where the file is installed
+#   the target is another adapter's README (adapters/<name>/README.md of
+#   an adapter library, installed with it, in Debian in its own -dev
+#   package)                  its text, and where the file is installed
 #   anything else             its text, "(in lapict's source tree)"
 #
 # Links with a scheme (https:, mailto:), absolute paths and anchors
@@ -78,12 +81,24 @@ while(text MATCHES "${link_re}")
     file(RELATIVE_PATH tree_path "${SOURCE_DIR}" "${abs}")
     installed_path("${LOCAL}" "${tree_path}" local)
     installed_path("${CORE}" "${tree_path}" core)
+    # Another adapter library's README: lapict_add_adapter() installs it
+    # as DOCDIR/<tree path>.
+    set(adapter "")
+    if(tree_path MATCHES "^adapters/([a-z0-9]+)/README\\.md$")
+        set(adapter ${CMAKE_MATCH_1})
+        if(NOT EXISTS "${SOURCE_DIR}/adapters/${adapter}/CMakeLists.txt")
+            set(adapter "")
+        endif()
+    endif()
     if(local)
         file(RELATIVE_PATH rel "/d/${self_dir}" "/d/${local}")
         string(APPEND out "[${label}](${rel}${anchor})")
     elseif(core)
         string(APPEND out "${label} (${DOCDIR}/${core}; Debian: "
                           "/usr/share/doc/liblapict-dev/${core})")
+    elseif(adapter)
+        string(APPEND out "${label} (${DOCDIR}/${tree_path}; Debian: "
+                          "/usr/share/doc/liblapict-${adapter}-dev/README.md)")
     else()
         string(APPEND out "${label} (in lapict's source tree)")
     endif()

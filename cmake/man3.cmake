@@ -119,15 +119,22 @@ ${index}.SH ADAPTERS
 The adapters are libraries of their own, each with a header beside
 .IR lapict/ ,
 a pkg-config module and a CMake component
-.RB ( find_package(lapict\\ COMPONENTS\\ kvm\\ sim\\ baremetal) ):
+.RB ( find_package(lapict\\ COMPONENTS\\ kvm\\ apic\\ sim\\ baremetal) ):
 .TP
-.BR lapict-kvm (3),\ lapict-apic (3)
-.I <lapict_kvm.h>
-and
-.IR <lapict_apic.h> :
-lapict in a VMM on Linux KVM without the in-kernel irqchip
+.BR lapict-kvm (3)
+.IR <lapict_kvm.h> :
+lapict in a VMM on Linux KVM without the in-kernel irqchip, around the
+LAPIC model of
+.BR lapict-apic (3)
 .RB ( lapict-kvm ,
 .BR lapict::kvm ).
+.TP
+.BR lapict-apic (3)
+.IR <lapict_apic.h> :
+the portable local-APIC model around a lapict timer, freestanding: the
+KVM adapter's, and one a bare-metal hypervisor links
+.RB ( lapict-apic ,
+.BR lapict::apic ).
 .TP
 .BR lapict-sim (3)
 .IR <lapict_sim.h> :

@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: MIT
 # Install a built lapict into a scratch prefix and use it from outside: the
-# programs of tests/consumer (the core, and examples/: the core on the
-# simulated host, a VMM loop on the KVM adapter), once built through find_package(lapict CONFIG
-# COMPONENTS ...) and once through pkg-config (lapict, lapict-sim,
+# programs of tests/consumer (the core, the LAPIC model alone, and
+# examples/: the core on the simulated host, a VMM loop on the KVM
+# adapter), once built through find_package(lapict CONFIG COMPONENTS ...)
+# and once through pkg-config (lapict, lapict-apic, lapict-sim,
 # lapict-kvm). All must build and run; the VMM loop may skip (exit 77: no
 # usable /dev/kvm), which is reported. With INSTALLED_PREFIX, lapict is
 # already installed there (ci/test-packages.sh: the Debian packages
@@ -76,7 +77,7 @@ if(NOT at EQUAL 0)
     message(FATAL_ERROR "consumer: find_package found lapict in '${found}', "
                         "not in ${prefix}")
 endif()
-run("build with lapict::lapict, lapict::sim, lapict::kvm"
+run("build with lapict::lapict, lapict::apic, lapict::sim, lapict::kvm"
     ${CMAKE_COMMAND} --build ${build} ${config_args})
 if(NOT DEFINED RUN_VMM)
     set(RUN_VMM ON)
@@ -100,6 +101,7 @@ endfunction()
 
 # The programs: name, source (from SOURCE_DIR), pkg-config module.
 set(programs lapict_consumer main.c lapict
+             apic_model apic_model.c lapict-apic
              embed_sim ../../examples/embed_sim.c lapict-sim)
 if(EXISTS ${build}/kvm_loop OR
    (CONFIG AND EXISTS ${build}/${CONFIG}/kvm_loop))

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * lapict on Linux KVM with no in-kernel irqchip, for a VMM's own vCPU loop:
- * the portable LAPIC model (lapict_apic.h) around the lapict timer, the
- * host ops on Linux (CLOCK_MONOTONIC, host TSC, a kick timer or a timer
- * thread that kicks the vCPU), and hooks the VMM calls around its KVM_RUN:
+ * the portable LAPIC model (lapict_apic.h, its own library liblapict-apic,
+ * which this one links) around the lapict timer, the host ops on Linux
+ * (CLOCK_MONOTONIC, host TSC, a kick timer or a timer thread that kicks
+ * the vCPU), and hooks the VMM calls around its KVM_RUN:
  *
  *     for (;;) {
  *         if ((rc = lapict_kvm_pre_run(k)) < 0) fail(rc);
@@ -40,8 +41,7 @@
 #include <linux/kvm.h>
 
 #include <lapict/lapict.h>
-
-#include "lapict_apic.h"
+#include <lapict_apic.h>
 
 #ifdef __cplusplus
 extern "C" {

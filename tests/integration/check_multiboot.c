@@ -6,7 +6,7 @@
  * "loader" cases (no /dev/kvm needed): the ELF32 multiboot v1 loader on
  * synthetic images, good and hostile, and the platform ports (COM1, fw_cfg,
  * isa-debug-exit, PIC, unassigned MMIO) against a fake kvm_run. The LAPIC
- * rules these guests need are tested in tests/adapters/test_kvm_apic.c.
+ * rules these guests need are tested in tests/adapters/test_apic.c.
  *
  * "kvm" cases (ctest check_multiboot_kvm; skipped, exit LT_SKIP_RC, with
  * a message when /dev/kvm is missing or unusable): lapict-vmm boots

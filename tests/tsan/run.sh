@@ -32,8 +32,9 @@ fail=0
 echo "== tsan: fake vCPU stress ($CC)"
 "$CC" -std=c11 -O1 -g -fsanitize=thread -fno-omit-frame-pointer \
     -Wall -Wextra -Werror -DLAPICT_BUILDING \
-    -Iinclude -Ilib -Iadapters/kvm -Itests/adapters \
-    lib/*.c adapters/kvm/*.c tests/adapters/kvm_fake.c tests/tsan/stress.c \
+    -Iinclude -Ilib -Iadapters/apic -Iadapters/kvm -Itests/adapters \
+    lib/*.c adapters/apic/apic.c adapters/kvm/*.c tests/adapters/kvm_fake.c \
+    tests/tsan/stress.c \
     -o "$dir/tsan_stress" -lpthread
 seed=1
 for kick in signal thread none caller; do

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * adapters/kvm/apic.c: the portable LAPIC model (lapict_apic.h), with its
+ * adapters/apic/apic.c: the portable LAPIC model (lapict_apic.h), with its
  * timer on the fake host of tests/support (no KVM, no system call): xAPIC
  * MMIO and x2APIC/IA32_APIC_BASE MSR decoding with the #GP rules, SVR,
  * IPI destinations, what the ipi op gets, NMI, ESR, and the model's ops.

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * lapict's portable userspace local APIC: one APIC, around the lapict
- * timer, for a VMM that emulates the LAPIC itself (adapters/kvm uses it on
- * KVM without the in-kernel irqchip). Nothing here knows KVM: the host
- * reaches the model through the calls below and is reached through struct
- * lapict_apic_ops. One model is one vCPU's APIC; a VMM with more vCPUs has
- * one model each and routes the IPIs between them (the ipi op).
+ * lapict's portable local-APIC model: one APIC, around the lapict timer,
+ * for a hypervisor that emulates the LAPIC itself. Nothing here knows KVM
+ * or an OS: the KVM adapter (lapict-kvm(3)) uses it on KVM without the
+ * in-kernel irqchip, and a bare-metal hypervisor links it freestanding
+ * beside lapict (it needs no C library). The host reaches the model
+ * through the calls below and is reached through struct lapict_apic_ops.
+ * One model is one vCPU's APIC; a VMM with more vCPUs has one model each
+ * and routes the IPIs between them (the ipi op).
  *
  * Modelled: the register file (ID, version 0x00050014, TPR, PPR, EOI,
  * LDR/DFR, SVR whose software disable masks every LVT, ESR latched on

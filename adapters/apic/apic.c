@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The portable userspace local APIC (lapict_apic.h): register file, xAPIC
+ * The portable local-APIC model (lapict_apic.h): register file, xAPIC
  * MMIO and x2APIC MSR decoding, IRR/ISR/PPR, IPIs (this APIC's part here,
  * the rest to the host's ipi op). Timer registers go to the core through
- * its access helpers. No KVM, no OS.
+ * its public access helpers. No KVM, no OS, no C library: freestanding
+ * like lib/, so that a bare-metal hypervisor links it; outside the core
+ * it needs only the mem* functions the compiler emits calls to.
  */
 #include "lapict_apic.h"
-
-#include <string.h>
 
 /* xAPIC offsets of the registers outside the timer. */
 enum {
@@ -92,8 +92,8 @@ static uint32_t ppr(const struct lapict_apic *a)
 
 static void reset(struct lapict_apic *a)
 {
-    memset(a->irr, 0, sizeof(a->irr));
-    memset(a->isr, 0, sizeof(a->isr));
+    __builtin_memset(a->irr, 0, sizeof(a->irr));
+    __builtin_memset(a->isr, 0, sizeof(a->isr));
     a->tpr = 0;
     a->ldr = 0;
     a->dfr = 0xFFFFFFFFu;
@@ -117,7 +117,7 @@ int lapict_apic_init(struct lapict_apic *a, struct lapict_timer *timer,
         return LAPICT_E_INVAL;
     if (ops && ops->version < 1)
         return LAPICT_E_OPS;
-    memset(a, 0, sizeof(*a));
+    __builtin_memset(a, 0, sizeof(*a));
     a->timer = timer;
     a->ops = ops ? ops : &none;
     a->ctx = ctx;
@@ -414,7 +414,7 @@ int lapict_apic_mmio(struct lapict_apic *a, uint64_t gpa, uint8_t *data,
     /* Disabled or x2APIC mode: the page reads all-ones, writes dropped. */
     if (!hw_enabled(a) || lapict_apic_x2apic(a)) {
         if (!write)
-            memset(data, 0xFF, len);
+            __builtin_memset(data, 0xFF, len);
         return LAPICT_OK;
     }
     /* Registers are 32 bits at 16-byte strides; other bytes read 0. */
@@ -425,13 +425,13 @@ int lapict_apic_mmio(struct lapict_apic *a, uint64_t gpa, uint8_t *data,
             out = reg_read(a, off & ~0xFu, false) >> sh;
         if (len < 8)
             out &= (1ull << (len * 8u)) - 1u;
-        memcpy(data, &out, len);
+        __builtin_memcpy(data, &out, len);
         return LAPICT_OK;
     }
     if ((off & 0xFu) != 0)
         return LAPICT_OK; /* unaligned or partial writes are dropped */
     v = 0;
-    memcpy(&v, data, len < 4 ? len : 4);
+    __builtin_memcpy(&v, data, len < 4 ? len : 4);
     return reg_write(a, off, v);
 }
 
@@ -662,7 +662,7 @@ int lapict_apic_save(const struct lapict_apic *a, void *buf, size_t len)
     const uint32_t regs[9] = {a->id,          a->tpr,    a->ldr,
                               a->dfr,         a->svr,    a->esr,
                               a->esr_pending, a->icr_lo, a->icr_hi};
-    memset(b, 0, LAPICT_APIC_STATE_SIZE);
+    __builtin_memset(b, 0, LAPICT_APIC_STATE_SIZE);
     put32(b + S_MAGIC, LAPICT_APIC_STATE_MAGIC);
     b[S_VERSION] = (uint8_t)LAPICT_APIC_STATE_VERSION;
     b[S_SIZE] = (uint8_t)LAPICT_APIC_STATE_SIZE;
