@@ -719,7 +719,7 @@ int lapict_bm_preempt_exit(struct lapict_bm_cpu *cpu)
 int lapict_bm_guest_entry(struct lapict_bm_cpu *cpu)
 {
     const struct lapict_bm_node *g;
-    uint64_t cur, key, t;
+    uint64_t cur, key = 0, key_tsc = 0, t;
     bool hv;
 
     if (!cpu_ok(cpu))
@@ -729,10 +729,21 @@ int lapict_bm_guest_entry(struct lapict_bm_cpu *cpu)
     if (!cpu->hw->write_preempt || (cpu->n == 0 && !hv))
         return LAPICT_OK;
     cur = cpu->hw->read_tsc(cpu->hw_ctx);
-    /* The earliest of the heap's top and the loaded node's deadline. */
-    key = hv ? g->deadline_host_ns : cpu->heap[0].key_host_ns;
-    if (hv && cpu->n && (int64_t)(cpu->heap[0].key_host_ns - key) < 0)
+    /*
+     * The earliest of the heap's top and the loaded node's deadline, with
+     * its TSC value as computed when it was armed (the LAPIC's for the
+     * heap's top): an entry converts nothing on the common path.
+     */
+    if (hv) {
+        key = g->deadline_host_ns;
+        key_tsc = g->deadline_tsc;
+    }
+    if (cpu->n && (!hv || (int64_t)(cpu->heap[0].key_host_ns - key) < 0)) {
         key = cpu->heap[0].key_host_ns;
+        key_tsc = cpu->hw_armed && cpu->hw_req_ns == key
+                      ? cpu->hw_req_tsc
+                      : lapict_bm_clock_tsc(cpu->clock, key);
+    }
     if (due(key, lapict_bm_clock_ns(cpu->clock, cur))) {
         cpu->hw->write_preempt(cpu->hw_ctx, 0);
         return LAPICT_OK;
@@ -744,7 +755,7 @@ int lapict_bm_guest_entry(struct lapict_bm_cpu *cpu)
      * early. A distance past the largest count loads that count, whose
      * exit finds nothing due and loads it again.
      */
-    t = (lapict_bm_clock_tsc(cpu->clock, key) - cur) >> cpu->preempt_shift;
+    t = (key_tsc - cur) >> cpu->preempt_shift;
     cpu->hw->write_preempt(cpu->hw_ctx,
                            t >= UINT32_MAX ? UINT32_MAX : (uint32_t)t + 1);
     return LAPICT_OK;
@@ -805,6 +816,7 @@ static bool op_hv_arm(void *ctx, uint64_t host_ns)
         !node->cpu->hw->write_preempt)
         return false;
     node->deadline_host_ns = host_ns;
+    node->deadline_tsc = lapict_bm_clock_tsc(node->cpu->clock, host_ns);
     node->flags |= BM_N_HV;
     return true;
 }

@@ -127,6 +127,9 @@ struct lapict_bm_node {
      * core arms one host timer at a time), or kept across detach/attach.
      */
     uint64_t deadline_host_ns;
+    /* On the preemption timer: the first TSC value of that deadline,
+     * computed when armed, so that entries do not convert it again. */
+    uint64_t deadline_tsc;
     struct lapict_timer *timer;
     void *user;
     /* Guest TSC = (host TSC * ratio >> 48) + offset. */
