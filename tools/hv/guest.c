@@ -205,6 +205,12 @@ static void check_arm(struct hv_vcpu *v, uint64_t host_ns)
 {
     struct hv_ref *r = &v->ref;
     uint64_t d = host_ns - r->anchor_ns;
+    if (capturing) {
+        /* Inside a register write: checked against what it programs. */
+        v->arm_in_write = host_ns;
+        v->armed_in_write = true;
+        return;
+    }
     if (hv_cfg.advance_mode != LAPICT_ADVANCE_OFF || r->unknown ||
         !(r->armed || r->periodic) || r->mode == 2 || !r->period_ns)
         return;
@@ -297,6 +303,8 @@ static void ref_update(struct hv_vcpu *v, bool tmict, bool deadline,
     uint32_t mode = (l >> 17) & 3;
     static const uint8_t shifts[8] = {1, 2, 3, 4, 5, 6, 7, 0};
 
+    if (tmict || deadline || (lvtt && mode != r->mode))
+        r->stale = v->stale_before;
     if (lvtt && mode != r->mode) {
         /* One-shot <-> periodic keeps the count running (its instant
          * stands); entering or leaving TSC-deadline mode disarms. */
@@ -304,8 +312,11 @@ static void ref_update(struct hv_vcpu *v, bool tmict, bool deadline,
         r->armed = r->periodic = false;
         if (r->mode == 0 && mode == 1)
             r->periodic = was_armed && r->period_tsc;
-        else if (r->mode == 1 && mode == 0)
-            r->armed = was_periodic;
+        else if (r->mode == 1 && mode == 0 && was_periodic) {
+            /* The count in progress ends the one-shot. */
+            r->armed = true;
+            r->instant_tsc += r->given * r->period_tsc;
+        }
     }
     r->mode = mode;
     if (tmict && mode != 2) {
@@ -319,6 +330,7 @@ static void ref_update(struct hv_vcpu *v, bool tmict, bool deadline,
             return;
         }
         r->unknown = false;
+        r->given = 0;
         r->armed = count != 0 && mode == 0;
         r->periodic = count != 0 && mode == 1;
         r->anchor_ns = captured_ns;
@@ -355,6 +367,12 @@ void hv_ref_delivered(struct hv_vcpu *v, uint64_t now)
     v->deliveries++;
     if (r->unknown)
         return;
+    if (r->stale) {
+        /* Raised before the guest programmed the timer anew: its instant
+         * passed then. */
+        r->stale--;
+        return;
+    }
     if (r->mode == 2) {
         uint64_t g = hv_guest_tsc(v, now);
         if (!r->armed) {
@@ -374,19 +392,27 @@ void hv_ref_delivered(struct hv_vcpu *v, uint64_t now)
         return;
     }
     if (r->periodic) {
-        if (now < r->instant_tsc) {
+        /*
+         * Grid points passed: k at instant_tsc + (k - 1) x period. The
+         * guest may be given older ones than the newest passed (up to
+         * three: one in service, one in the IRR and one held by lapict
+         * while the vCPU did not run), never one whose instant is still
+         * ahead; the ones the missed-tick policy coalesced are never
+         * given.
+         */
+        uint64_t due = 0;
+        if (now >= r->instant_tsc)
+            due =
+                r->period_tsc ? (now - r->instant_tsc) / r->period_tsc + 1 : 1;
+        if (due <= r->given) {
             v->early++;
-            hv_printf("lapict-hv: vCPU %u: periodic tick delivered %lu "
-                      "ticks early\n",
-                      v->index, r->instant_tsc - now);
+            hv_printf("lapict-hv: vCPU %u: periodic tick %lu delivered "
+                      "before its instant\n",
+                      v->index, r->given + 1);
             return;
         }
-        late(v, now - r->instant_tsc);
-        /* Coalesced ticks: the next one due is after now. */
-        r->instant_tsc += r->period_tsc;
-        if (r->period_tsc && now >= r->instant_tsc)
-            r->instant_tsc +=
-                ((now - r->instant_tsc) / r->period_tsc + 1) * r->period_tsc;
+        r->given = r->given + 1 > due - 2 || due < 2 ? r->given + 1 : due - 2;
+        late(v, now - (r->instant_tsc + (r->given - 1) * r->period_tsc));
         return;
     }
     if (!r->armed) {
@@ -424,10 +450,14 @@ void hv_ref_final(struct hv_vcpu *v, uint64_t now)
 }
 
 /* Whether a write to x2APIC MSR / xAPIC offset @off programs the timer. */
-static void timer_write_begin(void)
+static void timer_write_begin(struct hv_vcpu *v)
 {
     capturing = true;
     captured = false;
+    /* Interrupts the timer raised before this write (in the IRR, or held
+     * by lapict while the IRR was busy) belong to the old programming. */
+    v->stale_before = (lapict_apic_irr_test(&v->apic, v->timer_vec) ? 1u : 0u) +
+                      (v->timer_refused ? 1u : 0u);
 }
 
 static void timer_write_end(struct hv_vcpu *v, uint32_t off, bool deadline,
@@ -444,6 +474,10 @@ static void timer_write_end(struct hv_vcpu *v, uint32_t off, bool deadline,
         /* A divide change mid-count: this account does not follow it;
          * no check until the next TMICT write. */
         v->ref.armed = v->ref.periodic = false, v->ref.unknown = true;
+    if (v->armed_in_write) {
+        v->armed_in_write = false;
+        check_arm(v, v->arm_in_write);
+    }
 }
 
 /* --- CPUID, MSRs ---------------------------------------------------------- */
@@ -547,7 +581,7 @@ int hv_exit_wrmsr(struct hv_vcpu *v, uint32_t msr, uint64_t val)
         int rc;
         bool dl = msr == 0x6E0u;
         uint32_t off = (msr >= 0x800u) ? (msr - 0x800u) << 4 : 0;
-        timer_write_begin();
+        timer_write_begin(v);
         rc = lapict_apic_wrmsr(&v->apic, msr, val);
         timer_write_end(v, off, dl, val);
         return rc == LAPICT_OK ? 0 : -1;
@@ -714,7 +748,7 @@ static int mmio_access(struct hv_vcpu *v, uint64_t addr, unsigned opsize,
     if (store &&
         (addr & ~0xFFFull) == (v->apic.apic_base & 0x000FFFFFFFFFF000ull)) {
         uint32_t off = (uint32_t)(addr & 0xFF0);
-        timer_write_begin();
+        timer_write_begin(v);
         rc = lapict_apic_mmio(&v->apic, addr, data, opsize, true);
         timer_write_end(v, off, false, 0);
     } else {

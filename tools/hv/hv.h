@@ -54,7 +54,9 @@ struct hv_ref {
     bool armed;           /* a one-shot / deadline instant outstanding */
     bool periodic;        /* a periodic grid runs */
     bool unknown;         /* programmed in a way this account skips */
-    uint64_t instant_tsc; /* next instant, host TSC */
+    uint32_t stale;       /* interrupts still due from before a write */
+    uint64_t instant_tsc; /* (first) instant, host TSC */
+    uint64_t given;       /* periodic: grid points given to the guest */
     uint64_t period_tsc;  /* periodic: grid step, host TSC ticks */
     uint64_t deadline;    /* TSC-deadline mode: guest TSC */
     uint64_t anchor_ns;   /* count-down: lapict's clock at the TMICT write */
@@ -89,6 +91,11 @@ struct hv_vcpu {
     uint64_t exits, deliveries, early, doubled, lost;
     uint64_t late_sum;
     uint64_t grid_arms, off_grid;
+    uint32_t last_reason;
+    uint64_t last_rip;
+    uint32_t stale_before; /* at the start of the guest's write */
+    uint64_t arm_in_write; /* a host-timer arm made during a guest write */
+    bool armed_in_write;
     /* VMX regions: page aligned. */
     uint8_t *vmcs;      /* 4 KiB */
     uint64_t *ept_pml4; /* 3 pages: PML4, PDPT, one PD (1 GiB) */

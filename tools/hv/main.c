@@ -278,8 +278,50 @@ static const char *basename_of(const char *cmdline, char *buf, size_t len)
     return buf;
 }
 
+/* A halted vCPU whose timer deadline passed a second ago: the interrupt
+ * that should have woken it is lost (a bug: lapict-hv says so once, with
+ * what each vCPU waits for, and goes on). */
+static bool stalled(void)
+{
+    uint64_t now = lapict_bm_now_ns(&hv_cpu);
+    for (uint32_t i = 0; i < hv_cfg.vcpus; i++) {
+        struct hv_vcpu *v = &hv_vcpus[i];
+        uint64_t at;
+        if (v->halted && !v->done && lapict_bm_node_armed(&v->node, &at) &&
+            (int64_t)(now - at) > 1000000000)
+            return true;
+    }
+    return false;
+}
+
+static void stall_report(void)
+{
+    struct lapict_bm_stats st;
+    lapict_bm_stats_get(&hv_cpu, &st);
+    hv_printf(
+        "lapict-hv: a halted vCPU's deadline passed 1 s ago: TSC %lu, physical "
+        "deadline %lu (armed %u), heap %u, irqs %lu, preempt exits "
+        "%lu\n",
+        hv_rdtsc(), hv_cpu.hw_req_tsc, hv_cpu.hw_armed, st.armed, st.irqs,
+        st.preempt_exits);
+    for (uint32_t i = 0; i < hv_cfg.vcpus; i++) {
+        struct hv_vcpu *v = &hv_vcpus[i];
+        uint64_t at = 0;
+        bool armed = lapict_bm_node_armed(&v->node, &at);
+        hv_printf("lapict-hv: vCPU %u: done %u halted %u LVTT 0x%x TMICT "
+                  "%u node armed %u at TSC %lu, IRR pending %u, "
+                  "deliverable %d\n",
+                  i, v->done, v->halted, lapict_lvtt_read(&v->timer),
+                  lapict_tmict_read(&v->timer), armed,
+                  armed ? lapict_bm_clock_tsc(&hv_clock, at) : 0,
+                  lapict_apic_irr_pending(&v->apic),
+                  lapict_apic_deliverable(&v->apic));
+    }
+}
+
 static void run_all(void)
 {
+    bool stall_reported = false;
     uint32_t next = 0, live;
     uint64_t slice = hv_cfg.vcpus > 1 ? (uint64_t)hv_cfg.tsc_khz : 0;
 
@@ -297,6 +339,20 @@ static void run_all(void)
             struct hv_vcpu *c = &hv_vcpus[(next + k) % hv_cfg.vcpus];
             if (!c->done && !c->halted)
                 v = c;
+        }
+        if (!stall_reported && stalled()) {
+            stall_reported = true;
+            stall_report();
+        }
+        if (!v && !hv_cpu.n && !hv_cpu.hw_armed && !hv_console_poll()) {
+            /* Every vCPU halted and no timer armed: nothing can wake
+             * them (a guest waiting with interrupts off, or an interrupt
+             * lost). Say so, with their state, rather than halt for
+             * ever. */
+            hv_printf("lapict-hv: every vCPU is halted and nothing can "
+                      "wake them\n");
+            stall_report();
+            return;
         }
         if (!v) {
             /* Every vCPU is halted: wait for the physical timer, or drain
@@ -429,6 +485,11 @@ void hv_main(void)
         doubled += v->doubled;
         if (v->status > status)
             status = v->status;
+        if (!v->done && status < 124) {
+            /* Halted for good without writing to isa-debug-exit. */
+            hv_printf("lapict-hv: vCPU %u never reported\n", i);
+            status = 124;
+        }
         {
             struct lapict_stats ts;
             lapict_stats_get(&v->timer, &ts, sizeof(ts));

@@ -731,6 +731,8 @@ void hv_vcpu_run(struct hv_vcpu *v, uint64_t slice_end_tsc)
         v->exits++;
         hv_console_poll();
         reason = hv_vmread(EXIT_REASON);
+        v->last_reason = (uint32_t)reason;
+        v->last_rip = hv_vmread(G_RIP);
         q = hv_vmread(EXIT_QUAL);
         {
             uint32_t idt = (uint32_t)hv_vmread(IDT_INFO);
