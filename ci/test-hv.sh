@@ -23,13 +23,15 @@ set -euo pipefail
 # (none may contain '|'). Each guest prints a SUMMARY line. The timer
 # scenarios run spinning (the vCPU runs when its timer expires: the
 # preemption timer) and halted (blocked: the heap on the physical timer),
-# and as 4 vCPUs (halted, round-robin), odd ones at half the TSC rate.
+# and as 4 and 16 vCPUs (halted, round-robin; the 16 with 5 ms periods),
+# odd ones at half the TSC rate.
 runs=(
     "tests/guests/lapict-mbtest.flat||1|"
     "tests/guests/lapict-mbtest.flat||2|--advance=adaptive"
     "tests/guests/lapict-timers.flat||1|"
     "tests/guests/lapict-timers.flat|wait=hlt|1|--advance=adaptive"
     "tests/guests/lapict-timers.flat|shots=8 periods=500 wait=hlt|4|--hv-arg=half=odd"
+    "tests/guests/lapict-timers.flat|shots=4 periods=100 period_us=5000 wait=hlt|16|--hv-arg=half=odd"
 )
 timers=(preempt lapic)
 

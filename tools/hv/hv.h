@@ -69,6 +69,7 @@ struct hv_vcpu {
     bool launched, halted, done, nmi_pending;
     bool ref_pending;   /* entering with the timer's interrupt */
     bool timer_refused; /* the timer holds an interrupt (IRR busy) */
+    bool woken;         /* in the scheduler's queue of woken vCPUs */
     int status;         /* isa-debug-exit status once done */
     uint64_t ram_hpa;   /* host-physical base of the VM's RAM */
     uint64_t ram_bytes;

@@ -57,7 +57,9 @@ static uint64_t hw_read_tsc(void *ctx)
 }
 
 static struct hv_vcpu *running;
-static struct hv_vcpu *kicked;
+/* vCPUs woken by an interrupt, in order, each at most once. */
+static struct hv_vcpu *woken[HV_MAX_VCPUS];
+static uint32_t woken_head, woken_n;
 static void hw_write_deadline(void *ctx, uint64_t tsc)
 {
     (void)ctx;
@@ -239,23 +241,38 @@ static void parse_cmdline(const char *s)
 
 /* --- scheduling ----------------------------------------------------------- */
 
-/* An interrupt for @v: a halted vCPU runs again; a vCPU that waits for
- * its turn is scheduled next, ending the running one's slice (the timer
- * interrupt that raised it made that vCPU exit), so a timer interrupt
- * waits for at most one exit, not for the other vCPUs' slices. */
-
+/* An interrupt for @v: a halted vCPU runs again, and a vCPU that waits
+ * for its turn goes to the queue of woken vCPUs, which run before the
+ * round-robin ones and end the running one's slice (the timer interrupt
+ * that raised it made that vCPU exit): a timer interrupt waits for the
+ * vCPUs woken before it, not for the spinning ones' slices. */
 void hv_vcpu_wake(struct hv_vcpu *v)
 {
     if (!v->nmi_pending && lapict_apic_deliverable(&v->apic) < 0)
         return;
     v->halted = false;
-    if (v != running && !kicked)
-        kicked = v;
+    if (v != running && !v->woken) {
+        v->woken = true;
+        woken[(woken_head + woken_n++) % HV_MAX_VCPUS] = v;
+    }
 }
 
 bool hv_resched(void)
 {
-    return kicked != NULL;
+    return woken_n != 0;
+}
+
+static struct hv_vcpu *woken_pop(void)
+{
+    while (woken_n) {
+        struct hv_vcpu *v = woken[woken_head];
+        woken_head = (woken_head + 1) % HV_MAX_VCPUS;
+        woken_n--;
+        v->woken = false;
+        if (!v->done && !v->halted)
+            return v;
+    }
+    return NULL;
 }
 
 static const char *basename_of(const char *cmdline, char *buf, size_t len)
@@ -332,13 +349,13 @@ static void run_all(void)
             live += !hv_vcpus[i].done;
         if (!live)
             return;
-        if (kicked && !kicked->done && !kicked->halted)
-            v = kicked;
-        kicked = NULL;
+        v = woken_pop();
         for (uint32_t k = 0; !v && k < hv_cfg.vcpus; k++) {
             struct hv_vcpu *c = &hv_vcpus[(next + k) % hv_cfg.vcpus];
-            if (!c->done && !c->halted)
+            if (!c->done && !c->halted) {
                 v = c;
+                next = (v->index + 1) % hv_cfg.vcpus;
+            }
         }
         if (!stall_reported && stalled()) {
             stall_reported = true;
@@ -363,7 +380,6 @@ static void run_all(void)
                 __asm__ volatile("sti; hlt; cli" ::: "memory");
             continue;
         }
-        next = (v->index + 1) % hv_cfg.vcpus;
         lapict_bm_node_load(&v->node);
         running = v;
         hv_vcpu_run(v, slice ? hv_rdtsc() + slice : 0);
