@@ -496,27 +496,21 @@ static void set_cr0(struct hv_vcpu *v, uint64_t val)
     hv_vmwrite(G_EFER, v->efer);
 }
 
-static uint64_t *greg(struct hv_vcpu *v, unsigned n)
-{
-    static uint64_t rsp_tmp;
-    uint64_t *r = &v->g.rax;
-    if (n == 4) {
-        rsp_tmp = hv_vmread(G_RSP);
-        return &rsp_tmp;
-    }
-    return n < 4 ? r + n : r + n; /* rax rcx rdx rbx rsp rbp rsi rdi r8.. */
-}
-
+/* The saved registers in x86 encoding order (rax rcx rdx rbx rsp rbp rsi
+ * rdi r8..r15); RSP lives in the VMCS. */
 uint64_t hv_greg_read(struct hv_vcpu *v, unsigned n)
 {
-    return *greg(v, n & 15);
+    n &= 15;
+    return n == 4 ? hv_vmread(G_RSP) : (&v->g.rax)[n];
 }
+
 void hv_greg_write(struct hv_vcpu *v, unsigned n, uint64_t val)
 {
-    if ((n & 15) == 4)
+    n &= 15;
+    if (n == 4)
         hv_vmwrite(G_RSP, val);
     else
-        *greg(v, n & 15) = val;
+        (&v->g.rax)[n] = val;
 }
 
 void hv_guest_set_efer(struct hv_vcpu *v, uint64_t val)
@@ -531,22 +525,20 @@ uint64_t hv_guest_efer(const struct hv_vcpu *v)
     return v->efer;
 }
 
-static void skip(struct hv_vcpu *v)
-{
-    uint64_t st = hv_vmread(G_INTR_STATE);
-    hv_vmwrite(G_RIP, hv_vmread(G_RIP) + hv_vmread(EXIT_LEN));
-    if (st & (STATE_STI | STATE_MOVSS))
-        hv_vmwrite(G_INTR_STATE, st & ~(uint64_t)(STATE_STI | STATE_MOVSS));
-    (void)v;
-}
-
+/* Past the emulated instruction: its STI or MOV SS shadow is over. */
 void hv_guest_skip(struct hv_vcpu *v, uint64_t len)
 {
     uint64_t st = hv_vmread(G_INTR_STATE);
+    (void)v;
     hv_vmwrite(G_RIP, hv_vmread(G_RIP) + len);
     if (st & (STATE_STI | STATE_MOVSS))
         hv_vmwrite(G_INTR_STATE, st & ~(uint64_t)(STATE_STI | STATE_MOVSS));
-    (void)v;
+}
+
+/* Past the instruction that exited (VM-exit instruction length). */
+static void skip(struct hv_vcpu *v)
+{
+    hv_guest_skip(v, hv_vmread(EXIT_LEN));
 }
 
 static void inject_gp(void)
