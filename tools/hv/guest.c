@@ -285,9 +285,8 @@ void hv_vcpu_timer_init(struct hv_vcpu *v)
     lapict_apic_set_cpuid(&v->apic, true, (uint8_t)a);
 }
 
-uint64_t hv_guest_tsc(const struct hv_vcpu *v, uint64_t host_tsc)
+uint64_t hv_guest_tsc(const struct hv_vcpu *v)
 {
-    (void)host_tsc;
     return lapict_bm_guest_tsc(&v->node);
 }
 
@@ -380,7 +379,7 @@ void hv_ref_delivered(struct hv_vcpu *v, uint64_t now)
         return;
     }
     if (r->mode == 2) {
-        uint64_t g = hv_guest_tsc(v, now);
+        uint64_t g = hv_guest_tsc(v);
         if (!r->armed) {
             v->doubled++;
             hv_printf("lapict-hv: vCPU %u: a second interrupt for deadline "
@@ -448,7 +447,7 @@ void hv_ref_final(struct hv_vcpu *v, uint64_t now)
     if (!r->armed || masked || lapict_apic_irr_pending(&v->apic))
         return;
     if (r->mode == 2) {
-        if (hv_guest_tsc(v, now) > r->deadline + ms)
+        if (hv_guest_tsc(v) > r->deadline + ms)
             v->lost++;
     } else if (now > r->instant_tsc + ms) {
         v->lost++;
@@ -545,7 +544,7 @@ int hv_exit_rdmsr(struct hv_vcpu *v, uint32_t msr, uint64_t *val)
         return lapict_apic_rdmsr(&v->apic, msr, val) == LAPICT_OK ? 0 : -1;
     switch (msr) {
     case 0x10:
-        *val = hv_guest_tsc(v, hv_rdtsc());
+        *val = hv_guest_tsc(v);
         return 0;
     case 0x3A: /* FEATURE_CONTROL: locked, no VMX for the guest */
         *val = 1;

@@ -211,7 +211,8 @@ void hv_exit_io(struct hv_vcpu *v, uint16_t port, unsigned size, bool in,
                 uint32_t *val);
 /* EPT violation at @gpa outside RAM: 0 emulated, -1 fatal. */
 int hv_exit_mmio(struct hv_vcpu *v, uint64_t gpa);
-uint64_t hv_guest_tsc(const struct hv_vcpu *v, uint64_t host_tsc);
+/* The guest's TSC now (its node's offset and ratio on the host TSC). */
+uint64_t hv_guest_tsc(const struct hv_vcpu *v);
 void hv_ref_delivered(struct hv_vcpu *v, uint64_t host_tsc);
 void hv_ref_final(struct hv_vcpu *v, uint64_t host_tsc);
 void hv_vcpu_output(struct hv_vcpu *v, char c);

@@ -769,7 +769,7 @@ void hv_vcpu_run(struct hv_vcpu *v, uint64_t slice_end_tsc)
             break;
         case X_RDTSC:
         case X_RDTSCP: {
-            uint64_t t = hv_guest_tsc(v, hv_rdtsc());
+            uint64_t t = hv_guest_tsc(v);
             v->g.rax = (uint32_t)t;
             v->g.rdx = t >> 32;
             if ((reason & 0xFFFF) == X_RDTSCP)
