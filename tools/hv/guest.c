@@ -6,7 +6,7 @@
  * decoded at EPT violations) and x2APIC MSRs through lapict's APIC model,
  * and the hypervisor's own check of every timer interrupt it delivers.
  */
-#include "hv.h"
+#include "vmcs.h"
 
 #define MB_MAGIC 0x1BADB002u
 #define MB_SEARCH 8192u
@@ -553,7 +553,7 @@ int hv_exit_rdmsr(struct hv_vcpu *v, uint32_t msr, uint64_t *val)
         *val = 1;
         return 0;
     case 0x277:
-        *val = hv_vmread(0x2804);
+        *val = hv_vmread(G_PAT);
         return 0;
     case 0xC0000080u:
         *val = hv_guest_efer(v);
@@ -561,7 +561,8 @@ int hv_exit_rdmsr(struct hv_vcpu *v, uint32_t msr, uint64_t *val)
     case 0x174:
     case 0x175:
     case 0x176: {
-        static const uint64_t f[3] = {0x482A, 0x6824, 0x6826};
+        static const uint64_t f[3] = {G_SYSENTER_CS, G_SYSENTER_ESP,
+                                      G_SYSENTER_EIP};
         *val = hv_vmread(f[msr - 0x174]);
         return 0;
     }
@@ -593,7 +594,7 @@ int hv_exit_wrmsr(struct hv_vcpu *v, uint32_t msr, uint64_t val)
     }
     switch (msr) {
     case 0x277:
-        hv_vmwrite(0x2804, val);
+        hv_vmwrite(G_PAT, val);
         return 0;
     case 0xC0000080u:
         if (val & ~0xD01ull)
@@ -603,7 +604,8 @@ int hv_exit_wrmsr(struct hv_vcpu *v, uint32_t msr, uint64_t val)
     case 0x174:
     case 0x175:
     case 0x176: {
-        static const uint64_t f[3] = {0x482A, 0x6824, 0x6826};
+        static const uint64_t f[3] = {G_SYSENTER_CS, G_SYSENTER_ESP,
+                                      G_SYSENTER_EIP};
         hv_vmwrite(f[msr - 0x174], val);
         return 0;
     }
@@ -698,11 +700,11 @@ void hv_exit_io(struct hv_vcpu *v, uint16_t port, unsigned size, bool in,
  * (paging off, or 4-level paging). Returns ~0 when not mapped. */
 static uint64_t walk(struct hv_vcpu *v, uint64_t la)
 {
-    uint64_t cr0 = hv_vmread(0x6004), cr3 = hv_vmread(0x6802);
+    uint64_t cr0 = hv_vmread(CR0_SHADOW), cr3 = hv_vmread(G_CR3);
     uint64_t e, table = cr3 & 0x000FFFFFFFFFF000ull;
-    if (!(cr0 & (1ull << 31)))
+    if (!(cr0 & CR0_PG))
         return la & 0xFFFFFFFFull;
-    if (!(hv_guest_efer(v) & (1ull << 10)))
+    if (!(hv_guest_efer(v) & EFER_LMA))
         return ~0ull; /* 32-bit paging: not supported */
     for (int level = 3; level >= 0; level--) {
         uint64_t idx = (la >> (12 + 9 * level)) & 511;
@@ -723,7 +725,7 @@ static uint64_t walk(struct hv_vcpu *v, uint64_t la)
 
 static int fetch(struct hv_vcpu *v, uint8_t *buf, unsigned n)
 {
-    uint64_t rip = hv_vmread(0x681E) + hv_vmread(0x6808);
+    uint64_t rip = hv_vmread(G_RIP) + hv_vmread(G_CS_BASE);
     for (unsigned i = 0; i < n; i++) {
         uint64_t pa = walk(v, rip + i);
         if (pa >= v->ram_bytes)
@@ -784,7 +786,7 @@ int hv_exit_mmio(struct hv_vcpu *v, uint64_t addr)
     unsigned i = 0, opsize = 4, modrm, mod, reg, rm, op;
     bool rex = false, rex_w = false, rex_r = false, store, has_imm = false;
     bool zext = false;
-    bool long_mode = hv_vmread(0x4816) & (1u << 13); /* CS.L */
+    bool long_mode = hv_vmread(G_CS_AR) & (1u << 13); /* CS.L */
 
     if (fetch(v, ins, sizeof(ins)))
         return -1;

@@ -182,21 +182,12 @@ void hv_vmx_init(void);
 void hv_vcpu_setup(struct hv_vcpu *v, uint32_t entry, uint32_t mbi);
 /* Run @v until it halts, exits, or its slice ends. */
 void hv_vcpu_run(struct hv_vcpu *v, uint64_t slice_end_tsc);
-uint64_t hv_vmread(uint64_t field);
-void hv_vmwrite(uint64_t field, uint64_t val);
 void hv_host_irq(uint8_t vector);
 extern bool hv_tsc_scaling;
 /* The last TSC value the adapter read through its read_tsc op. */
 extern uint64_t hv_last_tsc;
 /* The adapter's write_preempt op: the value for the next VM entry. */
 void hv_write_preempt_op(void *ctx, uint32_t ticks);
-/* General register @n (x86 encoding: 0 rax .. 15 r15) of the loaded vCPU. */
-uint64_t hv_greg_read(struct hv_vcpu *v, unsigned n);
-void hv_greg_write(struct hv_vcpu *v, unsigned n, uint64_t val);
-void hv_guest_set_efer(struct hv_vcpu *v, uint64_t val);
-uint64_t hv_guest_efer(const struct hv_vcpu *v);
-/* Step over the emulated instruction of @len bytes. */
-void hv_guest_skip(struct hv_vcpu *v, uint64_t len);
 
 /* guest.c: the platform a guest sees. */
 int hv_guest_load(struct hv_vcpu *v, const uint8_t *image, size_t len,

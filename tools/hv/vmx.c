@@ -4,142 +4,7 @@
  * guest, MSR bitmap, external-interrupt exiting with acknowledge on exit,
  * the VMX-preemption timer), event injection, and the exit dispatch.
  */
-#include "hv.h"
-
-/* VMCS fields (SDM Vol. 3, appendix B). */
-enum {
-    G_ES_SEL = 0x0800,
-    G_CS_SEL = 0x0802,
-    G_SS_SEL = 0x0804,
-    G_DS_SEL = 0x0806,
-    G_FS_SEL = 0x0808,
-    G_GS_SEL = 0x080A,
-    G_LDTR_SEL = 0x080C,
-    G_TR_SEL = 0x080E,
-    H_ES_SEL = 0x0C00,
-    H_CS_SEL = 0x0C02,
-    H_SS_SEL = 0x0C04,
-    H_DS_SEL = 0x0C06,
-    H_FS_SEL = 0x0C08,
-    H_GS_SEL = 0x0C0A,
-    H_TR_SEL = 0x0C0C,
-    MSR_BITMAP = 0x2004,
-    TSC_OFFSET = 0x2010,
-    EPT_POINTER = 0x201A,
-    TSC_MULTIPLIER = 0x2032,
-    GUEST_PHYS = 0x2400,
-    VMCS_LINK = 0x2800,
-    G_DEBUGCTL = 0x2802,
-    G_PAT = 0x2804,
-    G_EFER = 0x2806,
-    H_PAT = 0x2C00,
-    H_EFER = 0x2C02,
-    PIN_CTL = 0x4000,
-    PROC_CTL = 0x4002,
-    EXC_BITMAP = 0x4004,
-    CR3_TARGETS = 0x400A,
-    EXIT_CTL = 0x400C,
-    EXIT_MSR_STORE = 0x400E,
-    EXIT_MSR_LOAD = 0x4010,
-    ENTRY_CTL = 0x4012,
-    ENTRY_MSR_LOAD = 0x4014,
-    ENTRY_INTR = 0x4016,
-    ENTRY_ERR = 0x4018,
-    ENTRY_LEN = 0x401A,
-    PROC2_CTL = 0x401E,
-    VM_ERROR = 0x4400,
-    EXIT_REASON = 0x4402,
-    EXIT_INTR = 0x4404,
-    IDT_INFO = 0x4408,
-    IDT_ERR = 0x440A,
-    EXIT_LEN = 0x440C,
-    G_ES_LIM = 0x4800,
-    G_GDTR_LIM = 0x4810,
-    G_IDTR_LIM = 0x4812,
-    G_ES_AR = 0x4814,
-    G_INTR_STATE = 0x4824,
-    G_ACTIVITY = 0x4826,
-    G_SYSENTER_CS = 0x482A,
-    G_PREEMPT = 0x482E,
-    H_SYSENTER_CS = 0x4C00,
-    CR0_MASK = 0x6000,
-    CR4_MASK = 0x6002,
-    CR0_SHADOW = 0x6004,
-    CR4_SHADOW = 0x6006,
-    EXIT_QUAL = 0x6400,
-    G_CR0 = 0x6800,
-    G_CR3 = 0x6802,
-    G_CR4 = 0x6804,
-    G_ES_BASE = 0x6806,
-    G_GDTR_BASE = 0x6816,
-    G_IDTR_BASE = 0x6818,
-    G_DR7 = 0x681A,
-    G_RSP = 0x681C,
-    G_RIP = 0x681E,
-    G_RFLAGS = 0x6820,
-    G_PENDING_DBG = 0x6822,
-    G_SYSENTER_ESP = 0x6824,
-    G_SYSENTER_EIP = 0x6826,
-    H_CR0 = 0x6C00,
-    H_CR3 = 0x6C02,
-    H_CR4 = 0x6C04,
-    H_FS_BASE = 0x6C06,
-    H_GS_BASE = 0x6C08,
-    H_TR_BASE = 0x6C0A,
-    H_GDTR_BASE = 0x6C0C,
-    H_IDTR_BASE = 0x6C0E,
-    H_SYSENTER_ESP = 0x6C10,
-    H_SYSENTER_EIP = 0x6C12,
-    H_RIP = 0x6C16,
-};
-
-/* Controls. */
-#define PIN_EXTINT (1u << 0)
-#define PIN_NMI_EXIT (1u << 3)
-#define PIN_VNMI (1u << 5)
-#define PIN_PREEMPT (1u << 6)
-#define PROC_INTR_WINDOW (1u << 2)
-#define PROC_TSC_OFFSET (1u << 3)
-#define PROC_HLT (1u << 7)
-#define PROC_RDTSC (1u << 12)
-#define PROC_CR3_LOAD (1u << 15)
-#define PROC_CR3_STORE (1u << 16)
-#define PROC_CR8_LOAD (1u << 19)
-#define PROC_CR8_STORE (1u << 20)
-#define PROC_NMI_WINDOW (1u << 22)
-#define PROC_IO (1u << 24)
-#define PROC_MSR_BITMAP (1u << 28)
-#define PROC_SECONDARY (1u << 31)
-#define PROC2_EPT (1u << 1)
-#define PROC2_RDTSCP (1u << 3)
-#define PROC2_UNRESTRICTED (1u << 7)
-#define PROC2_TSC_SCALING (1u << 25)
-#define EXIT_HOST64 (1u << 9)
-#define EXIT_ACK_INTR (1u << 15)
-#define EXIT_SAVE_PAT (1u << 18)
-#define EXIT_LOAD_PAT (1u << 19)
-#define EXIT_SAVE_EFER (1u << 20)
-#define EXIT_LOAD_EFER (1u << 21)
-#define ENTRY_IA32E (1u << 9)
-#define ENTRY_LOAD_PAT (1u << 14)
-#define ENTRY_LOAD_EFER (1u << 15)
-
-#define INTR_VALID (1u << 31)
-#define INTR_TYPE_EXT (0u << 8)
-#define INTR_TYPE_NMI (2u << 8)
-#define INTR_TYPE_HW_EXC (3u << 8)
-#define INTR_HAS_ERR (1u << 11)
-
-#define RFLAGS_IF (1u << 9)
-#define STATE_STI 1u
-#define STATE_MOVSS 2u
-#define STATE_NMI 8u
-
-#define CR0_PE 1ull
-#define CR0_PG (1ull << 31)
-#define CR4_PAE (1ull << 5)
-#define EFER_LME (1ull << 8)
-#define EFER_LMA (1ull << 10)
+#include "vmcs.h"
 
 /* Exit reasons. */
 enum {
@@ -167,7 +32,7 @@ enum {
 };
 
 bool hv_tsc_scaling;
-static uint32_t cr0_fixed0, cr0_fixed1, cr4_fixed0, cr4_fixed1;
+static uint32_t cr4_fixed0, cr4_fixed1;
 static uint32_t pin_base, proc_base, proc2_base, exit_base, entry_base;
 static uint8_t vmxon_region[4096] __attribute__((aligned(4096)));
 static uint8_t msr_bitmap[4096] __attribute__((aligned(4096)));
@@ -183,25 +48,6 @@ static struct hv_vcpu *current;
 static bool preempt_wanted;
 static uint32_t preempt_ticks;
 static uint64_t preempt_tsc; /* when preempt_ticks was computed */
-
-uint64_t hv_vmread(uint64_t field)
-{
-    uint64_t v;
-    __asm__ volatile("vmread %1, %0" : "=rm"(v) : "r"(field) : "cc");
-    return v;
-}
-
-void hv_vmwrite(uint64_t field, uint64_t val)
-{
-    uint8_t fail;
-    __asm__ volatile("vmwrite %1, %2; setna %0"
-                     : "=q"(fail)
-                     : "rm"(val), "r"(field)
-                     : "cc");
-    if (fail)
-        hv_panic("VMWRITE of field 0x%lx failed (error %lu)", (uint64_t)field,
-                 hv_vmread(VM_ERROR));
-}
 
 static uint64_t read_cr0(void)
 {
@@ -261,8 +107,8 @@ void hv_vmx_init(void)
         hv_panic("IA32_FEATURE_CONTROL is locked with VMX off");
     basic = hv_rdmsr(0x480);
     true_ctls = basic & (1ull << 55);
-    cr0_fixed0 = (uint32_t)hv_rdmsr(0x486);
-    cr0_fixed1 = (uint32_t)hv_rdmsr(0x487);
+    hv_cr0_fixed0 = (uint32_t)hv_rdmsr(0x486);
+    hv_cr0_fixed1 = (uint32_t)hv_rdmsr(0x487);
     cr4_fixed0 = (uint32_t)hv_rdmsr(0x488);
     cr4_fixed1 = (uint32_t)hv_rdmsr(0x489);
     ept_cap = hv_rdmsr(0x48C);
@@ -324,8 +170,9 @@ void hv_vmx_init(void)
         __asm__ volatile("ltr %w0" ::"r"(0x18));
     }
 
-    __asm__ volatile("mov %0, %%cr0" ::"r"(
-        (read_cr0() | cr0_fixed0) & (cr0_fixed1 | 0xFFFFFFFF00000000ull)));
+    __asm__ volatile(
+        "mov %0, %%cr0" ::"r"((read_cr0() | hv_cr0_fixed0) &
+                              (hv_cr0_fixed1 | 0xFFFFFFFF00000000ull)));
     __asm__ volatile(
         "mov %0, %%cr4" ::"r"((read_cr4() | cr4_fixed0 | (1ull << 13)) &
                               (cr4_fixed1 | 0xFFFFFFFF00000000ull)));
@@ -349,8 +196,6 @@ static void load_vmcs(struct hv_vcpu *v)
         hv_panic("VMPTRLD of vCPU %u failed", v->index);
     current = v;
 }
-
-static void set_cr0(struct hv_vcpu *v, uint64_t val);
 
 /* The VMCS of a vCPU that starts as a multiboot loader leaves it. */
 void hv_vcpu_setup(struct hv_vcpu *v, uint32_t entry, uint32_t mbi)
@@ -453,7 +298,7 @@ void hv_vcpu_setup(struct hv_vcpu *v, uint32_t entry, uint32_t mbi)
     hv_vmwrite(CR0_MASK, ~0ull);
     hv_vmwrite(CR4_MASK, ~0ull);
     hv_vmwrite(G_CR3, 0);
-    set_cr0(v, 0x11);
+    hv_guest_set_cr0(v, 0x11);
     hv_vmwrite(CR4_SHADOW, 0);
     hv_vmwrite(G_CR4, (cr4_fixed0 | (1u << 13)) & cr4_fixed1);
     hv_vmwrite(G_DR7, 0x400);
@@ -476,65 +321,6 @@ void hv_vcpu_setup(struct hv_vcpu *v, uint32_t entry, uint32_t mbi)
     v->g.rbx = mbi;
 }
 
-/* CR0 as the guest wrote it: the shadow holds it, the real one has the
- * VMX-fixed bits (PE and PG free with unrestricted guest). Paging with
- * EFER.LME on enters IA-32e mode (EFER.LMA and the entry control). */
-static void set_cr0(struct hv_vcpu *v, uint64_t val)
-{
-    uint64_t fixed0 = cr0_fixed0 & ~(CR0_PE | CR0_PG);
-    uint64_t real =
-        ((val | fixed0) & (cr0_fixed1 | CR0_PE | CR0_PG)) & 0xFFFFFFFFull;
-    hv_vmwrite(CR0_SHADOW, val & 0xFFFFFFFFull);
-    hv_vmwrite(G_CR0, real);
-    if ((val & CR0_PG) && (v->efer & EFER_LME))
-        v->efer |= EFER_LMA;
-    else
-        v->efer &= ~EFER_LMA;
-    v->entry_ctl = (v->efer & EFER_LMA) ? (v->entry_ctl | ENTRY_IA32E)
-                                        : (v->entry_ctl & ~ENTRY_IA32E);
-    hv_vmwrite(ENTRY_CTL, v->entry_ctl);
-    hv_vmwrite(G_EFER, v->efer);
-}
-
-/* The saved registers in x86 encoding order (rax rcx rdx rbx rsp rbp rsi
- * rdi r8..r15); RSP lives in the VMCS. */
-uint64_t hv_greg_read(struct hv_vcpu *v, unsigned n)
-{
-    n &= 15;
-    return n == 4 ? hv_vmread(G_RSP) : (&v->g.rax)[n];
-}
-
-void hv_greg_write(struct hv_vcpu *v, unsigned n, uint64_t val)
-{
-    n &= 15;
-    if (n == 4)
-        hv_vmwrite(G_RSP, val);
-    else
-        (&v->g.rax)[n] = val;
-}
-
-void hv_guest_set_efer(struct hv_vcpu *v, uint64_t val)
-{
-    uint64_t cr0 = hv_vmread(CR0_SHADOW);
-    v->efer = (val & ~EFER_LMA) | (v->efer & EFER_LMA);
-    set_cr0(v, cr0);
-}
-
-uint64_t hv_guest_efer(const struct hv_vcpu *v)
-{
-    return v->efer;
-}
-
-/* Past the emulated instruction: its STI or MOV SS shadow is over. */
-void hv_guest_skip(struct hv_vcpu *v, uint64_t len)
-{
-    uint64_t st = hv_vmread(G_INTR_STATE);
-    (void)v;
-    hv_vmwrite(G_RIP, hv_vmread(G_RIP) + len);
-    if (st & (STATE_STI | STATE_MOVSS))
-        hv_vmwrite(G_INTR_STATE, st & ~(uint64_t)(STATE_STI | STATE_MOVSS));
-}
-
 /* Past the instruction that exited (VM-exit instruction length). */
 static void skip(struct hv_vcpu *v)
 {
@@ -554,7 +340,7 @@ static void exit_cr(struct hv_vcpu *v, uint64_t q)
         uint64_t val = hv_greg_read(v, reg);
         switch (cr) {
         case 0:
-            set_cr0(v, val);
+            hv_guest_set_cr0(v, val);
             break;
         case 3:
             hv_vmwrite(G_CR3, val);
@@ -579,10 +365,10 @@ static void exit_cr(struct hv_vcpu *v, uint64_t q)
             hv_panic("vCPU %u: MOV from CR%u", v->index, cr);
         hv_greg_write(v, reg, val);
     } else if (type == 2) { /* CLTS */
-        set_cr0(v, hv_vmread(CR0_SHADOW) & ~8ull);
+        hv_guest_set_cr0(v, hv_vmread(CR0_SHADOW) & ~8ull);
     } else { /* LMSW */
         uint64_t cr0 = hv_vmread(CR0_SHADOW);
-        set_cr0(v, (cr0 & ~0xEull) | ((q >> 16) & 0xF) | (cr0 & 1));
+        hv_guest_set_cr0(v, (cr0 & ~0xEull) | ((q >> 16) & 0xF) | (cr0 & 1));
     }
     skip(v);
 }
