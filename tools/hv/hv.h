@@ -112,11 +112,6 @@ struct hv_config {
     uint32_t advance_max_ns; /* the adaptive advance's bound */
 };
 
-extern struct hv_config hv_cfg;
-extern struct lapict_bm_clock hv_clock;
-extern struct lapict_bm_cpu hv_cpu;
-extern struct hv_vcpu hv_vcpus[HV_MAX_VCPUS];
-
 /* Lateness samples at entry, host TSC ticks, per LVTT mode (guest.c). */
 #define HV_LATE_SAMPLES 16384u
 extern uint32_t hv_late[3][HV_LATE_SAMPLES];
@@ -182,10 +177,7 @@ void hv_vmx_init(void);
 void hv_vcpu_setup(struct hv_vcpu *v, uint32_t entry, uint32_t mbi);
 /* Run @v until it halts, exits, or its slice ends. */
 void hv_vcpu_run(struct hv_vcpu *v, uint64_t slice_end_tsc);
-void hv_host_irq(uint8_t vector);
 extern bool hv_tsc_scaling;
-/* The last TSC value the adapter read through its read_tsc op. */
-extern uint64_t hv_last_tsc;
 /* The adapter's write_preempt op: the value for the next VM entry. */
 void hv_write_preempt_op(void *ctx, uint32_t ticks);
 
@@ -209,9 +201,36 @@ void hv_ref_final(struct hv_vcpu *v, uint64_t host_tsc);
 void hv_vcpu_output(struct hv_vcpu *v, char c);
 void hv_vcpu_flush(struct hv_vcpu *v);
 
-/* main.c */
+/* config.c: the command line. */
+extern struct hv_config hv_cfg;
+/* The words after argv[0]; a bad one stops the hypervisor. */
+void hv_config_parse(const char *cmdline);
+
+/* pcpu.c: the physical CPU. */
+extern struct lapict_bm_clock hv_clock;
+extern struct lapict_bm_cpu hv_cpu;
+/* The last TSC value the adapter read through its read_tsc op. */
+extern uint64_t hv_last_tsc;
+/* The IDT, the LAPIC (x2APIC, TSC-deadline timer), the PIC masked. */
+void hv_pcpu_init(void);
+/* The multiplexer of adapters/baremetal on @hw, with its clock. */
+void hv_pcpu_timer_init(const struct lapict_bm_hw *hw);
+/* The read_tsc, write_tsc_deadline and eoi ops of struct lapict_bm_hw. */
+uint64_t hv_pcpu_read_tsc(void *ctx);
+void hv_pcpu_write_deadline(void *ctx, uint64_t tsc);
+void hv_pcpu_eoi(void *ctx);
+/* A host interrupt, taken in the host or at a VM exit. */
+void hv_host_irq(uint8_t vector);
+
+/* sched.c: which vCPU runs. */
+extern struct hv_vcpu hv_vcpus[HV_MAX_VCPUS];
 void hv_vcpu_wake(struct hv_vcpu *v);
 /* Another vCPU has an interrupt waiting: end this vCPU's slice. */
 bool hv_resched(void);
+/* The next vCPU to run: the first woken one still runnable, else the next
+ * runnable one round-robin; NULL when every vCPU is halted or done. */
+struct hv_vcpu *hv_sched_next(void);
+/* @v runs now (NULL: none); an interrupt for it does not queue it. */
+void hv_sched_running(struct hv_vcpu *v);
 
 #endif
