@@ -6,10 +6,9 @@
  * decoded at EPT violations) and x2APIC MSRs through lapict's APIC model,
  * and the hypervisor's own check of every timer interrupt it delivers.
  */
+#include "../vmm/multiboot.h"
 #include "vmcs.h"
 
-#define MB_MAGIC 0x1BADB002u
-#define MB_SEARCH 8192u
 #define COM1 0x3F8u
 #define DEBUG_EXIT 0xF4u
 #define FW_CFG_SEL 0x510u
@@ -17,38 +16,9 @@
 
 /* --- boot ---------------------------------------------------------------- */
 
-struct elf32_ehdr {
-    uint8_t ident[16];
-    uint16_t type, machine;
-    uint32_t version, entry, phoff, shoff, flags;
-    uint16_t ehsize, phentsize, phnum, shentsize, shnum, shstrndx;
-};
-
-struct elf32_phdr {
-    uint32_t type, offset, vaddr, paddr, filesz, memsz, flags, align;
-};
-
-struct mb_info {
-    uint32_t flags, mem_lower, mem_upper, boot_device, cmdline;
-    uint32_t mods_count, mods_addr;
-    uint32_t syms[4];
-    uint32_t mmap_length, mmap_addr;
-};
-
-struct mb_module {
-    uint32_t start, end, cmdline, reserved;
-};
-
 static uint8_t *gpa(const struct hv_vcpu *v, uint64_t addr)
 {
     return (uint8_t *)(uintptr_t)(v->ram_hpa + addr);
-}
-
-static uint32_t rd32(const uint8_t *p)
-{
-    uint32_t x;
-    memcpy(&x, p, 4);
-    return x;
 }
 
 int hv_guest_load(struct hv_vcpu *v, const uint8_t *image, size_t len,
@@ -58,17 +28,9 @@ int hv_guest_load(struct hv_vcpu *v, const uint8_t *image, size_t len,
     struct elf32_ehdr eh;
     struct mb_info mbi;
     uint64_t load_end = 0;
-    size_t clen = hv_strlen(cmdline), off;
-    bool found = false;
+    size_t clen = hv_strlen(cmdline);
 
-    for (off = 0; off + 12 <= len && off < MB_SEARCH; off += 4)
-        if (rd32(image + off) == MB_MAGIC &&
-            (uint32_t)(rd32(image + off) + rd32(image + off + 4) +
-                       rd32(image + off + 8)) == 0) {
-            found = true;
-            break;
-        }
-    if (!found) {
+    if (mb_header_find(image, len) < 0) {
         hv_printf("lapict-hv: guest: no multiboot v1 header\n");
         return -1;
     }
@@ -77,8 +39,8 @@ int hv_guest_load(struct hv_vcpu *v, const uint8_t *image, size_t len,
         return -1;
     }
     memcpy(&eh, image, sizeof(eh));
-    if (memcmp(eh.ident, "\177ELF", 4) || eh.ident[4] != 1 || eh.machine != 3 ||
-        eh.type != 2) {
+    if (memcmp(eh.ident, "\177ELF", 4) || eh.ident[4] != 1 ||
+        eh.machine != EM_386 || eh.type != ET_EXEC) {
         hv_printf("lapict-hv: guest: not an ELF32 EM_386 executable\n");
         return -1;
     }
@@ -92,7 +54,7 @@ int hv_guest_load(struct hv_vcpu *v, const uint8_t *image, size_t len,
     for (uint32_t i = 0; i < eh.phnum; i++) {
         struct elf32_phdr ph;
         memcpy(&ph, image + eh.phoff + i * sizeof(ph), sizeof(ph));
-        if (ph.type != 1 || ph.memsz == 0)
+        if (ph.type != PT_LOAD || ph.memsz == 0)
             continue;
         if (ph.filesz > ph.memsz || ph.offset > len ||
             ph.filesz > len - ph.offset || ph.paddr < HV_MB_LOW_END ||
@@ -115,7 +77,7 @@ int hv_guest_load(struct hv_vcpu *v, const uint8_t *image, size_t len,
         return -1;
     }
     memset(&mbi, 0, sizeof(mbi));
-    mbi.flags = 1u | 4u;
+    mbi.flags = MBI_MEM | MBI_CMDLINE;
     mbi.mem_lower = 640;
     mbi.mem_upper = (uint32_t)((v->ram_bytes - (1u << 20)) >> 10);
     mbi.cmdline = HV_MB_CMDLINE;
@@ -125,7 +87,7 @@ int hv_guest_load(struct hv_vcpu *v, const uint8_t *image, size_t len,
                               0, 0};
         memcpy(gpa(v, HV_MB_MODULE), module, module_len);
         memcpy(gpa(v, HV_MB_MODS), &m, sizeof(m));
-        mbi.flags |= 8u;
+        mbi.flags |= MBI_MODS;
         mbi.mods_count = 1;
         mbi.mods_addr = HV_MB_MODS;
     }

@@ -8,21 +8,11 @@
  * environment "initrd", kvm-unit-tests' convention). The hypervisor's own
  * command line is config.c's.
  */
+#include "../vmm/multiboot.h"
 #include "hv.h"
 
 extern uint32_t hv_boot_magic, hv_boot_info;
 extern uint8_t hv_image_end[];
-
-struct mb_info {
-    uint32_t flags, mem_lower, mem_upper, boot_device, cmdline;
-    uint32_t mods_count, mods_addr;
-    uint32_t syms[4];
-    uint32_t mmap_length, mmap_addr;
-};
-
-struct mb_module {
-    uint32_t start, end, cmdline, reserved;
-};
 
 /* The hardware adapters/baremetal drives: the physical CPU's, with the
  * VMX-preemption timer of the loaded vCPU (hv_timer=preempt) or without. */
@@ -189,18 +179,19 @@ void hv_main(void)
     int status = 0;
 
     hv_console_init();
-    if (hv_boot_magic != 0x2BADB002u)
+    if (hv_boot_magic != MB_BOOT_MAGIC)
         hv_panic("not started by a multiboot loader");
-    hv_config_parse((mbi->flags & 4) ? (const char *)(uintptr_t)mbi->cmdline
-                                     : "");
-    if (!(mbi->flags & 8) || mbi->mods_count < 1)
+    hv_config_parse((mbi->flags & MBI_CMDLINE)
+                        ? (const char *)(uintptr_t)mbi->cmdline
+                        : "");
+    if (!(mbi->flags & MBI_MODS) || mbi->mods_count < 1)
         hv_panic("no guest: the first multiboot module is the guest");
     mods = (const struct mb_module *)(uintptr_t)mbi->mods_addr;
     if (mbi->mods_count > 1) {
         env = (const uint8_t *)(uintptr_t)mods[1].start;
         env_len = mods[1].end - mods[1].start;
     }
-    if (!(mbi->flags & 1) ||
+    if (!(mbi->flags & MBI_MEM) ||
         (uint64_t)mbi->mem_upper * 1024u + (1u << 20) <
             HV_GUEST_BASE + (uint64_t)hv_cfg.vcpus * HV_SLICE_MB * (1u << 20))
         hv_panic("%u vCPUs need %u MiB of RAM above 64 MiB", hv_cfg.vcpus,

@@ -4,6 +4,7 @@
  * guest, MSR bitmap, external-interrupt exiting with acknowledge on exit,
  * the VMX-preemption timer), event injection, and the exit dispatch.
  */
+#include "../vmm/multiboot.h"
 #include "vmcs.h"
 
 /* Exit reasons. */
@@ -317,7 +318,7 @@ void hv_vcpu_setup(struct hv_vcpu *v, uint32_t entry, uint32_t mbi)
     hv_vmwrite(G_ACTIVITY, 0);
     hv_vmwrite(G_PREEMPT, 0);
     memset(&v->g, 0, sizeof(v->g));
-    v->g.rax = 0x2BADB002u;
+    v->g.rax = MB_BOOT_MAGIC;
     v->g.rbx = mbi;
 }
 

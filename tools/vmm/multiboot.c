@@ -5,70 +5,13 @@
  * 32-bit entry switches to long mode itself). Everything read from the
  * image is bounds-checked: the file is untrusted input.
  */
+#include "multiboot.h"
 #include "platform.h"
 #include "vm.h"
 
 #include <errno.h>
 #include <string.h>
 #include <sys/ioctl.h>
-
-#define MB_MAGIC 0x1BADB002u
-#define MB_BOOT_MAGIC 0x2BADB002u
-#define MB_SEARCH 8192u
-#define MB_FLAG_AOUT_KLUDGE 0x10000u
-/* multiboot_info flags: mem_*, cmdline, mods. */
-#define MBI_MEM 0x1u
-#define MBI_CMDLINE 0x4u
-#define MBI_MODS 0x8u
-
-/* ELF32 as laid out in the file (little-endian, packed by definition). */
-struct elf32_ehdr {
-    uint8_t ident[16];
-    uint16_t type, machine;
-    uint32_t version, entry, phoff, shoff, flags;
-    uint16_t ehsize, phentsize, phnum, shentsize, shnum, shstrndx;
-};
-
-struct elf32_phdr {
-    uint32_t type, offset, vaddr, paddr, filesz, memsz, flags, align;
-};
-
-#define PT_LOAD 1u
-#define EM_386 3u
-#define ET_EXEC 2u
-
-/* The multiboot information fields a loader of this kind fills. */
-struct mb_info {
-    uint32_t flags, mem_lower, mem_upper, boot_device, cmdline;
-    uint32_t mods_count, mods_addr;
-    uint32_t syms[4];
-    uint32_t mmap_length, mmap_addr;
-};
-
-struct mb_module {
-    uint32_t start, end, cmdline, reserved;
-};
-
-static uint32_t rd32(const uint8_t *p)
-{
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return v;
-}
-
-/* The header: 4-byte aligned within the first 8 KiB, checksum 0. */
-static long find_header(const uint8_t *img, size_t len)
-{
-    size_t end = len < MB_SEARCH ? len : MB_SEARCH;
-    for (size_t off = 0; off + 12 <= end; off += 4) {
-        if (rd32(img + off) != MB_MAGIC)
-            continue;
-        if ((uint32_t)(rd32(img + off) + rd32(img + off + 4) +
-                       rd32(img + off + 8)) == 0)
-            return (long)off;
-    }
-    return -1;
-}
 
 int lapict_vmm_mb_load(uint8_t *mem, uint64_t ram_bytes, const uint8_t *image,
                        size_t image_len, const char *cmdline,
@@ -84,7 +27,7 @@ int lapict_vmm_mb_load(uint8_t *mem, uint64_t ram_bytes, const uint8_t *image,
 
     if (ram_bytes < (2u << 20) || ram_bytes > 0xF0000000ull)
         return lapict_vmm_fail(err, err_len, "RAM size out of range");
-    hdr = find_header(image, image_len);
+    hdr = mb_header_find(image, image_len);
     if (hdr < 0)
         return lapict_vmm_fail(err, err_len,
                                "no multiboot v1 header in the first "
@@ -93,7 +36,7 @@ int lapict_vmm_mb_load(uint8_t *mem, uint64_t ram_bytes, const uint8_t *image,
         return lapict_vmm_fail(err, err_len, "not an ELF file");
     memcpy(&eh, image, sizeof(eh));
     if (memcmp(eh.ident, "\177ELF", 4) != 0) {
-        if (rd32(image + hdr + 4) & MB_FLAG_AOUT_KLUDGE)
+        if (mb_rd32(image + hdr + 4) & MB_FLAG_AOUT_KLUDGE)
             return lapict_vmm_fail(err, err_len,
                                    "a.out-kludge multiboot images are "
                                    "not supported, only ELF32");
