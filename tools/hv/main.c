@@ -8,10 +8,10 @@
  * environment "initrd", kvm-unit-tests' convention). The hypervisor's own
  * command line is config.c's.
  */
+#include "../../tests/guests/common/longmode.h"
 #include "../vmm/multiboot.h"
 #include "hv.h"
 
-extern uint32_t hv_boot_magic, hv_boot_info;
 extern uint8_t hv_image_end[];
 
 /* The hardware adapters/baremetal drives: the physical CPU's, with the
@@ -166,10 +166,9 @@ static void print_lateness(void)
     }
 }
 
-void hv_main(void);
-void hv_main(void)
+void mb_main(void)
 {
-    const struct mb_info *mbi = (const struct mb_info *)(uintptr_t)hv_boot_info;
+    const struct mb_info *mbi = (const struct mb_info *)(uintptr_t)mb_boot_info;
     const struct mb_module *mods;
     const uint8_t *env = NULL;
     size_t env_len = 0;
@@ -179,7 +178,7 @@ void hv_main(void)
     int status = 0;
 
     hv_console_init();
-    if (hv_boot_magic != MB_BOOT_MAGIC)
+    if (mb_boot_magic != MB_BOOT_MAGIC)
         hv_panic("not started by a multiboot loader");
     hv_config_parse((mbi->flags & MBI_CMDLINE)
                         ? (const char *)(uintptr_t)mbi->cmdline

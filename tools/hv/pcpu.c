@@ -5,20 +5,14 @@
  * adapters/baremetal's multiplexer drives it (TSC, TSC deadline, EOI), and
  * that multiplexer with its clock.
  */
+#include "../../tests/guests/common/longmode.h"
 #include "hv.h"
 
 struct lapict_bm_clock hv_clock;
 struct lapict_bm_cpu hv_cpu;
 uint64_t hv_last_tsc;
 
-extern const uint8_t hv_trap_stubs[];
-
-struct frame {
-    uint64_t r15, r14, r13, r12, r11, r10, r9, r8, rbp, rdi, rsi, rdx, rcx, rbx,
-        rax, vector, error, rip, cs, rflags, rsp, ss;
-};
-
-static uint64_t idt[512] __attribute__((aligned(16)));
+static struct idt_gate idt[256] __attribute__((aligned(16)));
 static struct lapict_bm_slot slots[LAPICT_BM_SLOTS(HV_MAX_VCPUS)]
     __attribute__((aligned(64)));
 static uint64_t spurious_irqs;
@@ -52,8 +46,7 @@ void hv_host_irq(uint8_t vector)
         hv_pcpu_eoi(NULL);
 }
 
-void hv_trap(struct frame *f);
-void hv_trap(struct frame *f)
+void mb_trap(struct frame *f)
 {
     if (f->vector >= 32) {
         hv_host_irq((uint8_t)f->vector);
@@ -62,22 +55,6 @@ void hv_trap(struct frame *f)
     hv_panic("host exception %lu (error 0x%lx) at rip 0x%lx, cr2 via "
              "rsp 0x%lx",
              f->vector, f->error, f->rip, f->rsp);
-}
-
-static void idt_init(void)
-{
-    struct {
-        uint16_t limit;
-        uint64_t base;
-    } __attribute__((packed))
-    desc = {sizeof(idt) - 1, (uint64_t)(uintptr_t)idt};
-    for (unsigned i = 0; i < 256; i++) {
-        uint64_t h = (uint64_t)(uintptr_t)(hv_trap_stubs + 16 * i);
-        idt[2 * i] = (h & 0xFFFF) | (0x08ull << 16) | (0x8Eull << 40) |
-                     ((h >> 16) & 0xFFFF) << 48;
-        idt[2 * i + 1] = h >> 32;
-    }
-    __asm__ volatile("lidt %0" ::"m"(desc));
 }
 
 /* The physical LAPIC in x2APIC mode, its timer in TSC-deadline mode. */
@@ -99,7 +76,7 @@ static void lapic_init(void)
 
 void hv_pcpu_init(void)
 {
-    idt_init();
+    idt_init(idt);
     lapic_init();
 }
 

@@ -4,6 +4,7 @@
  * guest, MSR bitmap, external-interrupt exiting with acknowledge on exit,
  * the VMX-preemption timer), event injection, and the exit dispatch.
  */
+#include "../../tests/guests/common/longmode.h"
 #include "../vmm/multiboot.h"
 #include "vmcs.h"
 
@@ -40,7 +41,6 @@ static uint8_t msr_bitmap[4096] __attribute__((aligned(4096)));
 static uint8_t vmcs_pages[HV_MAX_VCPUS][4096] __attribute__((aligned(4096)));
 static uint64_t ept_pages[HV_MAX_VCPUS][3][512] __attribute__((aligned(4096)));
 static uint8_t tss[104] __attribute__((aligned(16)));
-extern uint64_t hv_gdt[5];
 extern void hv_vmx_exit(void);
 int hv_vmx_run(struct hv_gregs *g, int launched);
 static struct hv_vcpu *current;
@@ -165,9 +165,9 @@ void hv_vmx_init(void)
     {
         uint64_t base = (uint64_t)(uintptr_t)tss;
         tss[102] = sizeof(tss); /* I/O map base: none */
-        hv_gdt[3] = (sizeof(tss) - 1) | ((base & 0xFFFFFF) << 16) |
+        mb_gdt[3] = (sizeof(tss) - 1) | ((base & 0xFFFFFF) << 16) |
                     (0x89ull << 40) | (((base >> 24) & 0xFF) << 56);
-        hv_gdt[4] = base >> 32;
+        mb_gdt[4] = base >> 32;
         __asm__ volatile("ltr %w0" ::"r"(0x18));
     }
 

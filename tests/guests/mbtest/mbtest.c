@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../common/longmode.h"
 #include "../vmm/cpu.h"
 
 #define APIC_DEFAULT 0xFEE00000ull
@@ -76,11 +77,6 @@ enum {
 /* "Nothing arrives" window: >= 20 ms at any TSC rate up to 5 GHz. */
 #define QUIET_CYCLES 100000000ull
 
-struct frame {
-    uint64_t r15, r14, r13, r12, r11, r10, r9, r8, rbp, rdi, rsi, rdx, rcx, rbx,
-        rax, vector, error, rip, cs, rflags, rsp, ss;
-};
-
 struct mb_info {
     uint32_t flags, mem_lower, mem_upper, boot_device, cmdline;
     uint32_t mods_count, mods_addr;
@@ -90,15 +86,6 @@ struct mb_module {
     uint32_t start, end, cmdline, reserved;
 };
 
-extern uint32_t mb_boot_magic, mb_boot_info;
-extern char trap_stubs[];
-
-struct idt_gate {
-    uint16_t off0, sel;
-    uint8_t ist, type;
-    uint16_t off1;
-    uint32_t off2, zero;
-};
 static struct idt_gate idt[256];
 
 /* A large bss, as kvm-unit-tests binaries carry: the loader zeroes it. */
@@ -351,8 +338,7 @@ static void enter_x2apic(void)
 
 /* --- interrupts --------------------------------------------------------- */
 
-void trap(struct frame *f);
-void trap(struct frame *f)
+void mb_trap(struct frame *f)
 {
     unsigned v = (unsigned)f->vector;
 
@@ -384,26 +370,6 @@ void trap(struct frame *f)
         low_before_eoi = irq_count[V_LOW];
     }
     eoi();
-}
-
-static void idt_init(void)
-{
-    struct {
-        uint16_t limit;
-        uint64_t base;
-    } __attribute__((packed)) d;
-
-    for (unsigned v = 0; v < 256; v++) {
-        uint64_t a = (uint64_t)(uintptr_t)(trap_stubs + 16u * v);
-        idt[v] = (struct idt_gate){.off0 = (uint16_t)a,
-                                   .sel = 8,
-                                   .type = 0x8E,
-                                   .off1 = (uint16_t)(a >> 16),
-                                   .off2 = (uint32_t)(a >> 32)};
-    }
-    d.limit = sizeof(idt) - 1;
-    d.base = (uint64_t)(uintptr_t)idt;
-    __asm__ volatile("lidt %0" ::"m"(d));
 }
 
 /* Spin until @v has arrived @n times in total; false after ~1 s. */
@@ -1499,8 +1465,7 @@ static void enter_cpuid_apic_mode(void)
     printk("mode: %s\n", x2 ? "x2apic" : "xapic");
 }
 
-void kmain(void);
-void kmain(void)
+void mb_main(void)
 {
     const struct mb_info *mbi = (const struct mb_info *)(uintptr_t)mb_boot_info;
     const char *cmdline =
@@ -1508,7 +1473,7 @@ void kmain(void)
 
     uint64_t cm_iters;
 
-    idt_init();
+    idt_init(idt);
     printk("lapict-mbtest: multiboot test kernel\n");
     if (has_word(cmdline, "memsoak=1")) {
         printk("cmdline: %s\n", cmdline);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * lapict-timers: a multiboot v1 guest (the shape of lapict-mbtest, whose
- * entry it shares) that runs the APIC timer's scenarios on its own LAPIC
+ * entry, common/longmode.S, it shares) that runs the APIC timer's
+ * scenarios on its own LAPIC
  * and times every interrupt in its handler: TSC-deadline shots, one-shots
  * and periodic runs at every divide 1 to 128. It needs the timing leaf of
  * its hypervisor (CPUID 0x40000010: EAX the guest TSC rate, EBX the APIC
@@ -29,6 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../common/longmode.h"
 #include "../vmm/cpu.h"
 
 #define MSR_APIC_BASE 0x1Bu
@@ -51,24 +53,10 @@ enum {
 #define V_TIMER 0xE0u
 #define SAMPLES 16384u
 
-struct frame {
-    uint64_t r15, r14, r13, r12, r11, r10, r9, r8, rbp, rdi, rsi, rdx, rcx, rbx,
-        rax, vector, error, rip, cs, rflags, rsp, ss;
-};
-
 struct mb_info {
     uint32_t flags, mem_lower, mem_upper, boot_device, cmdline;
 };
 
-struct idt_gate {
-    uint16_t off0, sel;
-    uint8_t ist, type;
-    uint16_t off1;
-    uint32_t off2, zero;
-};
-
-extern uint32_t mb_boot_magic, mb_boot_info;
-extern char trap_stubs[];
 static struct idt_gate idt[256];
 static volatile uint32_t irq_count;
 static volatile uint64_t irq_tsc[SAMPLES];
@@ -164,8 +152,7 @@ static void apic_write(uint32_t reg, uint32_t v)
         *(volatile uint32_t *)(uintptr_t)(APIC_DEFAULT + reg) = v;
 }
 
-void trap(struct frame *f);
-void trap(struct frame *f)
+void mb_trap(struct frame *f)
 {
     uint64_t t = rdtsc();
     if (f->vector == V_TIMER) {
@@ -179,25 +166,6 @@ void trap(struct frame *f)
         return;
     printk("FAIL: unexpected exception %lu at rip %lu\n", f->vector, f->rip);
     debug_exit(0x7F);
-}
-
-static void idt_init(void)
-{
-    struct {
-        uint16_t limit;
-        uint64_t base;
-    } __attribute__((packed)) d;
-    for (unsigned v = 0; v < 256; v++) {
-        uint64_t a = (uint64_t)(uintptr_t)(trap_stubs + 16u * v);
-        idt[v] = (struct idt_gate){.off0 = (uint16_t)a,
-                                   .sel = 8,
-                                   .type = 0x8E,
-                                   .off1 = (uint16_t)(a >> 16),
-                                   .off2 = (uint32_t)(a >> 32)};
-    }
-    d.limit = sizeof(idt) - 1;
-    d.base = (uint64_t)(uintptr_t)idt;
-    __asm__ volatile("lidt %0" ::"m"(d));
 }
 
 /* Until @n timer interrupts have arrived in all, or the TSC passes
@@ -409,8 +377,7 @@ static bool has_word(const char *s, const char *word)
     return false;
 }
 
-void kmain(void);
-void kmain(void)
+void mb_main(void)
 {
     const struct mb_info *mbi = (const struct mb_info *)(uintptr_t)mb_boot_info;
     const char *cmdline =
@@ -431,7 +398,7 @@ void kmain(void)
         shots = SAMPLES;
     if (periods > SAMPLES)
         periods = SAMPLES;
-    idt_init();
+    idt_init(idt);
     cpuid(0x40000000u, &a, &b, &c, &d);
     if (a >= 0x40000010u) {
         cpuid(0x40000010u, &a, &b, &c, &d);

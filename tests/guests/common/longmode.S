@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * lapict-mbtest entry: a multiboot v1 header, a 32-bit protected-mode entry
- * (as a multiboot loader leaves it: paging off, flat segments, EAX the boot
- * magic, EBX the information) that identity-maps 4 GiB and switches to
- * long mode, then 64-bit interrupt stubs. Assembled into a 64-bit object;
- * the linked ELF64 is converted to elf32-i386 for the loader.
+ * The entry of the project's multiboot x86-64 kernels: lapict-mbtest,
+ * lapict-timers and lapict-hv. A multiboot v1 header; the 32-bit entry a
+ * multiboot loader jumps to (paging off, flat segments, EAX the boot
+ * magic, EBX the information), which identity-maps 4 GiB with 2 MiB pages,
+ * switches to long mode and calls mb_main(); then 256 64-bit interrupt
+ * stubs that call mb_trap(). longmode.h is its C side. Assembled into a
+ * 64-bit object; the linked ELF64 is converted to elf32-i386 for the
+ * loader.
  */
 #define MB_MAGIC 0x1BADB002
 #define MB_FLAGS 0
@@ -70,19 +73,20 @@ long_entry:
     mov %ax, %fs
     mov %ax, %gs
     mov $stack_top, %rsp
-    call kmain
+    call mb_main
 4:  cli
     hlt
     jmp 4b
 
 /*
  * 256 interrupt stubs, 16 bytes apart: push a zero error code where the CPU
- * pushes none, push the vector, join the common path.
+ * pushes none, push the vector, join the common path, which saves the
+ * general registers (struct frame in longmode.h) and calls mb_trap().
  */
     .text
     .balign 16
-    .globl trap_stubs
-trap_stubs:
+    .globl mb_trap_stubs
+mb_trap_stubs:
     .set vec, 0
     .rept 256
     .balign 16
@@ -113,7 +117,7 @@ trap_common:
     push %r15
     mov %rsp, %rdi
     cld
-    call trap
+    call mb_trap
     pop %r15
     pop %r14
     pop %r13
@@ -134,16 +138,19 @@ trap_common:
 
     .section .rodata
     .balign 8
-gdt:
-    .quad 0
-    .quad 0x00AF9B000000FFFF    /* 64-bit code */
-    .quad 0x00CF93000000FFFF    /* data */
-gdt_end:
 gdt_desc:
-    .word gdt_end - gdt - 1
-    .long gdt
+    .word mb_gdt_end - mb_gdt - 1
+    .long mb_gdt
 
     .data
+    .balign 16
+    .globl mb_gdt
+mb_gdt:
+    .quad 0
+    .quad 0x00AF9B000000FFFF    /* 0x08: 64-bit code */
+    .quad 0x00CF93000000FFFF    /* 0x10: data */
+    .quad 0, 0                  /* 0x18: a TSS, for a kernel that loads TR */
+mb_gdt_end:
     .globl mb_boot_magic, mb_boot_info
 mb_boot_magic: .long 0
 mb_boot_info: .long 0
