@@ -157,13 +157,6 @@ __attribute__((noreturn)) static void fail(const char *why, uint32_t code)
 
 /* ---- the physical LAPIC ------------------------------------------------ */
 
-static inline void cpuid(uint32_t leaf, uint32_t *b, uint32_t *c, uint32_t *d)
-{
-    uint32_t a = leaf, sub = 0;
-    __asm__ volatile("cpuid" : "+a"(a), "=b"(*b), "+c"(sub), "=d"(*d));
-    *c = sub;
-}
-
 static uint64_t hw_read_tsc(void *ctx)
 {
     (void)ctx;
@@ -204,9 +197,9 @@ static void lvtt_write(uint32_t v)
  * TSC-deadline mode on PHYS_VEC. False without TSC-deadline support. */
 static bool lapic_setup(void)
 {
-    uint32_t b, c, d;
+    uint32_t a, b, c, d;
 
-    cpuid(1, &b, &c, &d);
+    cpuid(1, &a, &b, &c, &d);
     if (!(c & (1u << 24)))
         return false;
     x2apic = c & (1u << 21);

@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "../common/longmode.h"
+#include "../vmm/cmdline.h"
 #include "../vmm/cpu.h"
 
 #define APIC_DEFAULT 0xFEE00000ull
@@ -103,22 +104,9 @@ static uint64_t apic_pa = APIC_DEFAULT; /* xAPIC page in use */
 
 /* --- instructions --------------------------------------------------- */
 
-static inline void outb(uint16_t port, uint8_t v)
-{
-    __asm__ volatile("outb %0, %1" ::"a"(v), "Nd"(port) : "memory");
-}
-
 static inline void outw(uint16_t port, uint16_t v)
 {
     __asm__ volatile("outw %0, %1" ::"a"(v), "Nd"(port) : "memory");
-}
-
-static inline void cpuid(uint32_t leaf, uint32_t *a, uint32_t *b, uint32_t *c,
-                         uint32_t *d)
-{
-    __asm__ volatile("cpuid"
-                     : "=a"(*a), "=b"(*b), "=c"(*c), "=d"(*d)
-                     : "a"(leaf), "c"(0));
 }
 
 static inline uint64_t read_cr8(void)
@@ -390,37 +378,6 @@ static void spin_cycles(uint64_t c)
 }
 
 /* --- helpers for the multiboot checks ----------------------------------- */
-
-static bool str_eq(const char *a, const char *b)
-{
-    while (*a && *a == *b) {
-        a++;
-        b++;
-    }
-    return *a == *b;
-}
-
-/* Is @word one of the blank-separated words of @s (after the first)? */
-static bool has_word(const char *s, const char *word)
-{
-    bool first = true;
-    while (*s) {
-        char w[64];
-        unsigned n = 0;
-        while (*s == ' ')
-            s++;
-        while (*s && *s != ' ' && n < sizeof(w) - 1)
-            w[n++] = *s++;
-        while (*s && *s != ' ')
-            s++;
-        w[n] = 0;
-        if (n && !first && str_eq(w, word))
-            return true;
-        if (n)
-            first = false;
-    }
-    return false;
-}
 
 /* Does the module hold the line @line (lines end in \n or at the end)? */
 static bool module_has_line(const char *p, const char *end, const char *line)
@@ -878,34 +835,6 @@ static uint64_t cm_sorted[CM_ITERS_MAX];
 static uint64_t cm_khz;              /* guest TSC rate */
 static uint64_t cm_prev, cm_gap_max; /* longest-gap tracking */
 static uint8_t cm_at, cm_gap_at;     /* current access, where the gap was */
-
-/* Value of the command-line word "@key=N" (decimal); false if absent. */
-static bool word_value(const char *cmdline, const char *key, uint64_t *out)
-{
-    for (const char *s = cmdline; *s; s++) {
-        const char *k = key, *p = s;
-        uint64_t v = 0;
-        bool any = false;
-
-        if (s != cmdline && s[-1] != ' ')
-            continue; /* not the start of a word */
-        while (*k && *p == *k) {
-            k++;
-            p++;
-        }
-        if (*k)
-            continue;
-        while (*p >= '0' && *p <= '9') {
-            v = v * 10 + (uint64_t)(*p++ - '0');
-            any = true;
-        }
-        if (any && (*p == ' ' || *p == 0)) {
-            *out = v;
-            return true;
-        }
-    }
-    return false;
-}
 
 static inline uint64_t cm_tsc(void)
 {

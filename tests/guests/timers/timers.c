@@ -31,6 +31,7 @@
 #include <stdint.h>
 
 #include "../common/longmode.h"
+#include "../vmm/cmdline.h"
 #include "../vmm/cpu.h"
 
 #define MSR_APIC_BASE 0x1Bu
@@ -65,19 +66,6 @@ static unsigned n_tests, n_fail;
 static bool x2;
 static uint32_t tsc_khz, bus_khz;
 static uint64_t seed = 0x9E3779B97F4A7C15ull;
-
-static inline void outb(uint16_t port, uint8_t v)
-{
-    __asm__ volatile("outb %0, %1" ::"a"(v), "Nd"(port) : "memory");
-}
-
-static inline void cpuid(uint32_t leaf, uint32_t *a, uint32_t *b, uint32_t *c,
-                         uint32_t *d)
-{
-    __asm__ volatile("cpuid"
-                     : "=a"(*a), "=b"(*b), "=c"(*c), "=d"(*d)
-                     : "a"(leaf), "c"(0));
-}
 
 /* --- output ----------------------------------------------------------- */
 
@@ -335,60 +323,18 @@ static void periodic(unsigned d, unsigned periods, uint64_t period_ticks)
     bench("periodic", divs[d], n);
 }
 
-static unsigned word_value(const char *s, const char *key, unsigned def)
-{
-    size_t kl = 0;
-    while (key[kl])
-        kl++;
-    for (; *s; s++) {
-        size_t i = 0;
-        while (i < kl && s[i] == key[i])
-            i++;
-        if (s[-1] == ' ' && i == kl) {
-            unsigned v = 0;
-            for (s += kl; *s >= '0' && *s <= '9'; s++)
-                v = v * 10 + (unsigned)(*s - '0');
-            return v;
-        }
-    }
-    return def;
-}
-
-/* Is @word one of the words after argv[0]? */
-static bool has_word(const char *s, const char *word)
-{
-    bool first = true;
-    while (*s) {
-        const char *w;
-        size_t i = 0;
-        while (*s == ' ')
-            s++;
-        w = s;
-        while (*s && *s != ' ')
-            s++;
-        if (s == w)
-            break;
-        while (word[i] && w + i < s && w[i] == word[i])
-            i++;
-        if (!first && !word[i] && w + i == s)
-            return true;
-        first = false;
-    }
-    return false;
-}
-
 void mb_main(void)
 {
     const struct mb_info *mbi = (const struct mb_info *)(uintptr_t)mb_boot_info;
     const char *cmdline =
-        (mbi->flags & 4) ? (const char *)(uintptr_t)mbi->cmdline : " ";
+        (mbi->flags & 4) ? (const char *)(uintptr_t)mbi->cmdline : "";
     uint32_t a, b, c, d;
-    unsigned shots, periods, period_us;
+    uint64_t shots = 40, periods = 10000, period_us = 500;
 
     printk("lapict-timers: APIC timer scenarios\n");
-    shots = word_value(cmdline + 1, "shots=", 40);
-    periods = word_value(cmdline + 1, "periods=", 10000);
-    period_us = word_value(cmdline + 1, "period_us=", 500);
+    word_value(cmdline, "shots=", &shots);
+    word_value(cmdline, "periods=", &periods);
+    word_value(cmdline, "period_us=", &period_us);
     halt_wait = has_word(cmdline, "wait=hlt");
     if (period_us < 200)
         period_us = 200;
@@ -418,10 +364,10 @@ void mb_main(void)
     }
     apic_write(R_SVR, 0x1FF);
 
-    deadlines(shots);
-    oneshots(shots);
+    deadlines((unsigned)shots);
+    oneshots((unsigned)shots);
     for (unsigned dv = 0; dv < 8; dv++)
-        periodic(dv, dv == 0 ? periods : periods / 50 + 1,
+        periodic(dv, (unsigned)(dv == 0 ? periods : periods / 50 + 1),
                  (uint64_t)bus_khz * period_us / 1000);
     printk("SUMMARY: %u tests, %u failures\n", n_tests, n_fail);
     debug_exit(n_fail ? 1 : 0);

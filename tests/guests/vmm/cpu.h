@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The x86 instructions every guest image of the project uses (the lapict-vmm
- * guest, the bare-metal guest kernel and the multiboot test kernel).
+ * guest, the bare-metal guest kernel and the multiboot test kernels).
  * Freestanding, 64-bit.
  */
 #ifndef LAPICT_VMM_GUEST_CPU_H
@@ -39,11 +39,25 @@ static inline void outl(uint16_t port, uint32_t v)
     __asm__ volatile("outl %0, %1" ::"a"(v), "Nd"(port) : "memory");
 }
 
+static inline void outb(uint16_t port, uint8_t v)
+{
+    __asm__ volatile("outb %0, %1" ::"a"(v), "Nd"(port) : "memory");
+}
+
 static inline uint8_t inb(uint16_t port)
 {
     uint8_t v;
     __asm__ volatile("inb %1, %0" : "=a"(v) : "Nd"(port) : "memory");
     return v;
+}
+
+/* CPUID leaf @leaf, subleaf 0. */
+static inline void cpuid(uint32_t leaf, uint32_t *a, uint32_t *b, uint32_t *c,
+                         uint32_t *d)
+{
+    __asm__ volatile("cpuid"
+                     : "=a"(*a), "=b"(*b), "=c"(*c), "=d"(*d)
+                     : "a"(leaf), "c"(0));
 }
 
 #endif
