@@ -24,7 +24,8 @@ set -euo pipefail
 # scenarios run spinning (the vCPU runs when its timer expires: the
 # preemption timer) and halted (blocked: the heap on the physical timer),
 # and as 4 and 16 vCPUs (halted, round-robin; the 16 with 5 ms periods),
-# odd ones at half the TSC rate.
+# odd ones at half the TSC rate: through RDTSC exiting on the default
+# model, through VMX TSC scaling on Skylake-X (that run must say so).
 runs=(
     "tests/guests/lapict-mbtest.flat||1|"
     "tests/guests/lapict-mbtest.flat||2|--advance=adaptive"
@@ -32,6 +33,7 @@ runs=(
     "tests/guests/lapict-timers.flat|wait=hlt|1|--advance=adaptive"
     "tests/guests/lapict-timers.flat|shots=8 periods=500 wait=hlt|4|--hv-arg=half=odd"
     "tests/guests/lapict-timers.flat|shots=4 periods=100 period_us=5000 wait=hlt|16|--hv-arg=half=odd"
+    "tests/guests/lapict-timers.flat|shots=4 periods=100 wait=hlt|2|--hv-arg=half=odd --cpu=corei7_skylake_x"
 )
 timers=(preempt lapic)
 
@@ -145,6 +147,7 @@ for timer in "${timers[@]}"; do
         [[ " $opts " != *" --advance=adaptive "* ]] || advance=adaptive
         tag=$(basename "$guest" .flat)-$timer-v$vcpus-$advance
         [ -z "$args" ] || tag+=-${args//[ =]/_}
+        [[ " $opts " != *" --cpu="* ]] || tag+=-${opts##*--cpu=}
         cmd=("$bochs_sh" --hv "$hv" "--hv-timer=$timer" "--vcpus=$vcpus"
              "${extra[@]}" "${max_ticks[@]}" "$build/$guest" "${words[@]}")
         shown=("--hv-timer=$timer" "--vcpus=$vcpus" "${extra[@]}"
@@ -184,6 +187,11 @@ for timer in "${timers[@]}"; do
             if ! why=$(check_result "$out/$tag.$i.out" "$timer" "$advance" \
                 "$vcpus"); then
                 echo "$me: $tag run $i: $why" >&2
+                ok=0
+            fi
+            if [[ " $opts " == *" --cpu=corei7_skylake_x"* ]] &&
+                ! head -n 1 "$out/$tag.$i.out" | grep -q ', VMX TSC scaling'; then
+                echo "$me: $tag run $i: lapict-hv did not use VMX TSC scaling" >&2
                 ok=0
             fi
         done

@@ -17,7 +17,9 @@ set -euo pipefail
 # The emulated machine. One Bochs tick is one retired instruction and the
 # TSC counts ticks, so the TSC rate is ips ticks per emulated second; with
 # sync=none and a fixed time0 nothing depends on the host's clock.
-readonly cpu_model=corei7_haswell_4770  # VMX + preemption timer, x2APIC, TSC-deadline
+# VMX + preemption timer, x2APIC, TSC-deadline; no VMX TSC scaling (the
+# models skylake_x and tigerlake have it: --cpu).
+cpu_model=corei7_haswell_4770
 readonly ips=50000000
 readonly tsc_khz=$((ips / 1000))
 readonly time0=946684800                # 2000-01-01 00:00:00 UTC
@@ -32,7 +34,8 @@ usage() {
     cat <<EOF
 usage: tools/hv/bochs.sh [--hv IMAGE] [--hv-timer=preempt|lapic]
                          [--advance=off|adaptive] [--vcpus=N] [--max-ticks=N]
-                         [--hv-arg=WORD]... [--keep DIR] GUEST [GUEST ARGS...]
+                         [--hv-arg=WORD]... [--cpu=MODEL] [--keep DIR]
+                         GUEST [GUEST ARGS...]
 
   --hv IMAGE          the hypervisor (default: build/bin/lapict-hv of the repo)
   --hv-timer=T        preempt (VMX-preemption timer, default) or lapic
@@ -41,6 +44,9 @@ usage: tools/hv/bochs.sh [--hv IMAGE] [--hv-timer=preempt|lapic]
   --max-ticks=N       stop Bochs after N instructions (default 20000000000)
   --hv-arg=WORD       one more word for lapict-hv's command line, e.g.
                       half=odd, advance_max_ns=N, bus_khz=N (repeatable)
+  --cpu=MODEL         Bochs's CPU model: corei7_haswell_4770 (default),
+                      corei7_skylake_x or tigerlake (these two have VMX TSC
+                      scaling, which half=odd then uses)
   --keep DIR          work in DIR and keep the ISO, bochsrc, rc file and logs
 
 Prints the guest's COM1 output and exits with the status of the
@@ -86,12 +92,13 @@ while [ $# -gt 0 ]; do
     case $opt in
     --) shift; break ;;
     -h | --help) usage; exit 0 ;;
-    --hv | --hv-timer | --advance | --vcpus | --max-ticks | --hv-arg | --keep)
+    --hv | --hv-timer | --advance | --vcpus | --max-ticks | --hv-arg | --cpu | \
+        --keep)
         [ $# -ge 2 ] || die "$opt needs a value (see --help)"
         val=$2
         shift 2 ;;
     --hv=* | --hv-timer=* | --advance=* | --vcpus=* | --max-ticks=* | \
-        --hv-arg=* | --keep=*)
+        --hv-arg=* | --cpu=* | --keep=*)
         val=${opt#*=}
         opt=${opt%%=*}
         shift ;;
@@ -125,6 +132,11 @@ while [ $# -gt 0 ]; do
         [[ $val =~ ^[a-z_]+=[a-z0-9_]+$ ]] ||
             die "--hv-arg: a key=value word, not '$val'"
         hv_args+=("$val") ;;
+    --cpu)
+        case $val in
+        corei7_haswell_4770 | corei7_skylake_x | tigerlake) cpu_model=$val ;;
+        *) die "--cpu: corei7_haswell_4770, corei7_skylake_x or tigerlake, not '$val'" ;;
+        esac ;;
     --keep)
         [ -n "$val" ] || die "--keep: needs a directory"
         keep=$val ;;
