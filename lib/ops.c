@@ -73,13 +73,13 @@ bool lapict__host_can_spin(const struct lapict_timer *t)
     return t->ops->spin_until != NULL;
 }
 
-void lapict__host_spin_until(struct lapict_timer *t, uint64_t now,
-                             uint64_t host_ns)
+void lapict__host_spin_until(struct lapict_timer *t, uint64_t host_ns)
 {
-    uint64_t d, v;
+    uint64_t now, d, v;
 
     if (!t->ops->spin_until)
         return; /* e.g. a pre-injection restored on a host without one */
+    now = lapict__host_now(t);
     lapict__count(t, LAPICT__N_SPINS);
     /* The wait asked of the host: what the advance costs it. */
     d = lapict__after_eq(now, host_ns) ? 0 : host_ns - now;

@@ -30,10 +30,8 @@ bool lapict__host_tsc_to_ns(const struct lapict_timer *t, uint64_t tsc,
 bool lapict__host_inject(struct lapict_timer *t, uint8_t vector);
 /* Whether the host can wait before guest entry (spin op): else no advance. */
 bool lapict__host_can_spin(const struct lapict_timer *t);
-/* Wait until @host_ns (nothing without a spin op); counts the wait asked
- * from @now, the host time just read. */
-void lapict__host_spin_until(struct lapict_timer *t, uint64_t now,
-                             uint64_t host_ns);
+/* Wait until @host_ns (nothing without a spin op); counts the wait asked. */
+void lapict__host_spin_until(struct lapict_timer *t, uint64_t host_ns);
 /* Tell the host of @status (optional op). */
 void lapict__host_report(struct lapict_timer *t, int status, uint32_t detail);
 

@@ -36,7 +36,7 @@ static uint64_t write_after_preinj(struct lapict_timer *t, uint64_t now)
 {
     if (!(t->flags & LAPICT__F_PREINJ))
         return now;
-    return lapict__preinj_settle(t, now, false);
+    return lapict__preinj_settle(t, now);
 }
 
 uint32_t lapict_lvtt_read(struct lapict_timer *t)

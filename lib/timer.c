@@ -11,10 +11,9 @@
  *
  * Advance: the host timer fires `advance` ns before an instant; the
  * interrupt is then injected ahead ("pre-injected") without touching the
- * timer state, and lapict_before_guest_entry() processes the expiry as of
- * its instant and then waits for it, so every register the guest can read
- * is architecturally exact and the guest cannot observe the interrupt
- * early.
+ * timer state, and lapict_before_guest_entry() waits for the instant and
+ * only then processes the expiry, so every register stays architecturally
+ * exact and the guest cannot observe the interrupt early.
  */
 #include "advance.h"
 #include "config.h"
@@ -331,23 +330,6 @@ static __attribute__((noinline)) uint64_t dl_reaim(struct lapict_timer *t,
 #define PROC_EXPIRED 4u  /* an expiry was processed */
 
 /*
- * The armed TSC deadline was reached, at @now at the latest: its expiry.
- * It happened at its estimated instant, or at @now if that is sooner (a
- * TSC faster than the estimate). The deadline's value and estimate stay
- * in place (the register reads 0 once it is disarmed), so a wait on the
- * guest TSC can still use them after this.
- */
-static LAPICT__HOT unsigned dl_fire(struct lapict_timer *t, uint64_t now,
-                                    bool quiet)
-{
-    uint64_t instant = lapict__after_eq(now, t->dl.at_ns) ? t->dl.at_ns : now;
-
-    t->flags &= (uint16_t)~LAPICT__F_DL_ARMED;
-    return PROC_REARM | PROC_EXPIRED |
-           (expired(t, 1, instant, quiet) ? PROC_INJECTED : 0u);
-}
-
-/*
  * Process the expiries whose instant is at or before @now. @quiet: call no
  * op (a deadline is checked against @quiet_tsc, expiries stay pending).
  */
@@ -375,7 +357,7 @@ static LAPICT__HOT unsigned process(struct lapict_timer *t, uint64_t now,
                (expired(t, k, instant, quiet) ? PROC_INJECTED : 0u);
     }
     if (t->flags & LAPICT__F_DL_ARMED) {
-        uint64_t tsc = quiet ? quiet_tsc : lapict__host_tsc(t);
+        uint64_t tsc = quiet ? quiet_tsc : lapict__host_tsc(t), instant;
 
         if (!lapict__dl_reached(t, now, tsc)) {
             /* The TSC runs slower than estimated: aim again, later. */
@@ -388,7 +370,10 @@ static LAPICT__HOT unsigned process(struct lapict_timer *t, uint64_t now,
         /* Reached: far sooner than tsc_khz said is a TSC too fast. */
         if (!quiet)
             dl_rate_check(t, now, tsc);
-        return dl_fire(t, now, quiet);
+        t->flags &= (uint16_t)~LAPICT__F_DL_ARMED;
+        instant = lapict__after_eq(now, t->dl.at_ns) ? t->dl.at_ns : now;
+        return PROC_REARM | PROC_EXPIRED |
+               (expired(t, 1, instant, quiet) ? PROC_INJECTED : 0u);
     }
     return 0;
 }
@@ -552,30 +537,6 @@ int lapict_reset(struct lapict_timer *t)
     return LAPICT_OK;
 }
 
-/* A signed ns difference as a 32-bit statistic, saturating. */
-static int32_t sat32(int64_t v)
-{
-    return v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN : (int32_t)v;
-}
-
-/*
- * The host is ready for the entry of the last interrupt injected, at
- * @now: its arrival, and the latency the tuner learns from (arrival plus
- * the lead of the host timer's due time over the instant).
- */
-static void arrived(struct lapict_timer *t, uint64_t now)
-{
-    int64_t err = (int64_t)(now - t->last_instant_ns);
-
-    t->flags &= (uint16_t)~LAPICT__F_SAMPLE;
-    t->last_arrival_ns = sat32(err);
-    /* latency = err + lead, saturating: a clock jump near 2^63 must not
-     * overflow (the tuner bounds the value anyway). */
-    lapict__tune(t, err > INT64_MAX - (int64_t)t->lead_ns
-                        ? INT64_MAX
-                        : err + (int64_t)t->lead_ns);
-}
-
 int lapict_expire(struct lapict_timer *t)
 {
     uint64_t now;
@@ -649,74 +610,51 @@ int lapict_vcpu_unblocked(struct lapict_timer *t)
     return LAPICT_OK;
 }
 
+/* A signed ns difference as a 32-bit statistic, saturating. */
+static int32_t sat32(int64_t v)
+{
+    return v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN : (int32_t)v;
+}
+
 /*
  * The interrupt injected ahead is in the host's hands and the guest must
- * not see it early: its expiry is processed first, as of its instant (the
- * next arm included), and then the host waits for the instant, however
- * many calls its spin op takes to get there (never give up). So the wait
- * is the last thing before the entry, no work of the expiry's lands
- * between the instant and the guest, and the arrival (@sample) is taken
- * once that work is done: the advance covers it. Nothing can observe the
- * timer in between, as the vCPU is not running. A pre-injection is made at
- * most the advance (<= adv_max_ns) before its instant, so an honest host
- * gets there. Only a host clock or guest TSC that went back (or jumped by
- * 2^63 ns or more, which the horizon rule cannot tell from it) shows the
- * instant further away than that: the expiry then stays injected ahead
- * and unprocessed (serviced when it is due, never given twice) and the
- * wait ends, as it could only last as long as the clock's error
- * (<lapict/timer.h>); found out during the wait, the wait ends there.
+ * not see it early: wait until the expiry is due, however many calls the
+ * host's spin op takes to get there (never give up). A pre-injection is
+ * made at most the advance (<= adv_max_ns) before its instant, so an
+ * honest host gets there. Only a host clock or guest TSC that went back (or
+ * jumped by 2^63 ns or more, which the horizon rule cannot tell from it)
+ * shows the instant further away than that: the wait then ends, as it
+ * could only last as long as the clock's error (<lapict/timer.h>). Then
+ * the expiry is processed: it is the interrupt already given, never given
+ * twice.
  */
-uint64_t lapict__preinj_settle(struct lapict_timer *t, uint64_t now,
-                               bool sample)
+uint64_t lapict__preinj_settle(struct lapict_timer *t, uint64_t now)
 {
     uint64_t bound = (t->flags & LAPICT__F_PREINJ_KEPT)
                          ? LAPICT_ADVANCE_NS_LIMIT
                          : t->adv_max_ns;
 
     if (t->flags & LAPICT__F_CD_ARMED) {
-        uint64_t left = lapict__cd_left(t, now), at = now + left;
-        if (left != 0 && left <= bound) {
-            lapict__update_slow(t, at);
-            if (sample)
-                arrived(t, now = lapict__host_now(t));
-            while (!lapict__after_eq(now, at) && at - now <= bound) {
-                lapict__host_spin_until(t, now, at);
-                now = lapict__host_now(t);
-            }
-            return now;
+        uint64_t left;
+        while ((left = lapict__cd_left(t, now)) != 0 && left <= bound) {
+            lapict__host_spin_until(t, now + left);
+            now = lapict__host_now(t);
         }
     } else if (t->flags & LAPICT__F_DL_ARMED) {
-        /* Wait on the guest TSC itself; a restored deadline's instant is
-         * this host's estimate: one TSC period of slack, as restore
-         * allowed. */
-        uint64_t tsc = lapict__host_tsc(t), at;
-        bool fired = false;
-
-        bound +=
-            (t->flags & LAPICT__F_PREINJ_KEPT) ? lapict__ns_from_tsc(t, 1) : 0;
-        while (!lapict__dl_reached(t, now, tsc)) {
+        /* Wait on the guest TSC itself. */
+        uint64_t tsc, at;
+        while (!lapict__dl_reached(t, now, tsc = lapict__host_tsc(t))) {
             at = lapict__deadline_ns(t, now, tsc, t->deadline_tsc);
-            if (at - now > bound)
+            /* A restored deadline's instant is this host's estimate: one
+             * TSC period of slack, as restore allowed. */
+            if (at - now > bound + ((t->flags & LAPICT__F_PREINJ_KEPT)
+                                        ? lapict__ns_from_tsc(t, 1)
+                                        : 0))
                 break;
-            if (!fired) {
-                fired = true;
-                dl_fire(t, at, false);
-                lapict__arm_next(t, at, false);
-                if (sample)
-                    arrived(t, now = lapict__host_now(t));
-            }
-            lapict__host_spin_until(t, now, at);
+            lapict__host_spin_until(t, at);
             now = lapict__host_now(t);
-            tsc = lapict__host_tsc(t);
-        }
-        if (fired) {
-            /* Reached: far sooner than tsc_khz said is a TSC too fast. */
-            dl_rate_check(t, now, tsc);
-            return now;
         }
     }
-    if (sample)
-        arrived(t, now);
     lapict__update_slow(t, now);
     return now;
 }
@@ -724,16 +662,29 @@ uint64_t lapict__preinj_settle(struct lapict_timer *t, uint64_t now,
 /* Entry with an expiry injected ahead or a latency to sample. */
 static __attribute__((noinline)) int entry_work(struct lapict_timer *t)
 {
-    uint64_t now = lapict__host_now(t);
-    bool sampled = (t->flags & LAPICT__F_SAMPLE) != 0;
+    uint64_t now;
+    int64_t err;
+    bool sampled = false;
 
+    now = lapict__host_now(t);
+    if (t->flags & LAPICT__F_SAMPLE) {
+        t->flags &= (uint16_t)~LAPICT__F_SAMPLE;
+        sampled = true;
+        err = (int64_t)(now - t->last_instant_ns);
+        t->last_arrival_ns = sat32(err);
+        /* latency = err + lead, saturating: a clock jump near 2^63 must
+         * not overflow (the tuner bounds the value anyway). */
+        lapict__tune(t, err > INT64_MAX - (int64_t)t->lead_ns
+                            ? INT64_MAX
+                            : err + (int64_t)t->lead_ns);
+    }
     if (!(t->flags & LAPICT__F_PREINJ)) {
         /* Injected at or after its instant: the guest enters now. */
-        arrived(t, now);
-        t->last_guest_ns = t->last_arrival_ns;
+        if (sampled)
+            t->last_guest_ns = t->last_arrival_ns;
         return LAPICT_OK;
     }
-    now = lapict__preinj_settle(t, now, sampled);
+    now = lapict__preinj_settle(t, now);
     /*
      * What the guest sees: the expiry processed, its instant is at or
      * before now (a deadline reached before its estimated instant counts

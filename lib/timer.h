@@ -146,15 +146,13 @@ static inline void lapict__update(struct lapict_timer *t, uint64_t now)
 
 /*
  * An expiry injected ahead (LAPICT__F_PREINJ), brought to its instant:
- * process it as of its instant and then wait for that on the spin op (at
- * most the advance), so that the interrupt the guest holds stands for an
- * expiry that happened. The entry runs it (@sample: take the arrival the
- * tuner learns from once the host is ready to wait); so does a register
- * write that would change the expiry (its instant, vector or mask), which
- * then lands after it. Return the host time after the wait.
+ * wait for it on the spin op (at most the advance) and process it, so that
+ * the interrupt the guest holds stands for an expiry that happened. The
+ * entry runs it; so does a register write that would change the expiry
+ * (its instant, vector or mask), which then lands after it. Return the
+ * host time after the wait.
  */
-uint64_t lapict__preinj_settle(struct lapict_timer *t, uint64_t now,
-                               bool sample);
+uint64_t lapict__preinj_settle(struct lapict_timer *t, uint64_t now);
 
 /* Drop all timer activity (mode switch, reset). */
 void lapict__disarm(struct lapict_timer *t);

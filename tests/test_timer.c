@@ -970,75 +970,6 @@ static void fixed_advance_injects_early_and_spins_to_instant(void **state)
     assert_int_equal(s.advance_ns, 5000);
 }
 
-/* What a recording spin op saw of the host timer when it was called. */
-static struct spin_seen {
-    unsigned n;
-    bool armed;
-    uint64_t armed_at, arms, cancels;
-} seen;
-
-/* A spin op that records the host timer, then waits like the sim's. */
-static void spin_recording(void *ctx, uint64_t host_ns)
-{
-    struct fake_host *h = ctx;
-
-    seen.n++;
-    seen.armed = fake_armed(h);
-    seen.armed_at = fake_armed_at(h);
-    seen.arms = h->sim.sw_arms + h->sim.hv_arms;
-    seen.cancels = h->sim.sw_cancels + h->sim.hv_cancels;
-    h->sim.spins++;
-    if ((int64_t)(host_ns - h->sim.now_ns) > 0)
-        h->sim.now_ns = host_ns;
-}
-
-/*
- * Rule (advance): the entry processes an expiry injected ahead before it
- * waits for the instant, so the wait is the last thing before the guest:
- * when the spin op is called the next period's host timer is already
- * armed (its instant less the advance), a fired deadline's is already
- * cancelled, and no op acts on the timer after the wait. The guest still
- * gets the interrupt at its instant, once.
- */
-static void entry_processes_before_it_waits(void **state)
-{
-    TU_FIX(state);
-    uint64_t a, g, arms, cancels;
-    for (int dl = 0; dl < 2; dl++) {
-        host_fresh(f, f->base, f->cfg.tsc_khz, 0, hv_at(f, TU_HV_NEAR_2_64));
-        h->ops.spin_until = spin_recording;
-        inst_bind(f, &f->cfg);
-        seen = (struct spin_seen){0};
-        a = h->sim.now_ns;
-        if (dl) {
-            deadline_in(h, t, 100000);
-            g = a + 100000;
-        } else {
-            countdown(t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 100000);
-            g = a + 100000;
-        }
-        assert_int_equal(fake_armed_at(h), g - 5000);
-        adv_to_inj(h, g - 5000, 1);
-        fake_advance(h, 700);
-        assert_int_equal(fake_enter(h), LAPICT_OK);
-        assert_int_equal(seen.n, 1);
-        arms = h->sim.sw_arms + h->sim.hv_arms;
-        cancels = h->sim.sw_cancels + h->sim.hv_cancels;
-        assert_int_equal(seen.arms, arms);
-        assert_int_equal(seen.cancels, cancels);
-        if (dl) {
-            assert_false(seen.armed);
-        } else {
-            assert_true(seen.armed);
-            assert_int_equal(seen.armed_at, g + 100000 - 5000);
-        }
-        assert_int_equal(h->sim.deliveries, 1);
-        assert_int_equal(h->dlv[0].host_ns, g);
-        assert_int_equal(h->sim.now_ns, g);
-        assert_int_equal(tu_stats(t).last_guest_ns, 0);
-    }
-}
-
 /* An inject op that takes @slow_ns of host time before it accepts. */
 static uint64_t slow_ns;
 static bool (*inject_inner)(void *ctx, uint8_t vector);
@@ -1913,8 +1844,6 @@ TU_MAIN(SW_ONLY(oneshot_expires_at_anchor_plus_ns_for_n),
         FIX(long_stall_gives_one_interrupt_with_o1_host_work, NEAR_2_64),
         SW_ONLY(stall_beyond_2p64_ticks_keeps_the_policy_count),
         FIX_WITH(fixed_advance_injects_early_and_spins_to_instant, NEAR_2_64,
-                 advance_5000_setup),
-        FIX_WITH(entry_processes_before_it_waits, NEAR_2_64,
                  advance_5000_setup),
         FIX_WITH(only_expire_applies_advance, NEVER, advance_5000_setup),
         FIX_WITH(write_after_early_injection_is_never_early_nor_twice, NEVER,

@@ -116,9 +116,8 @@ struct lapict_stats {
     uint64_t spin_ns_total;  /* ns of waiting asked of spin_until, summed */
     /*
      * Last (host ready at guest entry - expiry instant), ns, measured
-     * before the wait at entry, an expiry injected ahead already
-     * processed: with the advance on, < 0 when the host was ready early,
-     * which the wait absorbs (the guest does not see it).
+     * before the wait at entry: with the advance on, < 0 when the host
+     * was ready early, which the wait absorbs (the guest does not see it).
      */
     int64_t last_arrival_ns;
     /*
@@ -264,11 +263,10 @@ LAPICT_API int lapict_vcpu_unblocked(struct lapict_timer *t);
  * @t: the instance.
  *
  * If a timer interrupt was injected ahead of its expiry instant (advance),
- * processes that expiry as of its instant (the next host timer armed),
- * feeds the measured arrival error to the adaptive advance, and last waits
- * through the spin_until op until that instant (a TSC deadline: until the
- * guest TSC reaches it), calling the op as many times as it takes, so the
- * guest never sees it early. Otherwise returns at once. An interrupt is only
+ * waits through the spin_until op until that instant (a TSC deadline: until
+ * the guest TSC reaches it), calling the op as many times as it takes, so
+ * the guest never sees it early, and feeds the measured arrival error to
+ * the adaptive advance. Otherwise returns at once. An interrupt is only
  * injected ahead when its instant is at most the advance away, so the wait
  * is at most the advance on a host whose clock moves forward (for one
  * restored with a blob: the blob's advance, state.h). A clock or TSC that
