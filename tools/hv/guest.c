@@ -179,6 +179,12 @@ static void check_arm(struct hv_vcpu *v, uint64_t host_ns)
     v->grid_arms++;
     if ((int64_t)d <= 0 || d % r->period_ns ||
         (r->armed && d != r->period_ns)) {
+        /* An instant that passed between lapict's clock readings is armed
+         * for that moment: the host timer fires at once, and the expiry
+         * keeps its instant on the grid. */
+        if ((int64_t)d >= (int64_t)r->period_ns &&
+            (int64_t)(host_ns - lapict_bm_now_ns(&hv_cpu)) <= 0)
+            return;
         v->off_grid++;
         hv_printf("lapict-hv: vCPU %u: timer armed %ld ns off the grid "
                   "(anchor %lu, period %lu ns)\n",
