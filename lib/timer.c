@@ -573,20 +573,11 @@ int lapict_expire(struct lapict_timer *t)
 
 int lapict_irq_window_open(struct lapict_timer *t)
 {
-    uint64_t now;
-
     if (!lapict__valid(t))
         return lapict__invalid(t);
-    /*
-     * One reading for both steps: the next arm is then the instant of the
-     * next expiry, on its grid, even if that instant passes while the host
-     * takes the interrupt (its timer then fires at once); a second reading
-     * would find it due and arm for that reading instead.
-     */
-    now = lapict__host_now(t);
-    process(t, now, false, 0);
+    process(t, lapict__host_now(t), false, 0);
     deliver(t, false);
-    lapict__arm_next(t, now, false);
+    lapict__arm_next(t, lapict__host_now(t), false);
     return LAPICT_OK;
 }
 

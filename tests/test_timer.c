@@ -970,49 +970,6 @@ static void fixed_advance_injects_early_and_spins_to_instant(void **state)
     assert_int_equal(s.advance_ns, 5000);
 }
 
-/* An inject op that takes @slow_ns of host time before it accepts. */
-static uint64_t slow_ns;
-static bool (*inject_inner)(void *ctx, uint8_t vector);
-
-static bool inject_slow(void *ctx, uint8_t vector)
-{
-    struct fake_host *h = ctx;
-
-    h->sim.now_ns += slow_ns;
-    return inject_inner(ctx, vector);
-}
-
-/*
- * Rule (periodic, section 5): a host timer for a count-down is armed at an
- * instant of its grid (anchor + k x period), even when the window opens
- * for a held interrupt and the next instant passes while the host takes
- * it: the timer is then armed for that past instant (it fires at once),
- * not for the moment the library noticed.
- */
-static void window_open_arms_on_the_grid(void **state)
-{
-    TU_FIX(state);
-    uint64_t a;
-    h->ops.inject = inject_slow;
-    inject_inner = lapict_sim_ops.inject;
-    inst_bind(f, &f->cfg);
-    a = h->sim.now_ns;
-    countdown(t, 0xB, LAPICT_LVTT_PERIODIC, VEC, 100000);
-    fake_window(h, false);
-    slow_ns = 0;
-    adv_to(h, a + 100000, 0);
-    assert_int_equal(tu_stats(t).pending, 1);
-    assert_int_equal(fake_armed_at(h), a + 200000);
-    adv_to(h, a + 199990, 0);
-    slow_ns = 30; /* the next instant passes inside the inject op */
-    fake_window(h, true);
-    assert_int_equal(h->sim.injects, 1);
-    assert_int_equal(fake_armed_at(h), a + 200000);
-    slow_ns = 0;
-    fake_run_due(h);
-    assert_int_equal(tu_stats(t).expiries, 2);
-}
-
 /* Rule: only lapict_expire() applies the advance, and only with a spin op;
  * without an advance, entry does not spin. */
 static void only_expire_applies_advance(void **state)
@@ -1836,7 +1793,6 @@ TU_MAIN(SW_ONLY(oneshot_expires_at_anchor_plus_ns_for_n),
         FIX(masked_timer_keeps_counting_and_drops_expiries, NEAR_2_64),
         SW_ONLY(illegal_vector_not_injected_and_reported),
         SW_ONLY(refused_expiry_is_pending_and_delivered_once),
-        SW_ONLY(window_open_arms_on_the_grid),
         FIX(register_access_after_instant_processes_expiry, AT_0),
         SW_ONLY(early_late_duplicate_stale_callbacks_are_harmless),
         SW_ONLY(missed_ticks_behind_a_shut_window_follow_the_policy),
