@@ -19,7 +19,9 @@
  * memory-coherence loop for migration checks (see memsoak()). "svmtsc=1"
  * runs only the nested SVM check of the TSC (see check_svm_tsc()).
  * "nodl=1" runs only the checks of a CPU without TSC-deadline mode (see
- * check_no_deadline()). Interrupts are taken in 64-bit mode only.
+ * check_no_deadline()); "nodl=2" the same on a host whose unimplemented
+ * MSRs read 0 and ignore writes, as QEMU's TCG does. Interrupts are taken
+ * in 64-bit mode only.
  */
 #include <stdarg.h>
 #include <stdbool.h>
@@ -1367,17 +1369,31 @@ static void memsoak(void)
  * Where CPUID.01H:ECX.TSC_Deadline[bit 24] is clear (SDM vol. 3A, "TSC-
  * Deadline Mode"), the mode does not exist: IA32_TSC_DEADLINE raises #GP on
  * read and write, and LVTT bit 18 is reserved, so a write of mode 10 leaves
- * a timer mode without it (one-shot), never TSC-deadline.
+ * a timer mode without it (one-shot), never TSC-deadline. With
+ * @msr_ignored, the host treats the MSR as every MSR it does not
+ * implement (QEMU's TCG: no #GP, reads 0, writes ignored) instead.
  */
-static void check_no_deadline(void)
+static void check_no_deadline(bool msr_ignored)
 {
     uint32_t a, b, c, d;
+    uint64_t v;
 
     cpuid(1, &a, &b, &c, &d);
     report(!(c & (1u << 24)), "no-deadline: CPUID offers no TSC-deadline");
-    report(rdmsr_gp(MSR_TSC_DEADLINE), "no-deadline: RDMSR 0x6E0 is #GP");
-    report(wrmsr_gp(MSR_TSC_DEADLINE, rdtsc() + 1000000),
-           "no-deadline: WRMSR 0x6E0 is #GP");
+    if (msr_ignored) {
+        report(!wrmsr_gp(MSR_TSC_DEADLINE, rdtsc() + 1000000),
+               "no-deadline: WRMSR 0x6E0 is ignored, no #GP");
+        gp_seen = 0;
+        gp_expected = 1;
+        v = rdmsr(MSR_TSC_DEADLINE);
+        gp_expected = 0;
+        report(!gp_seen && v == 0,
+               "no-deadline: RDMSR 0x6E0 reads 0 after a write, no #GP");
+    } else {
+        report(rdmsr_gp(MSR_TSC_DEADLINE), "no-deadline: RDMSR 0x6E0 is #GP");
+        report(wrmsr_gp(MSR_TSC_DEADLINE, rdtsc() + 1000000),
+               "no-deadline: WRMSR 0x6E0 is #GP");
+    }
     apic_write(R_LVTT, T_TSCDL | V_TSCDL | LVT_MASKED);
     report((apic_read(R_LVTT) & T_MODE) != T_TSCDL,
            "no-deadline: LVTT mode 10 does not stick");
@@ -1415,10 +1431,10 @@ void mb_main(void)
         printk("SUMMARY: %u tests, %u failures\n", n_tests, n_fail);
         debug_exit(n_fail ? 1 : 0);
     }
-    if (has_word(cmdline, "nodl=1")) {
+    if (has_word(cmdline, "nodl=1") || has_word(cmdline, "nodl=2")) {
         printk("cmdline: %s\n", cmdline);
         enter_cpuid_apic_mode();
-        check_no_deadline();
+        check_no_deadline(has_word(cmdline, "nodl=2"));
         printk("SUMMARY: %u tests, %u failures\n", n_tests, n_fail);
         debug_exit(n_fail ? 1 : 0);
     }
