@@ -196,11 +196,13 @@ summary+=("packages: $((SECONDS - start))s")
 # from scratch, seconds when cached, a relink when only lib/ changed), with
 # lapict's licence beside it; Debian's own QEMU 10.0, unpacked for the
 # interop cases; the Linux guest from Debian's packages; then check_qemu:
-# Linux under TCG in its three clockevent modes, lapict-mbtest in xAPIC and
-# x2APIC, migration (the timer armed, a corrupt lapict state, a 20-move
-# chain, guest memory), migration to and from stock 10.0 on pc-q35-9.2 and
-# from the disabled build on q35, "info lapic", tsc-frequency=, the
-# licence, icount boots and record/replay.
+# with -global apic.lapict=on, Linux under TCG in its three clockevent
+# modes, lapict-mbtest in xAPIC and x2APIC, migration (the timer armed, a
+# corrupt lapict state, a 20-move chain), migration to and from stock 10.0,
+# "info lapic", tsc-frequency=, icount boots and record/replay; with the
+# default (lapict off), the guest ABI and CPU options of pc-q35-10.0
+# against stock 10.0, migration to and from stock and from the disabled
+# build, guest memory; the licence.
 start=$SECONDS
 banner "gate qemu: patched QEMU 10.0 with lapict, Linux and mbtest guests"
 bash adapters/qemu/build.sh "$PWD/build-ci/qemu-bin"

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Benchmarks (not tests) of lapict inside QEMU, side by side in one run:
-# Debian's stock QEMU 10.0 (stock.sh) against the patched one of build.sh, the
-# same kernel and initramfs (guest/mkimage.sh), under TCG, alternating runs.
+# Debian's stock QEMU 10.0 (stock.sh) against the patched one of build.sh
+# with lapict's timer (-global apic.lapict=on, which it always gets here),
+# the same kernel and initramfs (guest/mkimage.sh), under TCG, alternating
+# runs.
 #   adapters/qemu/bench.sh linux [SECONDS]   every clockevent mode, -smp 1
 #                                            and 2: cyclictest, LOC rate,
 #                                            guest clock drift vs the host
@@ -66,6 +68,8 @@ exec python3 - <<'EOF'
 import os, re, subprocess, sys, tempfile, time
 
 P, S, G = os.environ["PATCHED"], os.environ["STOCK"], os.environ["GUEST"]
+# The patched QEMU's APIC timer is lapict's only when asked for.
+ON = ("-global", "apic.lapict=on")
 secs, what = int(os.environ["SECS"]), os.environ["WHAT"]
 hist = os.environ.get("HIST", "0") == "1"
 
@@ -118,7 +122,7 @@ def linux(qemu, smp, append, extra=()):
     cmd = [qemu, "-M", "q35", "-accel", "tcg", "-cpu", "max", "-smp", str(smp),
            "-m", "512", "-display", "none", "-monitor", "none",
            "-serial", "stdio", "-no-reboot", "-name", "bench,debug-threads=on",
-           *extra,
+           *(ON if qemu == P else ()), *extra,
            "-kernel", G + "/vmlinuz", "-initrd", G + "/initrd.img",
            "-append", "console=ttyS0 panic=-1 lapict.duration=%d %s%s"
            % (secs, "lapict.hist=20000 " if hist else "", append)]
@@ -362,6 +366,7 @@ elif what == "mbtest":
     for label, q in (("stock", S), ("lapict", P)):
         for acc, args, x2 in runs:
             cmd = ["timeout", "-s", "KILL", "60", q, "-M", "pc", *args,
+                   *(ON if q == P else ()),
                    "-m", "128", "-display", "none", "-monitor", "none",
                    "-serial", "stdio", "-no-reboot", "-device",
                    "isa-debug-exit,iobase=0xf4,iosize=4", "-kernel", mb,

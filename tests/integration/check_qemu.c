@@ -38,6 +38,11 @@
 #endif
 
 #define QEMU LAPICT_QEMU_DIR "/qemu-system-x86_64"
+/*
+ * The patched QEMU's APIC timer is QEMU's own on every machine type unless
+ * this option makes it lapict's (and, under TCG, offers TSC-deadline).
+ */
+#define LAPICT_ON "-global apic.lapict=on"
 #define KERNEL LAPICT_QEMU_DIR "/guest/vmlinuz"
 #define INITRD LAPICT_QEMU_DIR "/guest/initrd.img"
 /* Linux's HZ in Debian's cloud kernel (CONFIG_HZ=250). */
@@ -195,11 +200,11 @@ static char *boot_linux(int smp, const char *append, unsigned seconds,
     snprintf(cmd, sizeof(cmd),
              "exec timeout -s KILL %u %s -name lapict,debug-threads=on "
              "-pidfile %s/pid -M q35 -accel tcg -cpu max -smp %d -m 512 "
-             "-display none -monitor none -serial file:%s/serial -no-reboot "
-             "-kernel %s -initrd %s -append 'console=ttyS0 panic=-1 "
-             "lapict.duration=%u %s' </dev/null >%s/out 2>&1",
-             seconds + 150, QEMU, dir, smp, dir, KERNEL, INITRD, seconds,
-             append, dir);
+             "%s -display none -monitor none -serial file:%s/serial "
+             "-no-reboot -kernel %s -initrd %s -append 'console=ttyS0 "
+             "panic=-1 lapict.duration=%u %s' </dev/null >%s/out 2>&1",
+             seconds + 150, QEMU, dir, smp, LAPICT_ON, dir, KERNEL, INITRD,
+             seconds, append, dir);
     pid = spawn_sh(cmd);
     snprintf(path, sizeof(path), "%s/serial", dir);
     while (waitpid(pid, &status, WNOHANG) != pid) {
@@ -389,8 +394,9 @@ static void assert_loc_hz(const char *o, int cpu)
 }
 
 /*
- * Rule: Linux runs on lapict's APIC timer in each clockevent mode
- * (ce_modes[_i / CE_SMPS]) at -smp 1, 2 and 4 (ce_smp[_i % CE_SMPS]). It
+ * Rule: Linux runs on lapict's APIC timer (-global apic.lapict=on) in each
+ * clockevent mode (ce_modes[_i / CE_SMPS]) at -smp 1, 2 and 4
+ * (ce_smp[_i % CE_SMPS]). It
  * picks the mode's clockevent and tick handler (TSC-deadline exists only
  * where lapict drives the APIC), and on every CPU cyclictest runs to the
  * end, each of its wake-ups taking a local timer interrupt on that CPU,
@@ -469,8 +475,14 @@ static const char *const qemu_known[] = {
     "relocate: 0xFEE00000 is unassigned",
 };
 
-static char *run_mbtest(const char *accel, bool x2, const char *words,
-                        int *fails, int *unknown)
+/*
+ * mbtest on @qemu with the machine, accelerator and CPU options @opts; the
+ * console output. @fails counts its failures, @unknown those not in
+ * qemu_known (named on stderr; @unknown is NULL where the caller checks
+ * the failures itself).
+ */
+static char *run_mbtest(const char *qemu, const char *opts, bool x2,
+                        const char *words, int *fails, int *unknown)
 {
     char cmd[1536], *o, *line;
     char env[] = "/tmp/lapict-qemu-mbtest-env-XXXXXX";
@@ -482,18 +494,20 @@ static char *run_mbtest(const char *accel, bool x2, const char *words,
                      (int)(sizeof(text) - 1));
     close(fd);
     snprintf(cmd, sizeof(cmd),
-             "timeout -s KILL 120 %s -M pc -accel %s -m 128 "
+             "timeout -s KILL 120 %s %s -m 128 "
              "-display none -monitor none -serial stdio -no-reboot "
              "-device isa-debug-exit,iobase=0xf4,iosize=4 "
              "-kernel %s -initrd %s -append 'initrd=1 x2apic=%d %s' </dev/null",
-             QEMU, accel, LAPICT_MBTEST, env, x2, words);
+             qemu, opts, LAPICT_MBTEST, env, x2, words);
     o = lt_run_capture(cmd, &status);
     unlink(env);
     ck_assert_msg(strstr(o, "SUMMARY: "), "did not finish (%d):\n%s", status,
                   o);
     ck_assert_msg(strstr(o, x2 ? "mode: x2apic" : "mode: xapic"), "%s",
                   shown(o));
-    *fails = *unknown = 0;
+    *fails = 0;
+    if (unknown)
+        *unknown = 0;
     for (line = strstr(o, "FAIL: "); line; line = strstr(line + 1, "FAIL: ")) {
         size_t len = strcspn(line + 6, "\r\n");
         bool known = false;
@@ -502,10 +516,9 @@ static char *run_mbtest(const char *accel, bool x2, const char *words,
         for (size_t i = 0; i < sizeof(qemu_known) / sizeof(*qemu_known); i++)
             known |= len == strlen(qemu_known[i]) &&
                      !strncmp(line + 6, qemu_known[i], len);
-        if (!known) {
+        if (!known && unknown) {
             (*unknown)++;
-            fprintf(stderr, "mbtest -accel %s: %.*s\n", accel, (int)len + 6,
-                    line);
+            fprintf(stderr, "mbtest %s: %.*s\n", opts, (int)len + 6, line);
         }
     }
     /* isa-debug-exit: QEMU exits with (value << 1) | 1. */
@@ -514,15 +527,18 @@ static char *run_mbtest(const char *accel, bool x2, const char *words,
     return o;
 }
 
-/* mbtest under @accel, xAPIC or x2APIC: only known failures, and the
+/* mbtest with @opts, xAPIC or x2APIC: only known failures, and the
  * deadline and nested SVM TSC checks ran. */
-static void mbtest_case(const char *accel, bool x2)
+static void mbtest_case(const char *opts, bool x2)
 {
     int fails, unknown;
-    char *o = run_mbtest(accel, x2, "", &fails, &unknown);
+    char *o = run_mbtest(QEMU, opts, x2, "", &fails, &unknown);
 
     ck_assert_msg(unknown == 0, "%d unexpected failures:\n%s", unknown,
                   shown(o));
+    /* -global apic.lapict=on: CPUID offers the mode, and it works. */
+    ck_assert_msg(strstr(o, "PASS: cpuid: TSC-deadline"),
+                  "CPUID offers no TSC-deadline:\n%s", shown(o));
     ck_assert_msg(strstr(o, "PASS: tsc deadline: fires, not early"),
                   "no deadline check:\n%s", o);
     /* -cpu max offers SVM under TCG: the check runs, it does not skip. */
@@ -531,31 +547,37 @@ static void mbtest_case(const char *accel, bool x2)
     free(o);
 }
 
+#define MB_TCG "-M pc -accel tcg " LAPICT_ON
+
 /*
- * Rule: under TCG every timer check of mbtest passes, in xAPIC (_i = 0,
- * CPUID without x2APIC, as mbtest's x2apic=0 expects) and in x2APIC
- * (_i = 1: QEMU's own x2APIC mode, which -cpu max offers), and so do the
- * nested SVM checks of the TSC: a WRMSR to IA32_TSC survives VMRUN and
- * #VMEXIT, and the nested guest reads it plus the VMCB's offset.
+ * Rule: under TCG with lapict's timer (-global apic.lapict=on), every timer
+ * check of mbtest passes, TSC-deadline mode's included (-cpu max offers it
+ * in CPUID), in xAPIC (_i = 0, CPUID without x2APIC, as mbtest's x2apic=0
+ * expects) and in x2APIC (_i = 1: QEMU's own x2APIC mode, which -cpu max
+ * offers), and so do the nested SVM checks of the TSC: a WRMSR to IA32_TSC
+ * survives VMRUN and #VMEXIT, and the nested guest reads it plus the
+ * VMCB's offset.
  */
 START_TEST(mbtest_tcg)
 {
-    mbtest_case(_i ? "tcg -cpu max" : "tcg -cpu max,-x2apic", _i);
+    mbtest_case(_i ? MB_TCG " -cpu max" : MB_TCG " -cpu max,-x2apic", _i);
 }
 END_TEST
 
 /*
  * Rule: where CPUID does not offer TSC-deadline mode (-cpu max,-tsc-deadline)
- * the mode does not exist, as on hardware: IA32_TSC_DEADLINE raises #GP on
- * read and write and LVTT's mode 10 does not stick, in xAPIC (_i = 0) and
- * x2APIC (_i = 1). (Debian's stock 10.0 takes the MSR and the mode.)
+ * lapict's timer has no such mode: LVTT's mode 10 does not stick, as on
+ * hardware, in xAPIC (_i = 0) and x2APIC (_i = 1). IA32_TSC_DEADLINE is
+ * then an MSR TCG does not implement: it reads 0 and ignores writes, as
+ * in Debian's stock 10.0 (hardware raises #GP).
  */
 START_TEST(mbtest_no_deadline)
 {
     int fails, unknown;
-    char *o = run_mbtest(_i ? "tcg -cpu max,-tsc-deadline"
-                            : "tcg -cpu max,-tsc-deadline,-x2apic",
-                         _i, "nodl=1", &fails, &unknown);
+    char *o = run_mbtest(QEMU,
+                         _i ? MB_TCG " -cpu max,-tsc-deadline"
+                            : MB_TCG " -cpu max,-tsc-deadline,-x2apic",
+                         _i, "nodl=2", &fails, &unknown);
 
     ck_assert_msg(fails == 0 && strstr(o, "SUMMARY: 4 tests, 0 failures"), "%s",
                   shown(o));
@@ -660,8 +682,9 @@ struct mig {
 };
 
 /*
- * Boots Linux (periodic LAPIC ticks and cyclictest's timers armed the whole
- * time) and migrates it to a file during cyclictest.
+ * Boots Linux on lapict's timer (periodic LAPIC ticks and cyclictest's
+ * timers armed the whole time) and migrates it to a file during
+ * cyclictest; migrate_in() loads it, lapict's timer again.
  */
 static void migrate_out(struct mig *m, const char *cpu, const char *append)
 {
@@ -676,10 +699,12 @@ static void migrate_out(struct mig *m, const char *cpu, const char *append)
     snprintf(m->serial, sizeof(m->serial), "%s/serial", m->dir);
     snprintf(cmd, sizeof(cmd),
              "exec timeout -s KILL 150 %s -M q35 -accel tcg -cpu %s -m 512 "
-             "-display none -serial file:%s -monitor unix:%s,server,nowait "
-             "-no-reboot -kernel %s -initrd %s -append 'console=ttyS0 "
-             "panic=-1 lapict.duration=8 %s' </dev/null >%s/out 2>&1",
-             QEMU, m->cpu, m->serial, m->sock, KERNEL, INITRD, append, m->dir);
+             "%s -display none -serial file:%s "
+             "-monitor unix:%s,server,nowait -no-reboot -kernel %s -initrd %s "
+             "-append 'console=ttyS0 panic=-1 lapict.duration=8 %s' "
+             "</dev/null >%s/out 2>&1",
+             QEMU, m->cpu, LAPICT_ON, m->serial, m->sock, KERNEL, INITRD,
+             append, m->dir);
     pid = spawn_sh(cmd);
     ck_assert_msg(wait_for(m->serial, "LAPICT start", 120),
                   "the source guest did not start cyclictest");
@@ -700,11 +725,11 @@ static char *migrate_in(const struct mig *m, const char *append, int *status)
     char cmd[1536];
 
     snprintf(cmd, sizeof(cmd),
-             "timeout -s KILL 120 %s -M q35 -accel tcg -cpu %s -m 512 "
+             "timeout -s KILL 120 %s -M q35 -accel tcg -cpu %s -m 512 %s "
              "-display none -monitor none -serial stdio -no-reboot "
              "-kernel %s -initrd %s -append 'console=ttyS0 panic=-1 "
              "lapict.duration=8 %s' -incoming 'exec:cat %s' </dev/null",
-             QEMU, m->cpu, KERNEL, INITRD, append, m->state);
+             QEMU, m->cpu, LAPICT_ON, KERNEL, INITRD, append, m->state);
     return lt_run_capture(cmd, status);
 }
 
@@ -938,15 +963,16 @@ static uint64_t hop_wait_ns(pid_t hop)
     return w.main_ns + w.vcpu_ns[0];
 }
 
-/* Hop @i of a Linux chain (hop_start()). */
+/* Hop @i of a Linux chain (hop_start()), on lapict's timer. */
 static pid_t chain_start(const char *dir, int i, const char *append,
                          unsigned duration)
 {
     char guest[1024];
 
     snprintf(guest, sizeof(guest),
-             "-M q35 -m 512 -kernel %s -initrd %s -append 'console=ttyS0 "
-             "panic=-1 lapict.duration=%u lapict.ticks=1 %s'",
+             "-M q35 -m 512 " LAPICT_ON " -kernel %s -initrd %s "
+             "-append 'console=ttyS0 panic=-1 lapict.duration=%u "
+             "lapict.ticks=1 %s'",
              KERNEL, INITRD, duration, append);
     return hop_start(dir, i, QEMU, 400, guest);
 }
@@ -1119,8 +1145,9 @@ START_TEST(migrate_corrupt_live_source_runs)
     snprintf(s_out, sizeof(s_out), "%s/incoming", dir);
     snprintf(path, sizeof(path), "%s/serial0", dir);
     snprintf(cmd, sizeof(cmd),
-             "exec timeout -s KILL 200 %s -M q35 -accel tcg -cpu max -m 512 "
-             "-display none -serial file:%s -monitor unix:%s,server,nowait "
+             "exec timeout -s KILL 200 %s -M q35 -accel tcg -cpu max "
+             "-m 512 " LAPICT_ON " -display none -serial file:%s "
+             "-monitor unix:%s,server,nowait "
              "-global migration.x-return-path=on -no-reboot -kernel %s "
              "-initrd %s -append 'console=ttyS0 panic=-1 lapict.duration=12 "
              "%s' </dev/null >%s/out0 2>&1",
@@ -1145,7 +1172,8 @@ START_TEST(migrate_corrupt_live_source_runs)
             relay_corrupt(s_in, s_out);
         snprintf(cmd, sizeof(cmd),
                  "exec timeout -s KILL 120 %s -M q35 -accel tcg -cpu max "
-                 "-m 512 -display none -monitor none -serial file:%s/serial1 "
+                 "-m 512 " LAPICT_ON " -display none -monitor none "
+                 "-serial file:%s/serial1 "
                  "-global migration.x-return-path=on -no-reboot -kernel %s "
                  "-initrd %s -append 'console=ttyS0 panic=-1 "
                  "lapict.duration=12 %s' -incoming unix:%s </dev/null "
@@ -1540,15 +1568,17 @@ static void stock_move(const char *src, const char *dst, const char *machine)
 }
 
 /*
- * Rule: on a machine type whose APIC keeps QEMU's own timer (pc-q35-9.2,
- * through pc_compat_9_2), the patched QEMU and Debian's stock 10.0 move a
- * running Linux guest both ways (_i = 0: patched to stock; 1: stock to
+ * Rule: without -global apic.lapict=on the APIC keeps QEMU's own timer on
+ * every machine type, the newest (pc-q35-10.0, _i < 2) and older ones
+ * (pc-q35-9.2), so the patched QEMU and Debian's stock 10.0 move a running
+ * Linux guest both ways (_i even: patched to stock; odd: stock to
  * patched). The stream has no lapict subsection, and on the destination
  * the periodic tick goes on and cyclictest completes.
  */
 START_TEST(migrate_stock_compat)
 {
-    stock_move(_i ? STOCK : QEMU, _i ? QEMU : STOCK, "pc-q35-9.2");
+    stock_move(_i % 2 ? STOCK : QEMU, _i % 2 ? QEMU : STOCK,
+               _i < 2 ? "pc-q35-10.0" : "pc-q35-9.2");
 }
 END_TEST
 
@@ -1564,6 +1594,162 @@ END_TEST
 START_TEST(migrate_disabled_stock)
 {
     stock_move(_i ? STOCK : DISABLED, _i ? DISABLED : STOCK, "q35");
+}
+END_TEST
+
+/* The "PASS: " and "FAIL: " lines of mbtest's output @o, in order. */
+static char *mb_reports(const char *o)
+{
+    char *r = calloc(1, strlen(o) + 1), *w = r;
+
+    ck_assert_ptr_nonnull(r);
+    for (const char *l = o; l && *l;
+         l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+        size_t n = strcspn(l, "\r\n");
+
+        if (!strncmp(l, "PASS: ", 6) || !strncmp(l, "FAIL: ", 6)) {
+            memcpy(w, l, n);
+            w += n;
+            *w++ = '\n';
+        }
+    }
+    *w = 0;
+    return r;
+}
+
+/*
+ * Rule: without -global apic.lapict=on, the newest machine type
+ * (pc-q35-10.0) gives the guest what Debian's stock 10.0 gives it, in
+ * xAPIC (_i = 0) and x2APIC (_i = 1): -cpu max's CPUID has no TSC-deadline,
+ * IA32_TSC_DEADLINE reads 0 and ignores writes, and LVTT takes mode 10 as
+ * QEMU's own timer does: mbtest's nodl=2 checks report the same lines on
+ * both.
+ */
+START_TEST(default_guest_is_stock)
+{
+    const char *opts = _i ? "-M pc-q35-10.0 -accel tcg -cpu max"
+                          : "-M pc-q35-10.0 -accel tcg -cpu max,-x2apic";
+    int fails;
+    char *o, *so, *r, *sr;
+
+    ck_assert_msg(access(STOCK, X_OK) == 0, "%s: %s", STOCK, strerror(errno));
+    o = run_mbtest(QEMU, opts, _i, "nodl=2", &fails, NULL);
+    so = run_mbtest(STOCK, opts, _i, "nodl=2", &fails, NULL);
+    r = mb_reports(o);
+    sr = mb_reports(so);
+    ck_assert_msg(strstr(r, "PASS: no-deadline: CPUID offers no TSC-deadline"),
+                  "%s", shown(o));
+    ck_assert_msg(strstr(r, "PASS: no-deadline: RDMSR 0x6E0 reads 0"), "%s",
+                  shown(o));
+    ck_assert_msg(!strcmp(r, sr),
+                  "the guest's checks differ from stock's:\n%s--- stock:\n%s",
+                  r, sr);
+    free(r);
+    free(sr);
+    free(o);
+    free(so);
+}
+END_TEST
+
+/*
+ * QEMU @qemu on pc-q35-10.0 under TCG with "-cpu @cpu" and @extra, paused
+ * and told to quit at once: what it wrote to stderr (its warnings and
+ * errors), and its exit status in @status.
+ */
+static char *cpu_start(const char *qemu, const char *cpu, const char *extra,
+                       int *status)
+{
+    char cmd[1024];
+
+    snprintf(cmd, sizeof(cmd),
+             "{ printf 'quit\\n' | timeout -s KILL 60 %s -M pc-q35-10.0 "
+             "-accel tcg -cpu %s %s -display none -nodefaults -S "
+             "-monitor stdio 2>&1 >/dev/null; }",
+             qemu, cpu, extra);
+    return lt_run_capture(cmd, status);
+}
+
+/* The CPU options of default_cpu_options_are_stock. */
+static const char *const cpu_options[] = {
+    "max,+tsc-deadline,enforce",
+    "Skylake-Client",
+    "Skylake-Client,enforce",
+};
+
+/*
+ * Rule: the TSC-deadline feature goes through QEMU's CPU feature filter.
+ * Without -global apic.lapict=on, TCG does not support it, exactly as
+ * stock 10.0: each of cpu_options starts or is refused as on stock, with
+ * the same warnings and errors ("-cpu max,+tsc-deadline,enforce" is
+ * refused, Skylake-Client is warned that TCG lacks it). With lapict's
+ * timer, TCG supports it: enforce starts and no warning names it.
+ */
+START_TEST(default_cpu_options_are_stock)
+{
+    const char *cpu = cpu_options[_i];
+    int st, sst, ost;
+    char *e, *se, *oe;
+
+    ck_assert_msg(access(STOCK, X_OK) == 0, "%s: %s", STOCK, strerror(errno));
+    e = cpu_start(QEMU, cpu, "", &st);
+    se = cpu_start(STOCK, cpu, "", &sst);
+    ck_assert_msg(st == sst && !strcmp(e, se),
+                  "-cpu %s: status %d, stock's %d:\n%s--- stock:\n%s", cpu, st,
+                  sst, e, se);
+    ck_assert_msg(strstr(e, "tsc-deadline"),
+                  "-cpu %s: no word of tsc-deadline (status %d):\n%s", cpu, st,
+                  e);
+    ck_assert_msg(!strstr(cpu, "enforce") || st != 0, "-cpu %s started:\n%s",
+                  cpu, e);
+    oe = cpu_start(QEMU, cpu, LAPICT_ON, &ost);
+    ck_assert_msg(!strstr(oe, "tsc-deadline"),
+                  "-cpu %s " LAPICT_ON ": status %d:\n%s", cpu, ost, oe);
+    if (!_i)
+        ck_assert_msg(ost == 0, "-cpu %s " LAPICT_ON ": status %d:\n%s", cpu,
+                      ost, oe);
+    free(e);
+    free(se);
+    free(oe);
+}
+END_TEST
+
+/* query-cpu-model-expansion of -cpu max through QMP: its answer. */
+static char *cpu_expansion(const char *qemu, const char *extra)
+{
+    char cmd[1024];
+    int status;
+    char *o;
+
+    snprintf(cmd, sizeof(cmd),
+             "printf '%%s\\n' '{\"execute\": \"qmp_capabilities\"}' "
+             "'{\"execute\": \"query-cpu-model-expansion\", \"arguments\": "
+             "{\"type\": \"full\", \"model\": {\"name\": \"max\"}}}' "
+             "'{\"execute\": \"quit\"}' | timeout -s KILL 60 %s "
+             "-M pc-q35-10.0 -accel tcg %s -display none -nodefaults -S "
+             "-qmp stdio",
+             qemu, extra);
+    o = lt_run_capture(cmd, &status);
+    ck_assert_msg(status == 0 && strstr(o, "\"model\""),
+                  "%s %s: status %d:\n%s", qemu, extra, status, o);
+    return o;
+}
+
+/*
+ * Rule: query-cpu-model-expansion says what the guest gets: -cpu max has
+ * no TSC-deadline without -global apic.lapict=on, as on stock 10.0, and
+ * has it with lapict's timer.
+ */
+START_TEST(cpu_expansion_matches_guest)
+{
+    char *o = cpu_expansion(QEMU, ""), *so = cpu_expansion(STOCK, "");
+    char *on = cpu_expansion(QEMU, LAPICT_ON);
+
+    ck_assert_msg(strstr(so, "\"tsc-deadline\": false"), "stock:\n%s", so);
+    ck_assert_msg(strstr(o, "\"tsc-deadline\": false"), "default:\n%s", o);
+    ck_assert_msg(strstr(on, "\"tsc-deadline\": true"), LAPICT_ON ":\n%s", on);
+    free(o);
+    free(so);
+    free(on);
 }
 END_TEST
 
@@ -1607,31 +1793,35 @@ static bool wait_paused(const char *sock, int secs)
 
 /*
  * The timer modes of migrate_stock_modes: the machine type, the guest's
- * clockevent (Linux's command line), the LVTT mode "info lapic" shows, the
- * direction, and whether the stream needs lapict's subsection (stock then
- * refuses it). On q35 the vCPU's CPUID offers TSC-deadline (lapict's
- * timer), so the patched QEMU sends the subsection in every mode, armed
- * or not: stock, which has no such mode, would otherwise load a timer
- * that drops the guest's deadline writes.
+ * clockevent (Linux's command line), the LVTT mode "info lapic" shows,
+ * whether the patched QEMU runs lapict's timer (-global apic.lapict=on),
+ * the direction, and whether the stream needs lapict's subsection (stock
+ * then refuses it). With lapict's timer the vCPU's CPUID offers
+ * TSC-deadline, so the patched QEMU sends the subsection in every mode,
+ * armed or not: stock, which has no such mode, would otherwise load a
+ * timer that drops the guest's deadline writes. Without it, the patched
+ * QEMU's stream is stock's.
  */
 static const struct stock_mode {
     const char *machine, *append, *mode;
-    bool to_stock, refused;
+    bool lapict, to_stock, refused;
 } stock_modes[] = {
-    {"q35", "lapic=notscdeadline", "one-shot", true, true},
-    {"q35", "lapic=notscdeadline", "one-shot", false, false},
-    {"q35", "lapic=notscdeadline nohz=off highres=off", "periodic", true, true},
-    {"q35", "lapic=notscdeadline nohz=off highres=off", "periodic", false,
+    {"q35", "lapic=notscdeadline", "one-shot", true, true, true},
+    {"q35", "lapic=notscdeadline", "one-shot", true, false, false},
+    {"q35", "lapic=notscdeadline nohz=off highres=off", "periodic", true, true,
+     true},
+    {"q35", "lapic=notscdeadline nohz=off highres=off", "periodic", true, false,
      false},
-    {"q35", "", "tsc-deadline", true, true},
-    {"pc-q35-9.2", "lapic=notscdeadline", "one-shot", true, false},
-    {"pc-q35-9.2", "lapic=notscdeadline", "one-shot", false, false},
+    {"q35", "", "tsc-deadline", true, true, true},
+    {"pc-q35-10.0", "lapic=notscdeadline", "one-shot", false, true, false},
+    {"pc-q35-10.0", "lapic=notscdeadline", "one-shot", false, false, false},
 };
 
 /*
  * Rule: a Linux guest moves between the patched QEMU and Debian's stock
- * 10.0 with its timer armed, in each mode, both ways, on q35 (lapict's
- * timer) and on pc-q35-9.2 (QEMU's own). Where the stream can be one the
+ * 10.0 with its timer armed, in each mode, both ways, with lapict's timer
+ * (-global apic.lapict=on) and with QEMU's own (the default, on the
+ * newest machine type, pc-q35-10.0). Where the stream can be one the
  * legacy timer loads, the VM is stopped with a count-down in flight
  * (TMCCT between 0 and TMICT); the stream carries no apic_lapict
  * subsection, and the paused destination shows the same TMICT and mode
@@ -1649,7 +1839,8 @@ START_TEST(migrate_stock_modes)
     const struct stock_mode *c = &stock_modes[_i];
     const char *src = c->to_stock ? QEMU : STOCK;
     const char *dst = c->to_stock ? STOCK : QEMU;
-    char dir[64], guest[1024], cmd[256], sock[96], path[96], ans[2048];
+    char dir[64], guest[1024], ours[1100], cmd[256], sock[96], path[96];
+    char ans[2048];
     char mode[32] = "", mode1[32] = "";
     uint32_t ic = 0, cc = 0, ic1 = 0, cc1 = 0;
     bool found = false;
@@ -1665,7 +1856,9 @@ START_TEST(migrate_stock_modes)
              "-M %s -m 512 -nic none -kernel %s -initrd %s "
              "-append 'console=ttyS0 panic=-1 lapict.duration=8 %s'",
              c->machine, KERNEL, INITRD, c->append);
-    p0 = hop_start(dir, 0, src, 300, guest);
+    /* The patched end's options (stock has no such property). */
+    snprintf(ours, sizeof(ours), "%s%s", c->lapict ? LAPICT_ON " " : "", guest);
+    p0 = hop_start(dir, 0, src, 300, c->to_stock ? ours : guest);
     snprintf(path, sizeof(path), "%s/serial0", dir);
     ck_assert_msg(wait_for(path, "LAPICT start", 150),
                   "%s: the source guest did not start cyclictest", src);
@@ -1707,7 +1900,7 @@ START_TEST(migrate_stock_modes)
         found, "%s on %s: no %s %s (last: %s, %" PRIu32 " of %" PRIu32 ")", src,
         c->machine, c->mode, c->refused ? "deadline armed" : "count in flight",
         mode, cc, ic);
-    p1 = hop_start(dir, 1, dst, 200, guest);
+    p1 = hop_start(dir, 1, dst, 200, c->to_stock ? guest : ours);
     snprintf(sock, sizeof(sock), "%s/mon1", dir);
     if (c->refused) {
         ck_assert_int_eq(waitpid(p1, &status, 0), p1);
@@ -1750,7 +1943,10 @@ END_TEST
 /* ---- icount and record/replay ----------------------------------------------
  */
 
-/* Runs Linux under icount with @icount's options; the console output. */
+/*
+ * Runs Linux on lapict's timer under icount with @icount's options; the
+ * console output.
+ */
 static char *boot_icount(const char *icount, const char *append,
                          unsigned seconds)
 {
@@ -1760,9 +1956,10 @@ static char *boot_icount(const char *icount, const char *append,
 
     snprintf(cmd, sizeof(cmd),
              "timeout -s KILL 300 %s -M q35 -accel tcg -icount %s -cpu max "
-             "-m 512 -nic none -display none -monitor none -serial stdio "
-             "-no-reboot -kernel %s -initrd %s -append 'console=ttyS0 "
-             "panic=-1 lapict.duration=%u %s' </dev/null",
+             "-m 512 " LAPICT_ON " -nic none -display none -monitor none "
+             "-serial stdio -no-reboot -kernel %s -initrd %s "
+             "-append 'console=ttyS0 panic=-1 lapict.duration=%u %s' "
+             "</dev/null",
              QEMU, icount, KERNEL, INITRD, seconds, append);
     o = lt_run_capture(cmd, &status);
     ck_assert_msg(status == 0, "-icount %s: QEMU exit status %d:\n%s", icount,
@@ -2027,7 +2224,7 @@ static bool info_counts(const char *ans, uint32_t *ic, uint32_t *cc)
 }
 
 /*
- * Rule: "info lapic" reads the timer without changing it. With the VM
+ * Rule: "info lapic" reads lapict's timer without changing it. With the VM
  * stopped at many points of the periodic tick's period (cyclictest's
  * timers armed too), two reads print the same text and a count within
  * the initial count; after each "cont" the guest goes on: LOC rises at HZ
@@ -2047,7 +2244,7 @@ START_TEST(info_lapic_read_only)
     snprintf(dir, sizeof(dir), "/tmp/lapict-qemu-info-XXXXXX");
     ck_assert_ptr_nonnull(mkdtemp(dir));
     snprintf(guest, sizeof(guest),
-             "-M q35 -m 512 -nic none -kernel %s -initrd %s "
+             "-M q35 -m 512 -nic none " LAPICT_ON " -kernel %s -initrd %s "
              "-append 'console=ttyS0 panic=-1 lapict.duration=6 "
              "lapic=notscdeadline nohz=off highres=off'",
              KERNEL, INITRD);
@@ -2151,7 +2348,8 @@ START_TEST(linux_tsc_frequency)
 
     snprintf(cmd, sizeof(cmd),
              "timeout -s KILL 300 %s -M q35 -accel tcg "
-             "-cpu max,tsc-frequency=%" PRIu64 " -m 512 -nic none "
+             "-cpu max,tsc-frequency=%" PRIu64 " -m 512 " LAPICT_ON " "
+             "-nic none "
              "-display none -monitor none -serial stdio -no-reboot "
              "-kernel %s -initrd %s -append 'console=ttyS0 panic=-1 "
              "lapict.duration=3' </dev/null",
@@ -2214,10 +2412,14 @@ static Suite *suite(void)
     suite_add_tcase(s, mm);
     st = tcase_create("stock");
     tcase_set_timeout(st, 400);
-    tcase_add_loop_test(st, migrate_stock_compat, 0, 2);
+    tcase_add_loop_test(st, migrate_stock_compat, 0, 4);
     tcase_add_loop_test(st, migrate_disabled_stock, 0, 2);
     tcase_add_loop_test(st, migrate_stock_modes, 0,
                         sizeof(stock_modes) / sizeof(*stock_modes));
+    tcase_add_loop_test(st, default_guest_is_stock, 0, 2);
+    tcase_add_loop_test(st, default_cpu_options_are_stock, 0,
+                        sizeof(cpu_options) / sizeof(*cpu_options));
+    tcase_add_test(st, cpu_expansion_matches_guest);
     suite_add_tcase(s, st);
     ic = tcase_create("icount");
     tcase_set_timeout(ic, 600);
