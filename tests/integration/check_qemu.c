@@ -1940,6 +1940,93 @@ START_TEST(migrate_stock_modes)
 }
 END_TEST
 
+/*
+ * Rule: a guest in TSC-deadline mode with no deadline armed (between an
+ * expiry and its next WRMSR: mbtest's park=S) depends on lapict's timer
+ * as much as one with a deadline armed. The patched QEMU (lapict's timer,
+ * on pc-q35-10.0) sends the apic_lapict subsection for it; Debian's stock
+ * 10.0 refuses that stream with an error naming the APIC, where it would
+ * otherwise load a timer that drops every later deadline and leave the
+ * guest hung; the source, resumed, still runs; and a patched destination
+ * loads the same stream, where the guest's next deadline fires, not
+ * early.
+ */
+START_TEST(migrate_unarmed_deadline)
+{
+    char dir[64], guest[512], cmd[256], sock[96], path[96], ans[2048];
+    char *st, *o;
+    pid_t p0, p1, p2;
+    size_t len;
+    int status;
+
+    ck_assert_msg(access(STOCK, X_OK) == 0, "%s: %s", STOCK, strerror(errno));
+    snprintf(dir, sizeof(dir), "/tmp/lapict-qemu-park-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(guest, sizeof(guest),
+             "-M pc-q35-10.0 -m 64 " LAPICT_ON " "
+             "-device isa-debug-exit,iobase=0xf4,iosize=4 "
+             "-kernel %s -append 'park=6'",
+             LAPICT_MBTEST);
+    p0 = hop_start(dir, 0, QEMU, 200, guest);
+    snprintf(path, sizeof(path), "%s/serial0", dir);
+    ck_assert_msg(wait_for(path, "PARKED", 60), "the guest did not park");
+    snprintf(sock, sizeof(sock), "%s/mon0", dir);
+    ck_assert(hmp_try(sock, "stop", NULL, 0, 5));
+    snprintf(cmd, sizeof(cmd), "migrate \"exec:cat > %s/state0\"", dir);
+    ck_assert(hmp_try(sock, cmd, ans, sizeof(ans), 5));
+    ck_assert(hmp_try(sock, "info migrate", ans, sizeof(ans), 5));
+    ck_assert_msg(strstr(ans, "Migration status: completed"), "%s", ans);
+    snprintf(path, sizeof(path), "%s/state0", dir);
+    st = slurp(path, &len);
+    ck_assert_msg(memmem(st, len, "apic_lapict", 11),
+                  "no apic_lapict subsection for an unarmed TSC-deadline "
+                  "timer");
+    free(st);
+
+    /* Stock refuses the stream. */
+    p1 = hop_start(dir, 1, STOCK, 60, guest);
+    ck_assert_int_eq(waitpid(p1, &status, 0), p1);
+    snprintf(path, sizeof(path), "%s/out1", dir);
+    o = slurp(path, NULL);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) != 0 &&
+                      WEXITSTATUS(status) != 124 &&
+                      WEXITSTATUS(status) != 137 && strstr(o, "apic"),
+                  "stock took the stream (status %d):\n%s", status, o);
+    free(o);
+
+    /* The source, resumed, runs to the end with its timer. */
+    ck_assert(hmp_try(sock, "cont", NULL, 0, 5));
+    ck_assert_int_eq(waitpid(p0, &status, 0), p0);
+    snprintf(path, sizeof(path), "%s/serial0", dir);
+    o = slurp(path, NULL);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 1 &&
+                      strstr(o, "SUMMARY: 3 tests, 0 failures"),
+                  "source status %d:\n%s", status, shown(o));
+    free(o);
+
+    /* The patched QEMU loads it (hop 2 reads state1), and the mode works. */
+    snprintf(cmd, sizeof(cmd), "cp %s/state0 %s/state1", dir, dir);
+    free(lt_run_capture(cmd, &status));
+    ck_assert_int_eq(status, 0);
+    p2 = hop_start(dir, 2, QEMU, 120, guest);
+    snprintf(sock, sizeof(sock), "%s/mon2", dir);
+    ck_assert_msg(wait_paused(sock, 60), "the patched QEMU did not load it");
+    ck_assert(hmp_try(sock, "cont", NULL, 0, 5));
+    ck_assert_int_eq(waitpid(p2, &status, 0), p2);
+    snprintf(path, sizeof(path), "%s/serial2", dir);
+    o = slurp(path, NULL);
+    /* isa-debug-exit: (0 << 1) | 1, every check passed. */
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 1 &&
+                      strstr(o, "PASS: park: a deadline armed after the wait "
+                                "fires, not early") &&
+                      strstr(o, "SUMMARY: 3 tests, 0 failures"),
+                  "destination status %d:\n%s", status, shown(o));
+    free(o);
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    free(lt_run_capture(cmd, &status));
+}
+END_TEST
+
 /* ---- icount and record/replay ----------------------------------------------
  */
 
@@ -2416,6 +2503,7 @@ static Suite *suite(void)
     tcase_add_loop_test(st, migrate_disabled_stock, 0, 2);
     tcase_add_loop_test(st, migrate_stock_modes, 0,
                         sizeof(stock_modes) / sizeof(*stock_modes));
+    tcase_add_test(st, migrate_unarmed_deadline);
     tcase_add_loop_test(st, default_guest_is_stock, 0, 2);
     tcase_add_loop_test(st, default_cpu_options_are_stock, 0,
                         sizeof(cpu_options) / sizeof(*cpu_options));

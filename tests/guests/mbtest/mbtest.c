@@ -20,8 +20,10 @@
  * runs only the nested SVM check of the TSC (see check_svm_tsc()).
  * "nodl=1" runs only the checks of a CPU without TSC-deadline mode (see
  * check_no_deadline()); "nodl=2" the same on a host whose unimplemented
- * MSRs read 0 and ignore writes, as QEMU's TCG does. Interrupts are taken
- * in 64-bit mode only.
+ * MSRs read 0 and ignore writes, as QEMU's TCG does. "park=S" runs only
+ * the TSC-deadline check around a wait with no deadline armed, for a host
+ * to migrate the guest in (see check_park()). Interrupts are taken in
+ * 64-bit mode only.
  */
 #include <stdarg.h>
 #include <stdbool.h>
@@ -1400,6 +1402,44 @@ static void check_no_deadline(bool msr_ignored)
     apic_write(R_LVTT, LVT_MASKED);
 }
 
+/*
+ * park=S: the state of a guest between a TSC deadline's expiry and its next
+ * WRMSR (LVTT in TSC-deadline mode, IA32_TSC_DEADLINE 0), held for S spins
+ * of SPIN_CYCLES after "PARKED" (a host migrates the VM then), after which
+ * a new deadline must fire, not early: the mode survived whatever the host
+ * did. A destination that lost the mode never delivers it.
+ */
+static void check_park(uint64_t spins)
+{
+    uint32_t n;
+    uint64_t dl;
+    bool ok;
+
+    /* The firmware's 8259s deliver the PIT on vector 8 through LINT0. */
+    outb(0x21, 0xFF);
+    outb(0xA1, 0xFF);
+    sti();
+    apic_write(R_LVTT, T_TSCDL | V_TSCDL);
+    n = irq_count[V_TSCDL];
+    dl = rdtsc() + 2000000;
+    wrmsr(MSR_TSC_DEADLINE, dl);
+    ok = wait_count(V_TSCDL, n + 1);
+    report(ok && rdmsr(MSR_TSC_DEADLINE) == 0,
+           "park: the deadline fired, none is armed");
+    printk("PARKED\n");
+    for (uint64_t i = 0; i < spins; i++)
+        spin_cycles(SPIN_CYCLES);
+    report((apic_read(R_LVTT) & (T_MODE | 0xFFu)) == (T_TSCDL | V_TSCDL),
+           "park: LVTT is still in TSC-deadline mode");
+    n = irq_count[V_TSCDL];
+    dl = rdtsc() + 2000000;
+    wrmsr(MSR_TSC_DEADLINE, dl);
+    ok = wait_count(V_TSCDL, n + 1);
+    report(ok && irq_tsc[V_TSCDL] >= dl,
+           "park: a deadline armed after the wait fires, not early");
+    cli();
+}
+
 /* The APIC mode CPUID offers (x2APIC where it can), stated on COM1. */
 static void enter_cpuid_apic_mode(void)
 {
@@ -1416,7 +1456,7 @@ void mb_main(void)
     const char *cmdline =
         (mbi->flags & 4u) ? (const char *)(uintptr_t)mbi->cmdline : "";
 
-    uint64_t cm_iters;
+    uint64_t cm_iters, park;
 
     idt_init(idt);
     printk("lapict-mbtest: multiboot test kernel\n");
@@ -1435,6 +1475,13 @@ void mb_main(void)
         printk("cmdline: %s\n", cmdline);
         enter_cpuid_apic_mode();
         check_no_deadline(has_word(cmdline, "nodl=2"));
+        printk("SUMMARY: %u tests, %u failures\n", n_tests, n_fail);
+        debug_exit(n_fail ? 1 : 0);
+    }
+    if (word_value(cmdline, "park=", &park)) {
+        printk("cmdline: %s\n", cmdline);
+        enter_cpuid_apic_mode();
+        check_park(park);
         printk("SUMMARY: %u tests, %u failures\n", n_tests, n_fail);
         debug_exit(n_fail ? 1 : 0);
     }
