@@ -334,7 +334,7 @@ elif what == "advance":
     cfgs = [("stock (lapic)", S, "", ()), ("lapict default", P, "", ())]
     for ns in os.environ.get("ADVANCES", "0 50000 100000 200000").split():
         cfgs.append(("advance %d us" % (int(ns) // 1000), P, "",
-                     ("-global", "apic.lapict-advance-ns=" + ns)))
+                     ("-global", "apic.timer-advance=" + ns)))
     compare("advance", cfgs, int(os.environ.get("SMP", "1")))
 elif what == "cpu":
     print("cyclictest -S -m -p 90 -D %d under TCG, -cpu max, default mode, "
@@ -346,7 +346,7 @@ elif what == "cpu":
             cfgs = [("stock", S, app, ()), ("lapict", P, app, ())]
             for ns in os.environ.get("ADVANCES", "100000").split():
                 cfgs.append(("lapict advance %d us" % (int(ns) // 1000), P,
-                             app, ("-global", "apic.lapict-advance-ns=" + ns)))
+                             app, ("-global", "apic.timer-advance=" + ns)))
             compare("smp%d %4.0f Hz" % (smp, 1e6 / iv), cfgs, smp)
 elif what == "csv":
     out = csv_path() if os.environ.get("CSV") else "/dev/stdout"

@@ -1713,6 +1713,57 @@ START_TEST(default_cpu_options_are_stock)
 }
 END_TEST
 
+/*
+ * The apic properties of apic_properties: the binary, its options, and
+ * what it must print to stderr (NULL: it starts, silent).
+ */
+static const struct apic_prop {
+    const char *qemu, *opts, *error;
+} apic_props[] = {
+    {QEMU, LAPICT_ON " -global apic.lost_tick_policy=slew", NULL},
+    {QEMU, LAPICT_ON " -global apic.lost_tick_policy=discard", NULL},
+    {QEMU, LAPICT_ON " -global apic.lost_tick_policy=delay",
+     "lost_tick_policy=delay: lapict's timer takes discard or slew"},
+    {QEMU, LAPICT_ON " -global apic.timer-advance=off", NULL},
+    {QEMU, LAPICT_ON " -global apic.timer-advance=auto", NULL},
+    {QEMU, LAPICT_ON " -global apic.timer-advance=20000", NULL},
+    {QEMU, LAPICT_ON " -global apic.timer-advance=10000001",
+     "timer-advance=10000001: not off, auto or a number of nanoseconds"},
+    {QEMU, LAPICT_ON " -global apic.timer-advance=-1",
+     "timer-advance=-1: not off, auto or a number of nanoseconds"},
+    {QEMU,
+     LAPICT_ON " -global apic.timer-advance=auto "
+               "-global apic.timer-advance-max=0",
+     "timer-advance-max=0: not between 1 and 10000000 ns"},
+    {DISABLED, "-global apic.lapict=off", NULL},
+    {DISABLED, LAPICT_ON, "lapict=on: this QEMU was built without lapict"},
+};
+
+/*
+ * Rule: the apic device's properties are QEMU's words, checked where they
+ * are set: "lost_tick_policy" is QEMU's LostTickPolicy (slew and discard;
+ * delay, which would move the period's grid, is refused with the reason),
+ * "timer-advance" is off, auto or 1 to 10000000 ns ("timer-advance-max"
+ * the same range), each bad value refused with an error naming it. A
+ * build without lapict takes "lapict=off", so one command line serves
+ * every build, and refuses "lapict=on" naming the build.
+ */
+START_TEST(apic_properties)
+{
+    const struct apic_prop *c = &apic_props[_i];
+    int st;
+    char *e = cpu_start(c->qemu, "max", c->opts, &st);
+
+    if (c->error)
+        ck_assert_msg(st != 0 && strstr(e, c->error),
+                      "%s %s: status %d, stderr:\n%s", c->qemu, c->opts, st, e);
+    else
+        ck_assert_msg(st == 0 && !*e, "%s %s: status %d, stderr:\n%s", c->qemu,
+                      c->opts, st, e);
+    free(e);
+}
+END_TEST
+
 /* query-cpu-model-expansion of -cpu max through QMP: its answer. */
 static char *cpu_expansion(const char *qemu, const char *extra)
 {
@@ -2022,6 +2073,68 @@ START_TEST(migrate_unarmed_deadline)
                       strstr(o, "SUMMARY: 3 tests, 0 failures"),
                   "destination status %d:\n%s", status, shown(o));
     free(o);
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    free(lt_run_capture(cmd, &status));
+}
+END_TEST
+
+/*
+ * Rule: a TSC the guest wrote (WRMSR to IA32_TSC, which the patched TCG
+ * honours) survives a move, with lapict off (the default): mbtest's
+ * tscw=S writes its TSC 2^40 ahead and parks; the VM stops there and
+ * moves to Debian's stock 10.0 (_i = 0) or to the patched QEMU (_i = 1),
+ * and on the destination the guest's TSC still holds the write and
+ * counts on. Outside a nested guest the write travels in the main
+ * section's tsc_offset, which stock adds in RDTSC too: no subsection
+ * (cpu/tcg_tsc_write is for a nested guest's moves only).
+ */
+START_TEST(migrate_tsc_write)
+{
+    const char *dst = _i ? QEMU : STOCK;
+    char dir[64], guest[512], cmd[256], sock[96], path[96], ans[2048];
+    char *st, *o;
+    pid_t p0, p1;
+    size_t len;
+    int status;
+
+    ck_assert_msg(access(STOCK, X_OK) == 0, "%s: %s", STOCK, strerror(errno));
+    snprintf(dir, sizeof(dir), "/tmp/lapict-qemu-tscw-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(guest, sizeof(guest),
+             "-M pc-q35-10.0 -m 64 "
+             "-device isa-debug-exit,iobase=0xf4,iosize=4 "
+             "-kernel %s -append 'tscw=6'",
+             LAPICT_MBTEST);
+    p0 = hop_start(dir, 0, QEMU, 200, guest);
+    snprintf(path, sizeof(path), "%s/serial0", dir);
+    ck_assert_msg(wait_for(path, "PARKED", 60), "the guest did not park");
+    snprintf(sock, sizeof(sock), "%s/mon0", dir);
+    ck_assert(hmp_try(sock, "stop", NULL, 0, 5));
+    snprintf(cmd, sizeof(cmd), "migrate \"exec:cat > %s/state0\"", dir);
+    ck_assert(hmp_try(sock, cmd, ans, sizeof(ans), 5));
+    ck_assert(hmp_try(sock, "info migrate", ans, sizeof(ans), 5));
+    ck_assert_msg(strstr(ans, "Migration status: completed"), "%s", ans);
+    snprintf(path, sizeof(path), "%s/state0", dir);
+    st = slurp(path, &len);
+    ck_assert_msg(!memmem(st, len, "tcg_tsc_write", 13) &&
+                      !memmem(st, len, "msr_tsc_adjust", 14),
+                  "the written TSC went in a subsection");
+    free(st);
+    p1 = hop_start(dir, 1, dst, 120, guest);
+    snprintf(sock, sizeof(sock), "%s/mon1", dir);
+    ck_assert_msg(wait_paused(sock, 60), "%s did not load the stream", dst);
+    ck_assert(hmp_try(sock, "cont", NULL, 0, 5));
+    ck_assert_int_eq(waitpid(p1, &status, 0), p1);
+    snprintf(path, sizeof(path), "%s/serial1", dir);
+    o = slurp(path, NULL);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 1 &&
+                      strstr(o, "PASS: tsc write: kept, counting on") &&
+                      strstr(o, "SUMMARY: 2 tests, 0 failures"),
+                  "%s: status %d:\n%s", dst, status, shown(o));
+    free(o);
+    snprintf(sock, sizeof(sock), "%s/mon0", dir);
+    hmp_try(sock, "quit", NULL, 0, 5);
+    ck_assert_int_eq(waitpid(p0, &status, 0), p0);
     snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
     free(lt_run_capture(cmd, &status));
 }
@@ -2504,6 +2617,9 @@ static Suite *suite(void)
     tcase_add_loop_test(st, migrate_stock_modes, 0,
                         sizeof(stock_modes) / sizeof(*stock_modes));
     tcase_add_test(st, migrate_unarmed_deadline);
+    tcase_add_loop_test(st, migrate_tsc_write, 0, 2);
+    tcase_add_loop_test(st, apic_properties, 0,
+                        sizeof(apic_props) / sizeof(*apic_props));
     tcase_add_loop_test(st, default_guest_is_stock, 0, 2);
     tcase_add_loop_test(st, default_cpu_options_are_stock, 0,
                         sizeof(cpu_options) / sizeof(*cpu_options));

@@ -22,8 +22,9 @@
  * check_no_deadline()); "nodl=2" the same on a host whose unimplemented
  * MSRs read 0 and ignore writes, as QEMU's TCG does. "park=S" runs only
  * the TSC-deadline check around a wait with no deadline armed, for a host
- * to migrate the guest in (see check_park()). Interrupts are taken in
- * 64-bit mode only.
+ * to migrate the guest in (see check_park()); "tscw=S" the same around a
+ * TSC the guest wrote (see check_tsc_write_park()). Interrupts are taken
+ * in 64-bit mode only.
  */
 #include <stdarg.h>
 #include <stdbool.h>
@@ -1440,6 +1441,28 @@ static void check_park(uint64_t spins)
     cli();
 }
 
+/*
+ * tscw=S: the guest writes its TSC 2^40 ahead, says "PARKED", spins S
+ * times SPIN_CYCLES (a host migrates the VM then), and checks that the
+ * TSC kept the write and counted on: at or past the value written plus
+ * the spins, and not a second 2^40 ahead.
+ */
+static void check_tsc_write_park(uint64_t spins)
+{
+    uint64_t w = rdtsc() + (1ull << 40), t;
+
+    wrmsr(MSR_TSC, w);
+    t = rdtsc();
+    report(t >= w && t - w < SPIN_CYCLES,
+           "tsc write: RDTSC reads the value written");
+    printk("PARKED\n");
+    for (uint64_t i = 0; i < spins; i++)
+        spin_cycles(SPIN_CYCLES);
+    t = rdtsc();
+    report(t >= w + spins * SPIN_CYCLES && t - w < (1ull << 40),
+           "tsc write: kept, counting on");
+}
+
 /* The APIC mode CPUID offers (x2APIC where it can), stated on COM1. */
 static void enter_cpuid_apic_mode(void)
 {
@@ -1475,6 +1498,12 @@ void mb_main(void)
         printk("cmdline: %s\n", cmdline);
         enter_cpuid_apic_mode();
         check_no_deadline(has_word(cmdline, "nodl=2"));
+        printk("SUMMARY: %u tests, %u failures\n", n_tests, n_fail);
+        debug_exit(n_fail ? 1 : 0);
+    }
+    if (word_value(cmdline, "tscw=", &park)) {
+        printk("cmdline: %s\n", cmdline);
+        check_tsc_write_park(park);
         printk("SUMMARY: %u tests, %u failures\n", n_tests, n_fail);
         debug_exit(n_fail ? 1 : 0);
     }
