@@ -826,7 +826,7 @@ START_TEST(migrate_corrupt_blob)
     ck_assert_msg(p, "no apic_lapict subsection in the stream");
     /* Name, then the subsection's version (be32), then its fields. */
     ck_assert_uint_ge(len, (size_t)(p - s) + 11 + 4 + 4);
-    /* lapict_sv.flags (be32) first: bit 30 is reserved. */
+    /* lapict_sv.state (be32) first: bit 30 means nothing. */
     p[11 + 4] ^= 0x40;
     f = fopen(m.state, "wb");
     ck_assert_ptr_nonnull(f);
