@@ -25,6 +25,12 @@
 #    itself). They raise their priority (tests/support/kvm_probe.h,
 #    lt_guest_priority) so that their timing checks can conclude beside
 #    the hog; a check a host stall made inconclusive is never a pass.
+#  - qemu_smp_boots, after both halves and beside nothing: Linux at
+#    -smp 4 on the patched QEMU with lapict's timer boots and runs
+#    cyclictest LAPICT_STRESS_QEMU_BOOTS times in a row (default 200), each
+#    within LAPICT_STRESS_QEMU_LIMIT seconds (default 180); a boot that
+#    hangs or panics is a failure and its console is kept. It builds (or
+#    takes from the cache) QEMU and the guest as CI's qemu gate does.
 # A run that exits 77 (no usable /dev/kvm) counts as skipped, not passed.
 # A run that does not end within LAPICT_STRESS_TIMEOUT is killed and
 # counts as failed. The log of every failed run is kept.
@@ -33,7 +39,8 @@
 # default 50 each; 0 skips that half), LAPICT_STRESS_TESTS (a subset, names
 # as above, space-separated), LAPICT_STRESS_DIR (build directory, default
 # build-stress), LAPICT_STRESS_TIMEOUT (seconds per run, default 600),
-# LAPICT_STRESS_DEADLINES (per kvm_stress run, default 500), CC.
+# LAPICT_STRESS_DEADLINES (per kvm_stress run, default 500),
+# LAPICT_STRESS_QEMU_BOOTS (0 skips them), LAPICT_STRESS_QEMU_LIMIT, CC.
 #
 #     LAPICT_STRESS_VALGRIND=3 LAPICT_STRESS_HOG=3 bash ci/stress.sh
 set -euo pipefail
@@ -44,6 +51,8 @@ hog_runs=${LAPICT_STRESS_HOG:-50}
 dir=${LAPICT_STRESS_DIR:-build-stress}
 limit=${LAPICT_STRESS_TIMEOUT:-600}
 deadlines=${LAPICT_STRESS_DEADLINES:-500}
+qemu_n=${LAPICT_STRESS_QEMU_BOOTS:-200}
+qemu_limit=${LAPICT_STRESS_QEMU_LIMIT:-180}
 cc=${CC:-gcc}
 unit="test_kvm_host test_kvm_vcpu test_kvm_hooks example_kvm_loop"
 fake="kvm_stress_signal kvm_stress_thread kvm_stress_none kvm_stress_caller"
@@ -156,9 +165,38 @@ run_half() {
     stop_hogs
 }
 
+# qemu_smp_boots: Linux at -smp 4 on lapict's timer, boot after boot.
+qemu_boots() {
+    local n=$1 qdir=$dir/qemu-bin i rc log o
+    failed[qemu_smp_boots,boots]=0
+    [ "$n" -gt 0 ] || return 0
+    bash adapters/qemu/build.sh "$PWD/$qdir" >/dev/null
+    bash adapters/qemu/guest/mkimage.sh "$PWD/$qdir/guest" >/dev/null
+    for i in $(seq 1 "$n"); do
+        log=$logs/qemu_smp_boots.$i.log
+        rc=0
+        timeout -s KILL "$qemu_limit" "$qdir/qemu-system-x86_64" -M q35 \
+            -accel tcg -cpu max -smp 4 -m 512 -global apic.lapict=on \
+            -nic none -display none -monitor none -serial stdio -no-reboot \
+            -kernel "$qdir/guest/vmlinuz" -initrd "$qdir/guest/initrd.img" \
+            -append 'console=ttyS0 panic=-1 lapict.duration=1' \
+            </dev/null >"$log" 2>&1 || rc=$?
+        o=$(cat "$log")
+        if [ "$rc" = 0 ] && [[ $o == *"LAPICT cyclictest rc=0"* ]] &&
+           [[ $o == *"LAPICT done"* ]]; then
+            rm -f "$log"
+        else
+            echo "stress: qemu_smp_boots boot $i failed (exit $rc): $log"
+            failed[qemu_smp_boots,boots]=$((failed[qemu_smp_boots,boots] + 1))
+        fi
+    done
+    echo "qemu_smp_boots: ${failed[qemu_smp_boots,boots]} of $n failed"
+}
+
 start=$SECONDS
 run_half valgrind "$vg_runs"
 run_half hog "$hog_runs"
+qemu_boots "$qemu_n"
 
 total=0
 echo
@@ -175,6 +213,10 @@ for t in $tests; do
     done
     printf '%-22s %12s %12s\n' "$t" "${row[0]}" "${row[1]}"
 done
+if [ "$qemu_n" -gt 0 ]; then
+    printf '%-22s %12s\n' qemu_smp_boots "${failed[qemu_smp_boots,boots]} of $qemu_n"
+    total=$((total + failed[qemu_smp_boots,boots]))
+fi
 echo "stress: $total failed in all ($((SECONDS - start))s); logs of failed" \
      "runs in $logs"
 [ "$total" = 0 ]
