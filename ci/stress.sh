@@ -167,11 +167,12 @@ run_half() {
 
 # qemu_smp_boots: Linux at -smp 4 on lapict's timer, boot after boot.
 qemu_boots() {
-    local n=$1 qdir=$dir/qemu-bin i rc log o
+    local n=$1 qdir i rc log o
     failed[qemu_smp_boots,boots]=0
     [ "$n" -gt 0 ] || return 0
-    bash adapters/qemu/build.sh "$PWD/$qdir" >/dev/null
-    bash adapters/qemu/guest/mkimage.sh "$PWD/$qdir/guest" >/dev/null
+    qdir=$(cd "$dir" && pwd)/qemu-bin
+    bash adapters/qemu/build.sh "$qdir" >/dev/null
+    bash adapters/qemu/guest/mkimage.sh "$qdir/guest" >/dev/null
     for i in $(seq 1 "$n"); do
         log=$logs/qemu_smp_boots.$i.log
         rc=0
