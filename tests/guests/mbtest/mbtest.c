@@ -14,7 +14,7 @@
  * For hosts without QEMU's devices (Bochs): "fwcfg=0" skips the fw_cfg
  * checks with a SKIP line saying why, and "exit=bochs" also ends the run
  * through Bochs's shutdown port (0x8900) after isa-debug-exit, which such
- * a host does not have.
+ * a host does not have. "tscwrite=1" adds a check that writes IA32_TSC.
  *
  * Command line words (after argv[0]): "initrd=1" makes the module check
  * mandatory; "x2apic=1" / "x2apic=0" states what CPUID must say.
@@ -243,6 +243,8 @@ static void printk(const char *fmt, ...)
 
 /* "exit=bochs": end the run through Bochs's shutdown port too. */
 static bool exit_bochs;
+/* "tscwrite=1": the TSC-deadline check after a WRMSR to IA32_TSC. */
+static bool tsc_write_check;
 
 static void debug_exit(uint32_t code)
 {
@@ -795,6 +797,23 @@ static void check_timer(void)
         __asm__ volatile("sti; hlt" ::: "memory");
     report(irq_count[V_TSCDL] == n + 1 && irq_tsc[V_TSCDL] >= dl,
            "tsc deadline: wakes HLT, not early");
+
+    /*
+     * "TSC-Deadline Mode": the deadline is compared with the TSC, which a
+     * WRMSR to IA32_TSC moves. Set 5 M cycles back, a deadline 100 000
+     * cycles ahead of the new value fires then, not at once.
+     */
+    if (tsc_write_check) {
+        n = irq_count[V_TSCDL];
+        wrmsr(MSR_TSC, rdtsc() - 5000000);
+        dl = rdtsc() + 100000;
+        wrmsr(MSR_TSC_DEADLINE, dl);
+        t0 = rdtsc();
+        while (irq_count[V_TSCDL] == n && rdtsc() - t0 < SPIN_CYCLES)
+            __asm__ volatile("sti; hlt" ::: "memory");
+        report(irq_count[V_TSCDL] == n + 1 && irq_tsc[V_TSCDL] >= dl,
+               "tsc deadline after an IA32_TSC write: fires, not early");
+    }
     apic_write(R_LVTT, LVT_MASKED);
 }
 
@@ -1440,6 +1459,7 @@ void mb_main(void)
     outb(0x3F9, 0x00);
     outb(0x3FB, 0x03);
     exit_bochs = has_word(cmdline, "exit=bochs");
+    tsc_write_check = has_word(cmdline, "tscwrite=1");
     printk("lapict-mbtest: multiboot test kernel\n");
     if (has_word(cmdline, "memsoak=1")) {
         printk("cmdline: %s\n", cmdline);
