@@ -63,7 +63,8 @@ if [ ! -x "$bin" ]; then
     (cd "$dir/src" && nice -n 10 make -j"$jobs" bochs >make.log 2>&1) ||
         { tail -40 "$dir/src/make.log" >&2; bochs_fail "make failed"; }
     echo "make $((SECONDS - t)) s" >>"$dir/times"
-    if nm -C "$dir/src/bochs" | grep -q ' lapict_'; then
+    syms=$(nm "$dir/src/bochs")
+    if grep -q ' lapict_' <<<"$syms"; then
         bochs_fail "the stock binary links lapict"
     fi
     cp "$dir/src/bochs" "$bin.tmp"
