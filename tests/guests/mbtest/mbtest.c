@@ -1458,6 +1458,12 @@ void mb_main(void)
     outb(0x3F8, 0x01);
     outb(0x3F9, 0x00);
     outb(0x3FB, 0x03);
+    /*
+     * The 8259s masked before any STI: a BIOS (Bochs's) leaves IRQ0, the
+     * PIT, unmasked on vector 8, which the modes below do not expect.
+     */
+    outb(0x21, 0xFF);
+    outb(0xA1, 0xFF);
     exit_bochs = has_word(cmdline, "exit=bochs");
     tsc_write_check = has_word(cmdline, "tscwrite=1");
     printk("lapict-mbtest: multiboot test kernel\n");
