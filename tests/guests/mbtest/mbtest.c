@@ -1450,13 +1450,12 @@ void mb_main(void)
 
     idt_init(idt);
     /*
-     * 8N1, 115200 baud: a UART's word length is 5 bits after reset, and
-     * not every loader sets it (GRUB without a serial terminal does not).
+     * 8N1: a UART's word length is 5 bits after reset, and not every
+     * loader sets it (GRUB without a serial terminal does not). The baud
+     * rate stays as the firmware set it: writing the divisor latch goes
+     * through port 0x3F8, which simpler COM1 models (lapict-hv's) take
+     * for a character whatever DLAB says.
      */
-    outb(0x3F9, 0x00);
-    outb(0x3FB, 0x80);
-    outb(0x3F8, 0x01);
-    outb(0x3F9, 0x00);
     outb(0x3FB, 0x03);
     /*
      * The 8259s masked before any STI: a BIOS (Bochs's) leaves IRQ0, the
