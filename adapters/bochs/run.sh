@@ -170,6 +170,9 @@ done
 {
     echo "set timeout=0"
     echo "set default=0"
+    # COM1 at 8N1: its word length is 5 bits after reset, and kernels
+    # that only set the baud rate (kvm-unit-tests') would print garbage.
+    echo "serial --unit=0 --speed=115200 --word=8 --parity=no --stop=1"
     echo "menuentry 'kernel' {"
     echo "$line"
     echo "    boot"
