@@ -6,7 +6,8 @@
 # fixed time0, a fixed ips) and the debugger's time breakpoint is a hard
 # instruction limit. Prints the kernel's COM1 output. See README.md.
 #
-#   adapters/bochs/run.sh [--cpu=MODEL] [--max-ticks=N] [--keep DIR]
+#   adapters/bochs/run.sh [--cpu=MODEL] [--max-ticks=N] [--megs=N]
+#                         [--module=FILE]... [--keep DIR]
 #                         BOCHS KERNEL [ARGS...]
 #
 # Exit status: 0 the kernel's last "SUMMARY: ..." line ends "0 failures";
@@ -27,7 +28,8 @@ me=run.sh
 usage() {
     cat <<EOF
 usage: adapters/bochs/run.sh [--cpu=MODEL] [--max-ticks=N] [--megs=N]
-                             [--keep DIR] BOCHS KERNEL [ARGS...]
+                             [--module=FILE]... [--keep DIR]
+                             BOCHS KERNEL [ARGS...]
 
   BOCHS          a bochs binary (build.sh's or stock.sh's OUT/bochs)
   KERNEL         a multiboot v1 kernel; ARGS are its command line words
@@ -35,6 +37,8 @@ usage: adapters/bochs/run.sh [--cpu=MODEL] [--max-ticks=N] [--megs=N]
                  with the preemption timer) or corei7_skylake_x
   --max-ticks=N  stop after N instructions (default 20000000000)
   --megs=N       guest RAM in MiB, 32..2048 (default 128)
+  --module=FILE  a multiboot module, its string the file's name
+                 (repeatable; lapict-hv takes its guest so)
   --keep DIR     work in DIR and keep the ISO, bochsrc and logs
 
 Prints the kernel's COM1 output. Exit 0 when its last SUMMARY line ends
@@ -61,16 +65,17 @@ cpu_model=corei7_haswell_4770
 max_ticks=20000000000
 megs=128
 keep=
+modules=()
 while [ $# -gt 0 ]; do
     opt=$1
     case $opt in
     --) shift; break ;;
     -h | --help) usage; exit 0 ;;
-    --cpu | --max-ticks | --megs | --keep)
+    --cpu | --max-ticks | --megs | --module | --keep)
         [ $# -ge 2 ] || die "$opt needs a value (see --help)"
         val=$2
         shift 2 ;;
-    --cpu=* | --max-ticks=* | --megs=* | --keep=*)
+    --cpu=* | --max-ticks=* | --megs=* | --module=* | --keep=*)
         val=${opt#*=}
         opt=${opt%%=*}
         shift ;;
@@ -93,6 +98,13 @@ while [ $# -gt 0 ]; do
             die "--megs: an integer in 32..2048, not '$val'"
         fi
         megs=$val ;;
+    --module)
+        if [ ! -f "$val" ] || [ ! -r "$val" ]; then
+            die "--module: not a readable file: $val"
+        fi
+        grub_word_ok "$(basename -- "$val")" ||
+            die "--module: its name would not reach the kernel unchanged: $val"
+        modules+=("$val") ;;
     --keep)
         [ -n "$val" ] || die "--keep: needs a directory"
         keep=$val ;;
@@ -175,6 +187,12 @@ done
     echo "serial --unit=0 --speed=115200 --word=8 --parity=no --stop=1"
     echo "menuentry 'kernel' {"
     echo "$line"
+    i=0
+    for m in "${modules[@]}"; do
+        cp -- "$m" "$work/iso/boot/module$i"
+        echo "    module /boot/module$i '$(basename -- "$m")'"
+        i=$((i + 1))
+    done
     echo "    boot"
     # Reached only when GRUB could not boot it: a marker on port 0xE9,
     # then Bochs's shutdown port, instead of GRUB's menu until the limit.
