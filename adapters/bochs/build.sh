@@ -107,8 +107,9 @@ if [ ! -x "$bin" ]; then
         echo "$kinc" >"$tree/include.hash"
         touch "$tree/src/.configured"
     elif [ "$(cat "$tree/include.hash" 2>/dev/null)" != "$kinc" ]; then
-        bochs_log "lapict's headers changed: make clean"
-        (cd "$tree/src" && make clean >/dev/null)
+        # all-clean: the top-level clean leaves the subdirectories' objects.
+        bochs_log "lapict's headers changed: make all-clean"
+        (cd "$tree/src" && make all-clean >/dev/null)
         echo "$kinc" >"$tree/include.hash"
     fi
 
