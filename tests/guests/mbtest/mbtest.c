@@ -11,6 +11,11 @@
  * "FAIL: name" line per check on COM1, then "SUMMARY: <n> tests, <f>
  * failures", then isa-debug-exit with 0 (all passed) or 1.
  *
+ * For hosts without QEMU's devices (Bochs): "fwcfg=0" skips the fw_cfg
+ * checks with a SKIP line saying why, and "exit=bochs" also ends the run
+ * through Bochs's shutdown port (0x8900) after isa-debug-exit, which such
+ * a host does not have. "tscwrite=1" adds a check that writes IA32_TSC.
+ *
  * Command line words (after argv[0]): "initrd=1" makes the module check
  * mandatory; "x2apic=1" / "x2apic=0" states what CPUID must say.
  * "changemode=N tsc_khz=K [cm_print=P] [cm_prelude=1]" runs only the
@@ -241,9 +246,21 @@ static void printk(const char *fmt, ...)
     va_end(ap);
 }
 
+/* "exit=bochs": end the run through Bochs's shutdown port too. */
+static bool exit_bochs;
+/* "tscwrite=1": the TSC-deadline check after a WRMSR to IA32_TSC. */
+static bool tsc_write_check;
+
 static void debug_exit(uint32_t code)
 {
     outl(0xF4, code);
+    if (exit_bochs) {
+        /* COM1 drained first: Bochs drops what its UART still holds. */
+        for (uint32_t i = 0; i < 1000000u && !(inb(0x3FD) & 0x40); i++)
+            ;
+        for (const char *p = "Shutdown"; *p; p++)
+            outb(0x8900, (uint8_t)*p);
+    }
     for (;;) {
         cli();
         __asm__ volatile("hlt");
@@ -442,9 +459,21 @@ static void check_boot(void)
     for (uint32_t i = 0; i < sizeof(big_bss); i += 4096)
         sum |= ((volatile uint8_t *)big_bss)[i];
     report(sum == 0, "loader: 12 MiB bss zeroed");
+    /*
+     * THRE and TEMT: a UART that models the shift register (Bochs) clears
+     * TEMT while the last character goes out, so the transmitter gets a
+     * bounded time to drain (at 9600 baud a character is about 1 ms).
+     */
+    for (uint32_t i = 0; i < 1000000u && (inb(0x3FD) & 0x60) != 0x60; i++)
+        ;
     report((inb(0x3FD) & 0x60) == 0x60, "COM1: LSR reports THR empty");
-    report(fw_cfg_read(0x00, 4) == 0x554D4551u, "fw_cfg: signature QEMU");
-    report(fw_cfg_read(0x05, 2) == 1, "fw_cfg: CPU count (key 0x05) is 1");
+    if (has_word(cmdline, "fwcfg=0")) {
+        printk("SKIP: fw_cfg: signature, CPU count (fwcfg=0: the host has "
+               "no fw_cfg device)\n");
+    } else {
+        report(fw_cfg_read(0x00, 4) == 0x554D4551u, "fw_cfg: signature QEMU");
+        report(fw_cfg_read(0x05, 2) == 1, "fw_cfg: CPU count (key 0x05) is 1");
+    }
     outb(0x21, 0xFF);
     outb(0xA1, 0xFF);
     report(true, "PIC: mask writes accepted");
@@ -773,6 +802,23 @@ static void check_timer(void)
         __asm__ volatile("sti; hlt" ::: "memory");
     report(irq_count[V_TSCDL] == n + 1 && irq_tsc[V_TSCDL] >= dl,
            "tsc deadline: wakes HLT, not early");
+
+    /*
+     * "TSC-Deadline Mode": the deadline is compared with the TSC, which a
+     * WRMSR to IA32_TSC moves. Set 5 M cycles back, a deadline 100 000
+     * cycles ahead of the new value fires then, not at once.
+     */
+    if (tsc_write_check) {
+        n = irq_count[V_TSCDL];
+        wrmsr(MSR_TSC, rdtsc() - 5000000);
+        dl = rdtsc() + 100000;
+        wrmsr(MSR_TSC_DEADLINE, dl);
+        t0 = rdtsc();
+        while (irq_count[V_TSCDL] == n && rdtsc() - t0 < SPIN_CYCLES)
+            __asm__ volatile("sti; hlt" ::: "memory");
+        report(irq_count[V_TSCDL] == n + 1 && irq_tsc[V_TSCDL] >= dl,
+               "tsc deadline after an IA32_TSC write: fires, not early");
+    }
     apic_write(R_LVTT, LVT_MASKED);
 }
 
@@ -1482,6 +1528,22 @@ void mb_main(void)
     uint64_t cm_iters, park;
 
     idt_init(idt);
+    /*
+     * 8N1: a UART's word length is 5 bits after reset, and not every
+     * loader sets it (GRUB without a serial terminal does not). The baud
+     * rate stays as the firmware set it: writing the divisor latch goes
+     * through port 0x3F8, which simpler COM1 models (lapict-hv's) take
+     * for a character whatever DLAB says.
+     */
+    outb(0x3FB, 0x03);
+    /*
+     * The 8259s masked before any STI: a BIOS (Bochs's) leaves IRQ0, the
+     * PIT, unmasked on vector 8, which the modes below do not expect.
+     */
+    outb(0x21, 0xFF);
+    outb(0xA1, 0xFF);
+    exit_bochs = has_word(cmdline, "exit=bochs");
+    tsc_write_check = has_word(cmdline, "tscwrite=1");
     printk("lapict-mbtest: multiboot test kernel\n");
     if (has_word(cmdline, "memsoak=1")) {
         printk("cmdline: %s\n", cmdline);
