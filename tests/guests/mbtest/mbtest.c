@@ -1462,9 +1462,6 @@ static void check_park(uint64_t spins)
     uint64_t dl;
     bool ok;
 
-    /* The firmware's 8259s deliver the PIT on vector 8 through LINT0. */
-    outb(0x21, 0xFF);
-    outb(0xA1, 0xFF);
     sti();
     apic_write(R_LVTT, T_TSCDL | V_TSCDL);
     n = irq_count[V_TSCDL];
