@@ -1992,6 +1992,36 @@ START_TEST(migrate_stock_modes)
 END_TEST
 
 /*
+ * Starts mbtest with @words on the patched QEMU as hop 0 of @dir (a
+ * pc-q35-10.0 machine with @opts; its options, for the destination's
+ * hop_start(), in @guest), stops it once it says "PARKED" and saves it to
+ * @dir/state0; the stream (@len bytes; the caller frees it). *@p0 is the
+ * paused source.
+ */
+static char *park_and_save(const char *dir, const char *opts, const char *words,
+                           char guest[512], pid_t *p0, size_t *len)
+{
+    char cmd[256], sock[96], path[96], ans[2048];
+
+    snprintf(guest, 512,
+             "-M pc-q35-10.0 -m 64 %s "
+             "-device isa-debug-exit,iobase=0xf4,iosize=4 "
+             "-kernel %s -append '%s'",
+             opts, LAPICT_MBTEST, words);
+    *p0 = hop_start(dir, 0, QEMU, 200, guest);
+    snprintf(path, sizeof(path), "%s/serial0", dir);
+    ck_assert_msg(wait_for(path, "PARKED", 60), "the guest did not park");
+    snprintf(sock, sizeof(sock), "%s/mon0", dir);
+    ck_assert(hmp_try(sock, "stop", NULL, 0, 5));
+    snprintf(cmd, sizeof(cmd), "migrate \"exec:cat > %s/state0\"", dir);
+    ck_assert(hmp_try(sock, cmd, ans, sizeof(ans), 5));
+    ck_assert(hmp_try(sock, "info migrate", ans, sizeof(ans), 5));
+    ck_assert_msg(strstr(ans, "Migration status: completed"), "%s", ans);
+    snprintf(path, sizeof(path), "%s/state0", dir);
+    return slurp(path, len);
+}
+
+/*
  * Rule: a guest in TSC-deadline mode with no deadline armed (between an
  * expiry and its next WRMSR: mbtest's park=S) depends on lapict's timer
  * as much as one with a deadline armed. The patched QEMU (lapict's timer,
@@ -2004,7 +2034,7 @@ END_TEST
  */
 START_TEST(migrate_unarmed_deadline)
 {
-    char dir[64], guest[512], cmd[256], sock[96], path[96], ans[2048];
+    char dir[64], guest[512], cmd[256], sock[96], path[96];
     char *st, *o;
     pid_t p0, p1, p2;
     size_t len;
@@ -2013,22 +2043,8 @@ START_TEST(migrate_unarmed_deadline)
     ck_assert_msg(access(STOCK, X_OK) == 0, "%s: %s", STOCK, strerror(errno));
     snprintf(dir, sizeof(dir), "/tmp/lapict-qemu-park-XXXXXX");
     ck_assert_ptr_nonnull(mkdtemp(dir));
-    snprintf(guest, sizeof(guest),
-             "-M pc-q35-10.0 -m 64 " LAPICT_ON " "
-             "-device isa-debug-exit,iobase=0xf4,iosize=4 "
-             "-kernel %s -append 'park=6'",
-             LAPICT_MBTEST);
-    p0 = hop_start(dir, 0, QEMU, 200, guest);
-    snprintf(path, sizeof(path), "%s/serial0", dir);
-    ck_assert_msg(wait_for(path, "PARKED", 60), "the guest did not park");
+    st = park_and_save(dir, LAPICT_ON, "park=6", guest, &p0, &len);
     snprintf(sock, sizeof(sock), "%s/mon0", dir);
-    ck_assert(hmp_try(sock, "stop", NULL, 0, 5));
-    snprintf(cmd, sizeof(cmd), "migrate \"exec:cat > %s/state0\"", dir);
-    ck_assert(hmp_try(sock, cmd, ans, sizeof(ans), 5));
-    ck_assert(hmp_try(sock, "info migrate", ans, sizeof(ans), 5));
-    ck_assert_msg(strstr(ans, "Migration status: completed"), "%s", ans);
-    snprintf(path, sizeof(path), "%s/state0", dir);
-    st = slurp(path, &len);
     ck_assert_msg(memmem(st, len, "apic_lapict", 11),
                   "no apic_lapict subsection for an unarmed TSC-deadline "
                   "timer");
@@ -2091,7 +2107,7 @@ END_TEST
 START_TEST(migrate_tsc_write)
 {
     const char *dst = _i ? QEMU : STOCK;
-    char dir[64], guest[512], cmd[256], sock[96], path[96], ans[2048];
+    char dir[64], guest[512], cmd[256], sock[96], path[96];
     char *st, *o;
     pid_t p0, p1;
     size_t len;
@@ -2100,22 +2116,7 @@ START_TEST(migrate_tsc_write)
     ck_assert_msg(access(STOCK, X_OK) == 0, "%s: %s", STOCK, strerror(errno));
     snprintf(dir, sizeof(dir), "/tmp/lapict-qemu-tscw-XXXXXX");
     ck_assert_ptr_nonnull(mkdtemp(dir));
-    snprintf(guest, sizeof(guest),
-             "-M pc-q35-10.0 -m 64 "
-             "-device isa-debug-exit,iobase=0xf4,iosize=4 "
-             "-kernel %s -append 'tscw=6'",
-             LAPICT_MBTEST);
-    p0 = hop_start(dir, 0, QEMU, 200, guest);
-    snprintf(path, sizeof(path), "%s/serial0", dir);
-    ck_assert_msg(wait_for(path, "PARKED", 60), "the guest did not park");
-    snprintf(sock, sizeof(sock), "%s/mon0", dir);
-    ck_assert(hmp_try(sock, "stop", NULL, 0, 5));
-    snprintf(cmd, sizeof(cmd), "migrate \"exec:cat > %s/state0\"", dir);
-    ck_assert(hmp_try(sock, cmd, ans, sizeof(ans), 5));
-    ck_assert(hmp_try(sock, "info migrate", ans, sizeof(ans), 5));
-    ck_assert_msg(strstr(ans, "Migration status: completed"), "%s", ans);
-    snprintf(path, sizeof(path), "%s/state0", dir);
-    st = slurp(path, &len);
+    st = park_and_save(dir, "", "tscw=6", guest, &p0, &len);
     ck_assert_msg(!memmem(st, len, "tcg_tsc_write", 13) &&
                       !memmem(st, len, "msr_tsc_adjust", 14),
                   "the written TSC went in a subsection");
