@@ -178,14 +178,15 @@ static bool host_wait_read(pid_t qemu, struct host_wait *w)
 }
 
 /*
- * Boots Linux under TCG with @smp CPUs; returns the console output, and
- * what the host withheld over cyclictest's run: @wait_ns is the time the
- * vCPU threads and the main thread waited for a host CPU, added up, from a
- * sample before the guest's "LAPICT start" line to one after its "LAPICT
- * end" (50 ms apart at most; the last one if QEMU exits first).
+ * Boots Linux under TCG with @smp CPUs and QEMU options @opts; returns the
+ * console output, and what the host withheld over cyclictest's run:
+ * @wait_ns is the time the vCPU threads and the main thread waited for a
+ * host CPU, added up, from a sample before the guest's "LAPICT start" line
+ * to one after its "LAPICT end" (50 ms apart at most; the last one if QEMU
+ * exits first). @err, if not NULL, gets QEMU's own output (trace events).
  */
-static char *boot_linux(int smp, const char *append, unsigned seconds,
-                        uint64_t *wait_ns)
+static char *boot_linux_with(int smp, const char *opts, const char *append,
+                             unsigned seconds, uint64_t *wait_ns, char **err)
 {
     char dir[64], cmd[1536], path[96], *o;
     struct host_wait w = {0}, prev = {0}, w0 = {0}, w1 = {0};
@@ -200,11 +201,11 @@ static char *boot_linux(int smp, const char *append, unsigned seconds,
     snprintf(cmd, sizeof(cmd),
              "exec timeout -s KILL %u %s -name lapict,debug-threads=on "
              "-pidfile %s/pid -M q35 -accel tcg -cpu max -smp %d -m 512 "
-             "%s -display none -monitor none -serial file:%s/serial "
+             "%s %s -display none -monitor none -serial file:%s/serial "
              "-no-reboot -kernel %s -initrd %s -append 'console=ttyS0 "
              "panic=-1 lapict.duration=%u %s' </dev/null >%s/out 2>&1",
-             seconds + 150, QEMU, dir, smp, LAPICT_ON, dir, KERNEL, INITRD,
-             seconds, append, dir);
+             seconds + 150, QEMU, dir, smp, LAPICT_ON, opts, dir, KERNEL,
+             INITRD, seconds, append, dir);
     pid = spawn_sh(cmd);
     snprintf(path, sizeof(path), "%s/serial", dir);
     while (waitpid(pid, &status, WNOHANG) != pid) {
@@ -246,6 +247,10 @@ static char *boot_linux(int smp, const char *append, unsigned seconds,
     if (access(path, R_OK) != 0)
         snprintf(path, sizeof(path), "%s/out", dir);
     o = slurp(path, NULL);
+    if (err) {
+        snprintf(path, sizeof(path), "%s/out", dir);
+        *err = slurp(path, NULL);
+    }
     snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
     free(lt_run_capture(cmd, &rm));
     ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
@@ -259,6 +264,12 @@ static char *boot_linux(int smp, const char *append, unsigned seconds,
     for (int c = 0; c < smp; c++)
         *wait_ns += w1.vcpu_ns[c] - w0.vcpu_ns[c];
     return o;
+}
+
+static char *boot_linux(int smp, const char *append, unsigned seconds,
+                        uint64_t *wait_ns)
+{
+    return boot_linux_with(smp, "", append, seconds, wait_ns, NULL);
 }
 
 /*
@@ -456,6 +467,64 @@ START_TEST(linux_modes)
                       "it):\n%s",
                       hist_samples(o), ufield(o, "LAPICT hist_overflow ", "t0"),
                       shown(o));
+    free(o);
+}
+END_TEST
+
+/*
+ * Rule: under MTTCG a halted vCPU expires its own timer: its thread waits
+ * for the deadline and raises the interrupt itself, where the guest runs
+ * next, instead of the main loop kicking it. Linux's cyclictest at 1 kHz
+ * on lapict's TSC-deadline timer, -smp 2, without (_i = 0) and with the
+ * adaptive advance (_i = 1, whose wait runs there too): QEMU's trace event
+ * apic_lapict_halt_expire counts at least as many such expiries as the
+ * wake-ups the host let happen (wakeup_floor, on each CPU), none of them
+ * before its deadline, and every wake-up still took a local timer interrupt.
+ */
+START_TEST(linux_halt_expiry)
+{
+    const unsigned s = 3;
+    const int smp = 2;
+    uint64_t wait_ns, n = 0, floor = 0, early = 0, loc = 0, expiries = 0;
+    char prefix[48], *o, *err;
+    const char *p;
+
+    o = boot_linux_with(smp,
+                        _i ? "-global apic.timer-advance=auto "
+                             "-trace apic_lapict_halt_expire"
+                           : "-trace apic_lapict_halt_expire",
+                        "", s, &wait_ns, &err);
+    ck_assert_str_eq(field(o, "LAPICT boot ", "clockevent"), "lapic-deadline");
+    assert_cyclictest(o, smp, 0);
+    for (int c = 0; c < smp; c++) {
+        snprintf(prefix, sizeof(prefix), "LAPICT cyclictest thread=%d ", c);
+        n += ufield(o, prefix, "count");
+        loc += loc_delta(o, c);
+        floor += wakeup_floor(s, 1000, wait_ns);
+    }
+    for (p = strstr(err, "apic_lapict_halt_expire "); p;
+         p = strstr(p + 1, "apic_lapict_halt_expire ")) {
+        const char *late = strstr(p, "thread, ");
+
+        ck_assert_ptr_nonnull(late);
+        expiries++;
+        if (late[8] == '-')
+            early++;
+    }
+    printf("RESULT test=qemu-halt-expiry advance=%s wakeups=%" PRIu64
+           " floor=%" PRIu64 " halt_expiries=%" PRIu64 " early=%" PRIu64
+           " host_wait_ms=%" PRIu64 "\n",
+           _i ? "auto" : "off", n, floor, expiries, early, wait_ns / 1000000u);
+    fflush(stdout);
+    ck_assert_msg(early == 0, "%" PRIu64 " expiries before the deadline",
+                  early);
+    ck_assert_msg(expiries >= floor,
+                  "%" PRIu64 " timer expiries on halted vCPU threads, fewer "
+                  "than %" PRIu64 " (%" PRIu64 " wake-ups):\n%s",
+                  expiries, floor, n, shown(o));
+    ck_assert_msg(loc >= n, "%" PRIu64 " wake-ups on %" PRIu64 " local "
+                  "timer interrupts", n, loc);
+    free(err);
     free(o);
 }
 END_TEST
@@ -745,11 +814,11 @@ static void mig_cleanup(struct mig *m)
 /*
  * Rule: a running periodic count-down survives a move: the destination
  * finishes cyclictest (its one-shot timers keep firing) and the periodic
- * tick keeps rising after the move. On a vCPU without TSC-deadline
- * (_i = 0) it travels in the main section's timer fields alone (no
- * apic_lapict subsection: the legacy timer's stream); on one whose CPUID
- * offers it (_i = 1) the subsection goes as well, since the guest depends
- * on lapict (QEMU's own timer has no such mode).
+ * tick keeps rising after the move, on a vCPU without TSC-deadline
+ * (_i = 0) and on one whose CPUID offers it (_i = 1). With lapict's timer
+ * the apic_lapict subsection goes in both: the TSC counts
+ * QEMU_CLOCK_VIRTUAL, which a destination whose TSC counts the host's
+ * ticks (QEMU's own timer) would move.
  */
 START_TEST(migrate_timer_armed)
 {
@@ -766,10 +835,10 @@ START_TEST(migrate_timer_armed)
 
     migrate_out(&m, cpus[_i], append);
     s = slurp(m.state, &len);
-    ck_assert_msg(!memmem(s, len, "apic_lapict", 11) == !_i,
-                  "-cpu %s: %s apic_lapict subsection for a periodic "
+    ck_assert_msg(memmem(s, len, "apic_lapict", 11),
+                  "-cpu %s: no apic_lapict subsection for a periodic "
                   "count-down",
-                  cpus[_i], _i ? "no" : "an");
+                  cpus[_i]);
     free(s);
     src = slurp(m.serial, NULL);
     o = migrate_in(&m, append, &status);
@@ -2530,51 +2599,72 @@ static double guest_tsc_mhz(const char *o)
 }
 
 /*
- * Rule: under TCG the guest TSC is the host's TSC, whatever
- * "tsc-frequency=" says (QEMU applies it under KVM only), and lapict's
- * tsc_khz is that rate: with -cpu max,tsc-frequency= at half the host's
- * rate, Linux measures the host's rate and runs its TSC-deadline
- * clockevent with deadlines met on time: cyclictest's best latency stays
- * under 500 us, where a tsc_khz of half the TSC's rate would put every
- * expiry about an interval (1000 us) late. (The best, not the average:
- * a busy host delays some wake-ups whatever the rate.)
+ * The TSC rates of linux_tsc_frequency: the -cpu option's tsc-frequency
+ * (Hz; 0: none), whether lapict's timer is on, the rate Linux must find
+ * (MHz; 0: the host's TSC).
+ */
+static const struct tsc_case {
+    uint64_t hz;
+    bool lapict;
+    double mhz;
+} tsc_cases[] = {
+    {0, true, 1000.0},
+    {1234567000u, true, 1234.567},
+    {1234567000u, false, 0},
+};
+
+/*
+ * Rule: under TCG with lapict's timer the guest TSC counts
+ * QEMU_CLOCK_VIRTUAL at "tsc-frequency" (1 GHz without it, as under
+ * icount), so lapict's TSC rate is stated, never measured: Linux finds
+ * that rate (within 2 %), and its TSC-deadline clockevent meets its
+ * deadlines: cyclictest's best latency stays under 500 us, where a TSC off
+ * its stated rate would put expiries up to an interval late (the best,
+ * not the average: a busy host delays some wake-ups whatever the rate).
+ * Without lapict's timer the TSC is the host's, whatever tsc-frequency
+ * says (stock 10.0's TCG), and Linux finds the host's rate.
  */
 START_TEST(linux_tsc_frequency)
 {
-    double host = host_tsc_mhz(), guest;
-    uint64_t hz = (uint64_t)(host * 1e6 / 2), best;
-    char cmd[1024];
+    const struct tsc_case *c = &tsc_cases[_i];
+    double want = c->mhz ? c->mhz : host_tsc_mhz(), guest;
+    char cmd[1024], freq[48] = "";
+    uint64_t best;
     int status;
     char *o;
 
+    if (c->hz)
+        snprintf(freq, sizeof(freq), ",tsc-frequency=%" PRIu64, c->hz);
     snprintf(cmd, sizeof(cmd),
-             "timeout -s KILL 300 %s -M q35 -accel tcg "
-             "-cpu max,tsc-frequency=%" PRIu64 " -m 512 " LAPICT_ON " "
+             "timeout -s KILL 300 %s -M q35 -accel tcg -cpu max%s -m 512 %s "
              "-nic none "
              "-display none -monitor none -serial stdio -no-reboot "
              "-kernel %s -initrd %s -append 'console=ttyS0 panic=-1 "
              "lapict.duration=3' </dev/null",
-             QEMU, hz, KERNEL, INITRD);
+             QEMU, freq, c->lapict ? LAPICT_ON : "", KERNEL, INITRD);
     o = lt_run_capture(cmd, &status);
     ck_assert_msg(status == 0, "QEMU exit status %d:\n%s", status, shown(o));
     assert_guest_finished(o);
     guest = guest_tsc_mhz(o);
     best = ufield(o, "LAPICT cyclictest thread=", "min_us");
-    printf("RESULT test=qemu-tsc-frequency host_mhz=%.1f "
-           "tsc_frequency_mhz=%.1f guest_mhz=%.1f min_us=%" PRIu64
-           " avg_us=%" PRIu64 "\n",
-           host, (double)hz / 1e6, guest, best,
+    printf("RESULT test=qemu-tsc-frequency lapict=%d tsc_frequency_mhz=%.3f "
+           "want_mhz=%.3f guest_mhz=%.3f min_us=%" PRIu64 " avg_us=%" PRIu64
+           "\n",
+           c->lapict, (double)c->hz / 1e6, want, guest, best,
            ufield(o, "LAPICT cyclictest thread=", "avg_us"));
     fflush(stdout);
-    ck_assert_msg(guest > host * 0.98 && guest < host * 1.02,
-                  "Linux measured a %.1f MHz TSC, the host's runs at %.1f "
-                  "(tsc-frequency %.1f):\n%s",
-                  guest, host, (double)hz / 1e6, shown(o));
-    ck_assert_msg(
-        str_is(field(o, "LAPICT boot ", "clockevent"), "lapic-deadline"),
-        "not lapic-deadline:\n%s", shown(o));
-    ck_assert_msg(best < 500, "cyclictest's best latency %" PRIu64 " us:\n%s",
-                  best, shown(o));
+    ck_assert_msg(guest > want * 0.98 && guest < want * 1.02,
+                  "Linux measured a %.3f MHz TSC, not %.3f (tsc-frequency "
+                  "%.3f, lapict %d):\n%s",
+                  guest, want, (double)c->hz / 1e6, c->lapict, shown(o));
+    if (c->lapict) {
+        ck_assert_msg(
+            str_is(field(o, "LAPICT boot ", "clockevent"), "lapic-deadline"),
+            "not lapic-deadline:\n%s", shown(o));
+        ck_assert_msg(best < 500,
+                      "cyclictest's best latency %" PRIu64 " us:\n%s", best,
+                      shown(o));
+    }
     ck_assert_msg(loc_delta(o, 0) >=
                       ufield(o, "LAPICT cyclictest thread=", "count"),
                   "fewer LOC than wake-ups:\n%s", shown(o));
@@ -2590,6 +2680,7 @@ static Suite *suite(void)
     l = tcase_create("linux");
     tcase_set_timeout(l, 300);
     tcase_add_loop_test(l, linux_modes, 0, CE_MODES * CE_SMPS);
+    tcase_add_loop_test(l, linux_halt_expiry, 0, 2);
     suite_add_tcase(s, l);
     mb = tcase_create("mbtest");
     tcase_set_timeout(mb, 150);
@@ -2644,7 +2735,8 @@ static Suite *suite(void)
         tcase_add_test(il, info_lapic_read_only);
         suite_add_tcase(s, il);
         tcase_set_timeout(tf, 300);
-        tcase_add_test(tf, linux_tsc_frequency);
+        tcase_add_loop_test(tf, linux_tsc_frequency, 0,
+                            (int)(sizeof(tsc_cases) / sizeof(*tsc_cases)));
         suite_add_tcase(s, tf);
     }
     return s;
