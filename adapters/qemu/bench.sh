@@ -22,6 +22,15 @@
 #                                            and the ratios to stock;
 #                                            ADVANCES="100000" (ns) adds
 #                                            lapict with that advance
+#   adapters/qemu/bench.sh arms [SECONDS]    stock, the patched binary with
+#                                            lapict off and on, the guest on
+#                                            one-shot LAPIC in each, plus
+#                                            lapict's TSC-deadline and
+#                                            adaptive-advance rows; -smp 1, 2
+#                                            and 4 (SMPS), 1 and 5 kHz
+#                                            (RATES); REPS rounds (>= 8 for a
+#                                            claim); each figure's range and
+#                                            whether it overlaps stock's
 #   adapters/qemu/bench.sh csv LOG          the per-run lines of a saved
 #                                            run's output as CSV
 # Every run's line also goes to a CSV file, $CSV (default
@@ -68,8 +77,10 @@ exec python3 - <<'EOF'
 import os, re, subprocess, sys, tempfile, time
 
 P, S, G = os.environ["PATCHED"], os.environ["STOCK"], os.environ["GUEST"]
-# The patched QEMU's APIC timer is lapict's only when asked for.
+# The patched QEMU's APIC timer is lapict's only when asked for: every
+# run of it gets ON, but for a configuration that says OFF.
 ON = ("-global", "apic.lapict=on")
+OFF = ("-global", "apic.lapict=off")
 secs, what = int(os.environ["SECS"]), os.environ["WHAT"]
 hist = os.environ.get("HIST", "0") == "1"
 
@@ -122,7 +133,8 @@ def linux(qemu, smp, append, extra=()):
     cmd = [qemu, "-M", "q35", "-accel", "tcg", "-cpu", "max", "-smp", str(smp),
            "-m", "512", "-display", "none", "-monitor", "none",
            "-serial", "stdio", "-no-reboot", "-name", "bench,debug-threads=on",
-           *(ON if qemu == P else ()), *extra,
+           *(ON if qemu == P and "apic.lapict=off" not in extra else ()),
+           *extra,
            "-kernel", G + "/vmlinuz", "-initrd", G + "/initrd.img",
            "-append", "console=ttyS0 panic=-1 lapict.duration=%d %s%s"
            % (secs, "lapict.hist=20000 " if hist else "", append)]
@@ -291,13 +303,23 @@ def compare(title, configs, smp):
             continue
         a, m, d, c = med([x[0] for x in v]), med([x[1] for x in v]), \
             med([x[2] for x in v]), med([x[3] for x in v])
+        # Each figure's range over the runs, and whether it overlaps the
+        # first configuration's: a ratio is only a result where it does not.
+        rng = [(min(x[k] for x in v), max(x[k] for x in v)) for k in (0, 1, 3)]
         if base is None:
-            base = (a, m, c)
+            base = (a, m, c, rng)
+        apart = ["apart" if r[1] < b[0] or r[0] > b[1] else "overlap"
+                 for r, b in zip(rng, base[3])]
         print("%s MEDIAN %-22s avg %6.1f max %6d us drift %+6.1f ppm "
               "CPU %5.1f%%  (avg %.2fx, max %.2fx, CPU %.2fx of %s; n=%d)"
               % (title, label, a, m, d, c, a / base[0], m / base[1],
                  c / base[2] if base[2] else float("nan"),
                  configs[0][0], len(v)), flush=True)
+        print("%s RANGE  %-22s avg %.1f..%.1f (%s) max %d..%d (%s) "
+              "CPU %.1f..%.1f%% (%s)"
+              % (title, label, rng[0][0], rng[0][1], apart[0], rng[1][0],
+                 rng[1][1], apart[1], rng[2][0], rng[2][1], apart[2]),
+              flush=True)
     if hist and any(samples.values()):
         os.makedirs(os.environ["OUT"], exist_ok=True)
         name = slug(title)
@@ -347,6 +369,23 @@ elif what == "cpu":
             for ns in os.environ.get("ADVANCES", "100000").split():
                 cfgs.append(("lapict advance %d us" % (int(ns) // 1000), P,
                              app, ("-global", "apic.timer-advance=" + ns)))
+            compare("smp%d %4.0f Hz" % (smp, 1e6 / iv), cfgs, smp)
+elif what == "arms":
+    # Three arms alternating, the guest on the same clockevent (one-shot
+    # LAPIC: stock TCG has no TSC-deadline) in each: stock, the patched
+    # binary with lapict off, with lapict on; then lapict's TSC-deadline
+    # and adaptive-advance rows beside them.
+    print("cyclictest -S -m -p 90 -D %d under TCG, -cpu max, %d alternating "
+          "rounds; stock = %s, patched = %s" % (secs, reps, S, P))
+    for smp in map(int, os.environ.get("SMPS", "1 2 4").split()):
+        for iv in map(int, os.environ.get("RATES", "1000 200").split()):
+            app = "lapict.interval=%d" % iv
+            one = app + " lapic=notscdeadline"
+            auto = ("-global", "apic.timer-advance=auto")
+            cfgs = [("stock", S, one, ()), ("patched lapict off", P, one, OFF),
+                    ("lapict on", P, one, ()),
+                    ("lapict on tsc-deadline", P, app, ()),
+                    ("lapict on advance auto", P, one, auto)]
             compare("smp%d %4.0f Hz" % (smp, 1e6 / iv), cfgs, smp)
 elif what == "csv":
     out = csv_path() if os.environ.get("CSV") else "/dev/stdout"
