@@ -161,6 +161,9 @@ def main(argv):
     deadline = time.monotonic() + wall
 
     def stop(signum, frame):
+        # Once: the cleanup below must not be interrupted by a second one.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         raise Stopped(f"signal {signum}")
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
