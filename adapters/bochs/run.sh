@@ -3,8 +3,9 @@
 # Runs a multiboot v1 kernel headless under a Bochs built by build.sh or
 # stock.sh, instruction-exact: GRUB boots it from a rescue ISO, COM1 goes
 # to a file, time follows the instruction count only (clock: sync=none, a
-# fixed time0, a fixed ips) and the debugger's time breakpoint is a hard
-# instruction limit. Prints the kernel's COM1 output. See README.md.
+# fixed time0, a fixed ips). The instruction limit is the debugger's time
+# breakpoint where the debugger runs (--save, --restore: -dbg), and a
+# wall-clock limit always. Prints the kernel's COM1 output. See README.md.
 #
 #   adapters/bochs/run.sh [--cpu=MODEL] [--max-ticks=N] [--megs=N]
 #                         [--module=FILE]... [--keep DIR] [--save=SAVE]
@@ -46,7 +47,9 @@ usage: adapters/bochs/run.sh [--cpu=MODEL] [--max-ticks=N] [--megs=N]
   KERNEL         a multiboot v1 kernel; ARGS are its command line words
   --cpu=MODEL    corei7_haswell_4770 (default: x2APIC, TSC-deadline, VMX
                  with the preemption timer) or corei7_skylake_x
-  --max-ticks=N  stop after N instructions (default 20000000000)
+  --max-ticks=N  stop after N instructions (default 20000000000; only with
+                 --save or --restore, which run the debugger; N / 20000000
+                 + 60 seconds of wall-clock time always)
   --megs=N       guest RAM in MiB, 32..2048 (default 128)
   --module=FILE  a multiboot module, its string the file's name
                  (repeatable; lapict-hv takes its guest so)
