@@ -41,13 +41,17 @@ import tty
 
 ME = "snapshot.py"
 # gui/gui.h BX_HEADER_BAR_Y; the save/restore button is the second from
-# the right (power, then save/restore, each 32 pixels wide: gui.cc).
+# the right (power, then save/restore, each 32 pixels wide: gui.cc), which
+# gui.cc counts from the guest's screen width: the rfb frame's (720) while
+# the guest is in text mode, as run.sh's kernels are. A click that misses
+# leaves Bochs running without a dialog: status 3 when it ends.
 HEADERBAR_Y = 32
 SAVE_BUTTON_X_FROM_RIGHT = 32 + 16
 
-PROMPT = re.compile(rb"<bochs:\d+> $")
+# Bochs waits for an answer after each: nothing follows them.
+PROMPT = re.compile(rb"<bochs:\d+> ")
 FOLDER_PROMPT = b"Enter a path to an existing folder or press enter to cancel\n"
-CONTINUE_PROMPT = re.compile(rb"Do you want to continue\? \[(yes|no)\] $")
+CONTINUE_PROMPT = re.compile(rb"Do you want to continue\? \[(yes|no)\] ")
 SAVE_FAILED = b"Failed to save state"
 GUEST_STOP = b"request return to dbg prompt received, 0x8AE0 command"
 
@@ -221,7 +225,7 @@ def main(argv):
             pending += data
             if SAVE_FAILED in pending:
                 raise SaveFailed(f"Bochs failed to save its state into {snap}")
-            if state == "folder" and pending.endswith(FOLDER_PROMPT):
+            if state == "folder" and FOLDER_PROMPT in pending:
                 pending = b""
                 send(snap + "\n")
                 state = "confirm"
