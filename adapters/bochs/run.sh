@@ -4,12 +4,13 @@
 # stock.sh, instruction-exact: GRUB boots it from a rescue ISO, COM1 goes
 # to a file, time follows the instruction count only (clock: sync=none, a
 # fixed time0, a fixed ips). The instruction limit is the debugger's time
-# breakpoint where the debugger runs (--save, --restore: -dbg), and a
-# wall-clock limit always. Prints the kernel's COM1 output. See README.md.
+# breakpoint where the debugger runs (--hard-limit, --save, --restore:
+# -dbg), and a wall-clock limit always. Prints the kernel's COM1 output.
+# See README.md.
 #
-#   adapters/bochs/run.sh [--cpu=MODEL] [--max-ticks=N] [--megs=N]
-#                         [--module=FILE]... [--keep DIR] [--save=SAVE]
-#                         BOCHS KERNEL [ARGS...]
+#   adapters/bochs/run.sh [--cpu=MODEL] [--max-ticks=N] [--hard-limit]
+#                         [--megs=N] [--module=FILE]... [--keep DIR]
+#                         [--save=SAVE] BOCHS KERNEL [ARGS...]
 #   adapters/bochs/run.sh [--max-ticks=N] [--keep DIR] [--save=SAVE]
 #                         --restore=SNAP BOCHS
 #
@@ -37,9 +38,9 @@ here=$(cd "$(dirname -- "$0")" && pwd)
 
 usage() {
     cat <<EOF
-usage: adapters/bochs/run.sh [--cpu=MODEL] [--max-ticks=N] [--megs=N]
-                             [--module=FILE]... [--keep DIR] [--save=SAVE]
-                             BOCHS KERNEL [ARGS...]
+usage: adapters/bochs/run.sh [--cpu=MODEL] [--max-ticks=N] [--hard-limit]
+                             [--megs=N] [--module=FILE]... [--keep DIR]
+                             [--save=SAVE] BOCHS KERNEL [ARGS...]
        adapters/bochs/run.sh [--max-ticks=N] [--keep DIR] [--save=SAVE]
                              --restore=SNAP BOCHS
 
@@ -47,9 +48,12 @@ usage: adapters/bochs/run.sh [--cpu=MODEL] [--max-ticks=N] [--megs=N]
   KERNEL         a multiboot v1 kernel; ARGS are its command line words
   --cpu=MODEL    corei7_haswell_4770 (default: x2APIC, TSC-deadline, VMX
                  with the preemption timer) or corei7_skylake_x
-  --max-ticks=N  stop after N instructions (default 20000000000; only with
-                 --save or --restore, which run the debugger; N / 20000000
-                 + 60 seconds of wall-clock time always)
+  --max-ticks=N  stop after N instructions (default 20000000000) where
+                 the debugger runs (--hard-limit, --save, --restore);
+                 N / 20000000 + 60 seconds of wall-clock time always
+  --hard-limit   run the debugger, so that --max-ticks holds (with the
+                 patched binary also through a HLT nothing wakes): about
+                 2.3 times slower
   --megs=N       guest RAM in MiB, 32..2048 (default 128)
   --module=FILE  a multiboot module, its string the file's name
                  (repeatable; lapict-hv takes its guest so)
@@ -86,6 +90,7 @@ cpu_model=corei7_haswell_4770
 max_ticks=20000000000
 megs=128
 keep=
+hard_limit=false
 save=
 restore=
 modules=()
@@ -94,6 +99,7 @@ while [ $# -gt 0 ]; do
     case $opt in
     --) shift; break ;;
     -h | --help) usage; exit 0 ;;
+    --hard-limit) hard_limit=true; shift; continue ;;
     --cpu | --max-ticks | --megs | --module | --keep | --save | --restore)
         [ $# -ge 2 ] || die "$opt needs a value (see --help)"
         val=$2
@@ -301,8 +307,10 @@ if [ -n "$save$restore" ]; then
         "$bochs" "${args[@]}" &
 else
     printf 'sb %s\nc\nquit\n' "$max_ticks" >"$work/bochs.rc"
-    (cd "$work" && exec timeout -k 10 "$wall" "$bochs" -q -f bochsrc \
-        -rc bochs.rc </dev/null >bochs.out 2>&1) &
+    dbg=()
+    ! $hard_limit || dbg=(-dbg)
+    (cd "$work" && exec timeout -k 10 "$wall" "$bochs" -q "${dbg[@]}" \
+        -f bochsrc -rc bochs.rc </dev/null >bochs.out 2>&1) &
 fi
 bochs_pid=$!
 wait "$bochs_pid" || bochs_rc=$?
