@@ -177,15 +177,17 @@ if [ -z "$restore" ]; then
     done
 fi
 
+need=("${packages[@]}")
+[ -z "$save$restore" ] || need+=(python3) # snapshot.py
 missing=()
-for p in "${packages[@]}"; do
+for p in "${need[@]}"; do
     dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q ' installed$' ||
         missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
     [ "$(id -u)" -eq 0 ] ||
         die "missing Debian packages: ${missing[*]}; as root run:" \
-            "apt-get install -y --no-install-recommends ${packages[*]}"
+            "apt-get install -y --no-install-recommends ${need[*]}"
     echo "$me: installing ${missing[*]} (apt-get)" >&2
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq >&2
