@@ -3,14 +3,24 @@
 # Runs a multiboot v1 kernel headless under a Bochs built by build.sh or
 # stock.sh, instruction-exact: GRUB boots it from a rescue ISO, COM1 goes
 # to a file, time follows the instruction count only (clock: sync=none, a
-# fixed time0, a fixed ips) and the debugger's time breakpoint is a hard
-# instruction limit. Prints the kernel's COM1 output. See README.md.
+# fixed time0, a fixed ips). The instruction limit is the debugger's time
+# breakpoint where the debugger runs (--hard-limit, --save, --restore:
+# -dbg), and a wall-clock limit always. Prints the kernel's COM1 output.
+# See README.md.
 #
-#   adapters/bochs/run.sh [--cpu=MODEL] [--max-ticks=N] [--megs=N]
-#                         [--module=FILE]... [--keep DIR]
-#                         BOCHS KERNEL [ARGS...]
+#   adapters/bochs/run.sh [--cpu=MODEL] [--max-ticks=N] [--hard-limit]
+#                         [--megs=N] [--module=FILE]... [--keep DIR]
+#                         [--save=SAVE] BOCHS KERNEL [ARGS...]
+#   adapters/bochs/run.sh [--max-ticks=N] [--keep DIR] [--save=SAVE]
+#                         --restore=SNAP BOCHS
 #
-# Exit status: 0 the kernel's last "SUMMARY: ..." line ends "0 failures";
+# --save: each time the kernel stops the debugger (iodebug port 0x8A00,
+# command 0x8AE0), Bochs's state is saved into SAVE/N, N = 1, 2, ..., and
+# the run goes on (snapshot.py); --restore: the run goes on from SNAP, one
+# of those, instead of booting.
+#
+# Exit status: 0 the kernel's last "SUMMARY: ..." line ends "0 failures"
+# (with --save: and a state was saved);
 # 1 it reported failures (or a SUMMARY line of another form), or shut
 # Bochs down (port 0x8900) without a SUMMARY line; 2 bad usage
 # or a missing package; 124 no SUMMARY line before the instruction limit;
@@ -24,26 +34,41 @@ readonly ips=50000000
 readonly time0=946684800                # 2000-01-01 00:00:00 UTC
 readonly packages=(bochsbios vgabios grub-common grub-pc-bin xorriso mtools)
 me=run.sh
+here=$(cd "$(dirname -- "$0")" && pwd)
 
 usage() {
     cat <<EOF
-usage: adapters/bochs/run.sh [--cpu=MODEL] [--max-ticks=N] [--megs=N]
-                             [--module=FILE]... [--keep DIR]
-                             BOCHS KERNEL [ARGS...]
+usage: adapters/bochs/run.sh [--cpu=MODEL] [--max-ticks=N] [--hard-limit]
+                             [--megs=N] [--module=FILE]... [--keep DIR]
+                             [--save=SAVE] BOCHS KERNEL [ARGS...]
+       adapters/bochs/run.sh [--max-ticks=N] [--keep DIR] [--save=SAVE]
+                             --restore=SNAP BOCHS
 
   BOCHS          a bochs binary (build.sh's or stock.sh's OUT/bochs)
   KERNEL         a multiboot v1 kernel; ARGS are its command line words
   --cpu=MODEL    corei7_haswell_4770 (default: x2APIC, TSC-deadline, VMX
                  with the preemption timer) or corei7_skylake_x
-  --max-ticks=N  stop after N instructions (default 20000000000)
+  --max-ticks=N  stop after N instructions (default 20000000000) where
+                 the debugger runs (--hard-limit, --save, --restore);
+                 N / 20000000 + 60 seconds of wall-clock time always
+  --hard-limit   run the debugger, so that --max-ticks holds (with the
+                 patched binary also through a HLT nothing wakes): about
+                 2.3 times slower
   --megs=N       guest RAM in MiB, 32..2048 (default 128)
   --module=FILE  a multiboot module, its string the file's name
                  (repeatable; lapict-hv takes its guest so)
   --keep DIR     work in DIR and keep the ISO, bochsrc and logs
+  --save=SAVE    each time the kernel stops the debugger (iodebug port
+                 0x8A00 <- 0x8AE0), save Bochs's state into SAVE/N (N = 1,
+                 2, ...) and go on (rfb display, driven by snapshot.py);
+                 SAVE must be new or empty
+  --restore=SNAP go on from the state in SNAP (SAVE/N of an earlier run)
+                 instead of booting; the configuration is SNAP's
 
 Prints the kernel's COM1 output. Exit 0 when its last SUMMARY line ends
 "0 failures", 1 when it reported failures, 2 bad usage, 124 instruction
-limit reached, 125 Bochs failed.
+limit reached, 125 Bochs failed. With --save, 1 also when nothing was
+saved.
 EOF
 }
 
@@ -65,17 +90,22 @@ cpu_model=corei7_haswell_4770
 max_ticks=20000000000
 megs=128
 keep=
+hard_limit=false
+save=
+restore=
 modules=()
 while [ $# -gt 0 ]; do
     opt=$1
     case $opt in
     --) shift; break ;;
     -h | --help) usage; exit 0 ;;
-    --cpu | --max-ticks | --megs | --module | --keep)
+    --hard-limit) hard_limit=true; shift; continue ;;
+    --cpu | --max-ticks | --megs | --module | --keep | --save | --restore)
         [ $# -ge 2 ] || die "$opt needs a value (see --help)"
         val=$2
         shift 2 ;;
-    --cpu=* | --max-ticks=* | --megs=* | --module=* | --keep=*)
+    --cpu=* | --max-ticks=* | --megs=* | --module=* | --keep=* | --save=* | \
+    --restore=*)
         val=${opt#*=}
         opt=${opt%%=*}
         shift ;;
@@ -108,42 +138,65 @@ while [ $# -gt 0 ]; do
     --keep)
         [ -n "$val" ] || die "--keep: needs a directory"
         keep=$val ;;
+    --save)
+        [ -n "$val" ] || die "--save: needs a directory"
+        mkdir -p -- "$val" || die "--save: cannot create $val"
+        [ -z "$(ls -A -- "$val")" ] || die "--save: not empty: $val"
+        save=$(cd -- "$val" && pwd) ;;
+    --restore)
+        if [ ! -f "$val/.saved" ] || [ ! -f "$val/boot.iso" ]; then
+            die "--restore: not a state saved by run.sh --save: $val"
+        fi
+        restore=$(cd -- "$val" && pwd) ;;
     esac
 done
-[ $# -ge 2 ] || { usage >&2; die "missing BOCHS or KERNEL"; }
+if [ -n "$restore" ]; then
+    [ $# -eq 1 ] || die "--restore takes BOCHS alone (the rest is SNAP's)"
+    [ "$restore" != "$save" ] || die "--save and --restore: the same directory"
+else
+    [ $# -ge 2 ] || { usage >&2; die "missing BOCHS or KERNEL"; }
+fi
 bochs=$1
-kernel=$2
-shift 2
+shift
 if [ ! -f "$bochs" ] || [ ! -x "$bochs" ]; then
     die "BOCHS: not an executable file: $bochs"
 fi
-if [ ! -f "$kernel" ] || [ ! -r "$kernel" ]; then
-    die "KERNEL: not a readable file: $kernel"
-fi
 bochs=$(cd "$(dirname -- "$bochs")" && pwd)/$(basename -- "$bochs")
-name=$(basename -- "$kernel")
-for w in "$name" "$@"; do
-    grub_word_ok "$w" ||
-        die "kernel word '$w' would not reach the kernel unchanged: use" \
-            "printable ASCII without blanks, quotes, backslash, \$ or ;"
-done
+kernel=
+if [ -z "$restore" ]; then
+    kernel=$1
+    shift
+    if [ ! -f "$kernel" ] || [ ! -r "$kernel" ]; then
+        die "KERNEL: not a readable file: $kernel"
+    fi
+    name=$(basename -- "$kernel")
+    for w in "$name" "$@"; do
+        grub_word_ok "$w" ||
+            die "kernel word '$w' would not reach the kernel unchanged: use" \
+                "printable ASCII without blanks, quotes, backslash, \$ or ;"
+    done
+fi
 
+need=("${packages[@]}")
+[ -z "$save$restore" ] || need+=(python3) # snapshot.py
 missing=()
-for p in "${packages[@]}"; do
+for p in "${need[@]}"; do
     dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q ' installed$' ||
         missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
     [ "$(id -u)" -eq 0 ] ||
         die "missing Debian packages: ${missing[*]}; as root run:" \
-            "apt-get install -y --no-install-recommends ${packages[*]}"
+            "apt-get install -y --no-install-recommends ${need[*]}"
     echo "$me: installing ${missing[*]} (apt-get)" >&2
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq >&2
     apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 fi
-grub-file --is-x86-multiboot "$kernel" ||
-    die "KERNEL: not a multiboot v1 kernel: $kernel"
+if [ -n "$kernel" ]; then
+    grub-file --is-x86-multiboot "$kernel" ||
+        die "KERNEL: not a multiboot v1 kernel: $kernel"
+fi
 
 bochs_pid=
 # shellcheck disable=SC2317 # called by the EXIT trap
@@ -173,43 +226,56 @@ bytes_of() {
     done
 }
 grub_failed_marker=LAPICT-GRUB-FAILED
-mkdir -p "$work/iso/boot/grub"
-cp -- "$kernel" "$work/iso/boot/kernel"
-line="    multiboot /boot/kernel '$name'"
-for w in "$@"; do
-    line+=" '$w'"
-done
-{
-    echo "set timeout=0"
-    echo "set default=0"
-    # COM1 at 8N1: its word length is 5 bits after reset, and kernels
-    # that only set the baud rate (kvm-unit-tests') would print garbage.
-    echo "serial --unit=0 --speed=115200 --word=8 --parity=no --stop=1"
-    echo "menuentry 'kernel' {"
-    echo "$line"
-    i=0
-    for m in "${modules[@]}"; do
-        cp -- "$m" "$work/iso/boot/module$i"
-        echo "    module /boot/module$i '$(basename -- "$m")'"
-        i=$((i + 1))
+if [ -n "$restore" ]; then
+    # SNAP's configuration names the ISO relative to the working directory.
+    cp -- "$restore/boot.iso" "$work/boot.iso"
+else
+    mkdir -p "$work/iso/boot/grub"
+    cp -- "$kernel" "$work/iso/boot/kernel"
+    line="    multiboot /boot/kernel '$name'"
+    for w in "$@"; do
+        line+=" '$w'"
     done
-    echo "    boot"
-    # Reached only when GRUB could not boot it: a marker on port 0xE9,
-    # then Bochs's shutdown port, instead of GRUB's menu until the limit.
-    echo "    for b in $(bytes_of "$grub_failed_marker"); do outb 0xe9 \$b; done"
-    echo "    for b in $(bytes_of Shutdown); do outb 0x8900 \$b; done"
-    echo "}"
-} >"$work/iso/boot/grub/grub.cfg"
-cp "$work/iso/boot/grub/grub.cfg" "$work/grub.cfg"
-if ! grub-mkrescue -o "$work/boot.iso" "$work/iso" >"$work/grub-mkrescue.log" 2>&1; then
-    echo "$me: grub-mkrescue failed:" >&2
-    tail -n 5 "$work/grub-mkrescue.log" >&2
-    exit 125
+    {
+        echo "set timeout=0"
+        echo "set default=0"
+        # COM1 at 8N1: its word length is 5 bits after reset, and kernels
+        # that only set the baud rate (kvm-unit-tests') would print garbage.
+        echo "serial --unit=0 --speed=115200 --word=8 --parity=no --stop=1"
+        echo "menuentry 'kernel' {"
+        echo "$line"
+        i=0
+        for m in "${modules[@]}"; do
+            cp -- "$m" "$work/iso/boot/module$i"
+            echo "    module /boot/module$i '$(basename -- "$m")'"
+            i=$((i + 1))
+        done
+        echo "    boot"
+        # Reached only when GRUB could not boot it: a marker on port 0xE9,
+        # then Bochs's shutdown port, instead of GRUB's menu until the limit.
+        echo "    for b in $(bytes_of "$grub_failed_marker"); do outb 0xe9 \$b; done"
+        echo "    for b in $(bytes_of Shutdown); do outb 0x8900 \$b; done"
+        echo "}"
+    } >"$work/iso/boot/grub/grub.cfg"
+    cp "$work/iso/boot/grub/grub.cfg" "$work/grub.cfg"
+    if ! grub-mkrescue -o "$work/boot.iso" "$work/iso" >"$work/grub-mkrescue.log" 2>&1; then
+        echo "$me: grub-mkrescue failed:" >&2
+        tail -n 5 "$work/grub-mkrescue.log" >&2
+        exit 125
+    fi
+    rm -rf "$work/iso"
 fi
-rm -rf "$work/iso"
 
 # Relative paths: a kept DIR reruns as "cd DIR && BOCHS -q -f bochsrc -rc
-# bochs.rc".
+# bochs.rc". A run that saves its state shows the rfb display (whose
+# save/restore button snapshot.py presses; timeout=0: Bochs does not wait
+# for a client; no_gui_console: the dialogs and the debugger stay on the
+# terminal, not on the VNC screen); a restored run has SNAP's
+# configuration, the saving run's.
+display="display_library: nogui"
+if [ -n "$save" ]; then
+    display='display_library: rfb, options="timeout=0, no_gui_console"'
+fi
 cat >"$work/bochsrc" <<EOF
 # adapters/bochs/run.sh (README.md there)
 cpu: model=$cpu_model, count=1, ips=$ips, reset_on_triple_fault=0, ignore_bad_msrs=0
@@ -219,7 +285,7 @@ romimage: file=/usr/share/bochs/BIOS-bochs-latest
 vgaromimage: file=/usr/share/bochs/VGABIOS-lgpl-latest
 ata0-master: type=cdrom, path=boot.iso, status=inserted
 boot: cdrom
-display_library: nogui
+$display
 com1: enabled=1, mode=file, dev=com1.out
 port_e9_hack: enabled=1
 mouse: enabled=0
@@ -230,13 +296,24 @@ error: action=report
 info: action=report
 debug: action=ignore
 EOF
-printf 'sb %s\nc\nquit\n' "$max_ticks" >"$work/bochs.rc"
-
 # Bochs runs 20 million instructions a second or more on any current host.
 wall=$((max_ticks / 20000000 + 60))
 bochs_rc=0
-(cd "$work" && exec timeout -k 10 "$wall" "$bochs" -q -f bochsrc -rc bochs.rc \
-    </dev/null >bochs.out 2>&1) &
+if [ -n "$save$restore" ]; then
+    # snapshot.py answers every stop of the debugger (its "quit" ends the
+    # run at the instruction limit).
+    printf 'sb %s\nc\n' "$max_ticks" >"$work/bochs.rc"
+    args=(-q -dbg -f bochsrc -rc bochs.rc)
+    [ -z "$restore" ] || args=(-q -dbg -r "$restore" -rc bochs.rc)
+    "$here/snapshot.py" ${save:+"--save=$save"} --wall="$wall" "$work" \
+        "$bochs" "${args[@]}" &
+else
+    printf 'sb %s\nc\nquit\n' "$max_ticks" >"$work/bochs.rc"
+    dbg=()
+    ! $hard_limit || dbg=(-dbg)
+    (cd "$work" && exec timeout -k 10 "$wall" "$bochs" -q "${dbg[@]}" \
+        -f bochsrc -rc bochs.rc </dev/null >bochs.out 2>&1) &
+fi
 bochs_pid=$!
 wait "$bochs_pid" || bochs_rc=$?
 bochs_pid=
@@ -249,6 +326,20 @@ if [ -f "$com1" ]; then
 fi
 kept=
 [ -z "$keep" ] || kept=" (logs in $work)"
+if [ -n "$save" ]; then
+    n=0
+    for d in "$save"/*/; do
+        [ -f "$d.saved" ] || continue
+        # For --restore: the ISO that the saved configuration names.
+        cp -- "$work/boot.iso" "$d/boot.iso"
+        n=$((n + 1))
+    done
+    echo "$me: $n state(s) saved in $save" >&2
+    if [ "$n" -eq 0 ] && [ -n "$summary" ]; then
+        echo "$me: the kernel never stopped the debugger: nothing saved$kept" >&2
+        exit 1
+    fi
+fi
 if [ -n "$summary" ]; then
     if [[ $summary =~ ^SUMMARY:\ [0-9]+\ tests,\ 0\ failures$ ]]; then
         exit 0
@@ -264,7 +355,9 @@ if grep -q 'Shutdown port: shutdown requested' "$work/bochs.out" 2>/dev/null; th
     echo "$me: the kernel shut Bochs down without a SUMMARY line$kept" >&2
     exit 1
 fi
-if grep -q 'Caught time breakpoint' "$work/bochs.out" 2>/dev/null; then
+# The debugger logs the time breakpoint (into bochs.log), and takes it only
+# when it runs (-dbg: the --save and --restore runs).
+if grep -q 'Caught time breakpoint' "$work/bochs.log" 2>/dev/null; then
     echo "$me: no SUMMARY line (instruction limit $max_ticks reached)$kept" >&2
     exit 124
 fi

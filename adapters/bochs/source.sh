@@ -14,13 +14,15 @@
 bochs_version=3.0+dfsg-1
 bochs_upstream=${bochs_version%-*}
 
-# Headless, no plugins (every device linked in), the CPU features of the
+# Headless (nogui; rfb too, which needs no library and is the one display
+# whose save/restore button a script can press: snapshot.py), no plugins
+# (every device linked in), the CPU features of the
 # models run.sh offers (corei7_haswell_4770: x86-64, AVX2, VMX with the
 # VMX-preemption timer, x2APIC, TSC-deadline; corei7_skylake_x also
 # AVX-512 through EVEX), SMP as Debian builds it, the debugger for the
 # instruction limit (its "sb" command) and no readline, so the binary
 # does not depend on what happens to be installed on the build host.
-bochs_configure_args=(--with-nogui --disable-plugins --enable-x86-64
+bochs_configure_args=(--with-nogui --with-rfb --disable-plugins --enable-x86-64
     --enable-cpu-level=6 --enable-smp --enable-vmx=2 --enable-avx
     --enable-evex --enable-pci --enable-cdrom --enable-a20-pin --enable-fpu
     --enable-all-optimizations --enable-repeat-speedups --enable-debugger

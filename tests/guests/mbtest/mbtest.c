@@ -28,8 +28,10 @@
  * MSRs read 0 and ignore writes, as QEMU's TCG does. "park=S" runs only
  * the TSC-deadline check around a wait with no deadline armed, for a host
  * to migrate the guest in (see check_park()); "tscw=S" the same around a
- * TSC the guest wrote (see check_tsc_write_park()). Interrupts are taken
- * in 64-bit mode only.
+ * TSC the guest wrote (see check_tsc_write_park()). "snap=M tsc_khz=K
+ * bus_khz=B" runs only the checks of timers armed across a host's
+ * snapshot, taken where the guest stops Bochs's debugger (see
+ * check_snap()). Interrupts are taken in 64-bit mode only.
  */
 #include <stdarg.h>
 #include <stdbool.h>
@@ -1506,6 +1508,157 @@ static void check_tsc_write_park(uint64_t spins)
            "tsc write: kept, counting on");
 }
 
+/*
+ * snap=M tsc_khz=K bus_khz=B: a timer armed across a host's snapshot, for
+ * each mode in the mask M (1 one-shot, 2 periodic, 4 TSC-deadline), in
+ * that order. The guest arms the timer (divide by 1, B the timer's input
+ * clock in kHz, K the TSC's), spins a quarter of the interval, prints
+ * "PARKED <mode>" and asks Bochs's debugger to stop (its iodebug port,
+ * 0x8A00, which other hosts ignore), where a host saves its state. Then
+ * the timer must fire on time by the guest's TSC, in the run that goes on
+ * and in every run restored from the snapshot: not before the count (or
+ * the deadline) ends, at most SNAP_LATE_US after, once (periodic: the i-th
+ * interrupt in the i-th period, five of them). A count restarted on
+ * restore fires a quarter late; a lost one never.
+ */
+#define SNAP_MS 100u
+#define SNAP_PERIODS 5u
+/*
+ * Lateness allowed: the arming write after the TSC read, and the handler's
+ * entry before its RDTSC (Bochs counts both in instructions).
+ */
+#define SNAP_LATE_US 200u
+
+static uint64_t snap_khz, snap_bus_khz;
+
+static void snap_park(const char *mode, uint64_t t0, uint64_t cyc)
+{
+    while (rdtsc() - t0 < cyc / 4)
+        pause();
+    printk("PARKED %s\n", mode);
+    outw(0x8A00, 0x8A00); /* iodebug: on */
+    outw(0x8A00, 0x8AE0); /* return to the debugger's prompt */
+}
+
+/*
+ * Wait for interrupt @v number @n, due at @due; false when it has not come
+ * @late cycles after. @at gets its TSC.
+ */
+static bool snap_wait(unsigned v, uint32_t n, uint64_t due, uint64_t late,
+                      uint64_t *at)
+{
+    while (irq_count[v] < n)
+        if ((int64_t)(rdtsc() - (due + late)) > 0)
+            return false;
+    *at = irq_tsc[v];
+    return true;
+}
+
+/* Did @at land in [@due, @due + SNAP_LATE_US]? Prints it either way. */
+static bool snap_on_time(const char *mode, unsigned i, uint64_t due,
+                         uint64_t at)
+{
+    int64_t d = (int64_t)(at - due);
+
+    printk("SNAP %s %u: due %lu, fired %ld cycles after\n", mode, i, due, d);
+    return d >= 0 && (uint64_t)d <= SNAP_LATE_US * snap_khz / 1000u;
+}
+
+static void check_snap_oneshot(void)
+{
+    uint64_t cnt = (uint64_t)SNAP_MS * snap_bus_khz;
+    uint64_t cyc = (cnt * snap_khz + snap_bus_khz - 1) / snap_bus_khz;
+    uint64_t t0, at = 0;
+    uint32_t n = irq_count[V_TIMER];
+    bool ok;
+
+    apic_write(R_LVTT, T_ONESHOT | V_TIMER);
+    apic_write(R_TDCR, 0xB);
+    t0 = rdtsc();
+    apic_write(R_TMICT, (uint32_t)cnt);
+    snap_park("one-shot", t0, cyc);
+    ok = snap_wait(V_TIMER, n + 1, t0 + cyc, cyc / 2, &at) &&
+         snap_on_time("one-shot", 1, t0 + cyc, at);
+    spin_cycles(cyc / 2);
+    report(ok && irq_count[V_TIMER] == n + 1,
+           "snapshot: a one-shot count armed across it fires on time, once");
+}
+
+static void check_snap_periodic(void)
+{
+    uint64_t cnt = (uint64_t)SNAP_MS / SNAP_PERIODS * snap_bus_khz;
+    uint64_t cyc = (cnt * snap_khz + snap_bus_khz - 1) / snap_bus_khz;
+    uint64_t t0, at = 0;
+    uint32_t n = irq_count[V_TIMER];
+    bool ok = true;
+
+    apic_write(R_LVTT, T_PERIODIC | V_TIMER);
+    apic_write(R_TDCR, 0xB);
+    t0 = rdtsc();
+    apic_write(R_TMICT, (uint32_t)cnt);
+    snap_park("periodic", t0, cyc);
+    for (unsigned i = 1; ok && i <= SNAP_PERIODS; i++) {
+        uint64_t due = t0 + i * cyc;
+
+        ok = snap_wait(V_TIMER, n + i, due, cyc / 2, &at) &&
+             snap_on_time("periodic", i, due, at) &&
+             irq_count[V_TIMER] == n + i;
+    }
+    apic_write(R_TMICT, 0);
+    spin_cycles(cyc);
+    report(ok && irq_count[V_TIMER] == n + SNAP_PERIODS,
+           "snapshot: a periodic count armed across it fires each period "
+           "on time, once");
+}
+
+static void check_snap_deadline(void)
+{
+    uint64_t cyc = (uint64_t)SNAP_MS * snap_khz;
+    uint64_t t0, dl, at = 0;
+    uint32_t n = irq_count[V_TSCDL];
+    bool ok;
+
+    apic_write(R_LVTT, T_TSCDL | V_TSCDL);
+    t0 = rdtsc();
+    dl = t0 + cyc;
+    wrmsr(MSR_TSC_DEADLINE, dl);
+    snap_park("tsc-deadline", t0, cyc);
+    ok = snap_wait(V_TSCDL, n + 1, dl, cyc / 2, &at) &&
+         snap_on_time("tsc-deadline", 1, dl, at);
+    spin_cycles(cyc / 2);
+    report(ok && irq_count[V_TSCDL] == n + 1 && rdmsr(MSR_TSC_DEADLINE) == 0,
+           "snapshot: a TSC deadline armed across it fires on time, once");
+}
+
+static void check_snap(const char *cmdline, uint64_t mask)
+{
+    if (!word_value(cmdline, "tsc_khz=", &snap_khz) ||
+        !word_value(cmdline, "bus_khz=", &snap_bus_khz) || !snap_khz ||
+        snap_khz > 100000000u || !snap_bus_khz || snap_bus_khz > 40000000u ||
+        !mask || mask > 7) {
+        printk("snap: needs 1 <= snap=M <= 7, tsc_khz=<guest TSC kHz> and "
+               "bus_khz=<timer input kHz, at most 40000000>\n");
+        report(false, "snapshot: arguments");
+        return;
+    }
+    sti();
+    if (mask & 1)
+        check_snap_oneshot();
+    if (mask & 2)
+        check_snap_periodic();
+    if (mask & 4) {
+        uint32_t a, b, c, d;
+
+        cpuid(1, &a, &b, &c, &d);
+        if (c & (1u << 24))
+            check_snap_deadline();
+        else
+            report(false, "snapshot: CPUID offers TSC-deadline mode");
+    }
+    apic_write(R_LVTT, LVT_MASKED);
+    cli();
+}
+
 /* The APIC mode CPUID offers (x2APIC where it can), stated on COM1. */
 static void enter_cpuid_apic_mode(void)
 {
@@ -1522,7 +1675,7 @@ void mb_main(void)
     const char *cmdline =
         (mbi->flags & 4u) ? (const char *)(uintptr_t)mbi->cmdline : "";
 
-    uint64_t cm_iters, park;
+    uint64_t cm_iters, park, snap;
 
     idt_init(idt);
     /*
@@ -1570,6 +1723,13 @@ void mb_main(void)
         printk("cmdline: %s\n", cmdline);
         enter_cpuid_apic_mode();
         check_park(park);
+        printk("SUMMARY: %u tests, %u failures\n", n_tests, n_fail);
+        debug_exit(n_fail ? 1 : 0);
+    }
+    if (word_value(cmdline, "snap=", &snap)) {
+        printk("cmdline: %s\n", cmdline);
+        enter_cpuid_apic_mode();
+        check_snap(cmdline, snap);
         printk("SUMMARY: %u tests, %u failures\n", n_tests, n_fail);
         debug_exit(n_fail ? 1 : 0);
     }
