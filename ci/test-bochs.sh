@@ -16,7 +16,9 @@
 # snapshots: timers armed across Bochs's save/restore, in the patched
 # binary and from the stock one into the patched one (see below). The same
 # runs under the stock binary are printed for comparison and do not decide
-# the gate.
+# the gate. The series' conversions between Bochs's ticks and lapict's ns
+# are checked against the divide they replace as well
+# (adapters/bochs/muldiv-check.sh).
 #
 #   ci/test-bochs.sh BUILD
 #
@@ -43,6 +45,12 @@ t=$SECONDS
 "$repo/adapters/bochs/build.sh" "$build/bochs"
 "$repo/adapters/bochs/stock.sh" "$build/bochs-stock"
 step "Bochs binaries ready in $((SECONDS - t)) s"
+
+# (After build.sh, which installs g++.)
+t=$SECONDS
+"$repo/adapters/bochs/muldiv-check.sh" >"$out/muldiv-check.log" 2>&1 ||
+    bad "0003's tick <-> ns conversions differ from the divide: $(tail -n 3 "$out/muldiv-check.log")"
+step "$(tail -n 1 "$out/muldiv-check.log") ($((SECONDS - t)) s)"
 
 t=$SECONDS
 cmake -S "$repo" -B "$build/guests" -DLAPICT_BUILD_TESTS=OFF \

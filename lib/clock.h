@@ -108,6 +108,24 @@ static inline lapict__u128 lapict__div_bus_q(const struct lapict_timer *t,
 }
 
 /*
+ * floor(n / bus_q) of a 64-bit numerator, the common case (an elapsed time
+ * below 2^64 / bus_p ns): lapict__div_bus_q()'s shift and the last step of
+ * lapict__div128(), kept in 64 bits.
+ */
+static inline uint64_t lapict__div_bus_q64(const struct lapict_timer *t,
+                                           uint64_t n)
+{
+    uint64_t d = lapict__pow5[t->bus_q5], r = lapict__pow5_recip[t->bus_q5];
+    uint64_t q;
+
+    n >>= __builtin_ctz(t->bus_q);
+    if (r == 0)
+        return n; /* d = 5^0 */
+    q = (uint64_t)(((lapict__u128)n * r) >> 64);
+    return n - q * d >= d ? q + 1 : q;
+}
+
+/*
  * Timer ticks in @d ns of the current clock, all 128 bits. A clamped clock
  * (slowed to min_period_ns, the rare path) runs N ticks in exactly
  * min_period_ns: floor(d N / P).
@@ -120,17 +138,23 @@ static inline lapict__u128 lapict__ticks_in_wide(const struct lapict_timer *t,
     return lapict__udiv128_wide((lapict__u128)d * t->tmict, t->min_period_ns);
 }
 
-/* Timer ticks elapsed in @d ns of the current clock, saturating. */
+/* lapict__ticks_in() when the clock is clamped or d bus_p needs 128 bits. */
+uint64_t lapict__ticks_in_slow(const struct lapict_timer *t, uint64_t d);
+
+/*
+ * Timer ticks elapsed in @d ns of the current clock, saturating. Every TMCCT
+ * read comes here: the common case stays inline and in 64 bits, the rest is
+ * out of line so that it costs the callers no registers.
+ */
 static inline uint64_t lapict__ticks_in(const struct lapict_timer *t,
                                         uint64_t d)
 {
-    lapict__u128 raw;
+    lapict__u128 n = (lapict__u128)d * t->bus_p;
 
-    if (t->flags & LAPICT__F_CLAMPED)
-        return lapict__udiv128((lapict__u128)d * t->tmict, t->min_period_ns);
     /* floor(floor(x) / 2^k) = floor(x / 2^k): divide the bus ticks. */
-    raw = lapict__div_bus_q(t, (lapict__u128)d * t->bus_p) >> t->div_shift;
-    return raw > UINT64_MAX ? UINT64_MAX : (uint64_t)raw;
+    if (!(t->flags & LAPICT__F_CLAMPED) && (n >> 64) == 0)
+        return lapict__div_bus_q64(t, (uint64_t)n) >> t->div_shift;
+    return lapict__ticks_in_slow(t, d);
 }
 
 /* The bus_q of ns per bus_p ticks, scaled by the divider: the factor of
