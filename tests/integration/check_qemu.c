@@ -522,8 +522,10 @@ START_TEST(linux_halt_expiry)
                   "%" PRIu64 " timer expiries on halted vCPU threads, fewer "
                   "than %" PRIu64 " (%" PRIu64 " wake-ups):\n%s",
                   expiries, floor, n, shown(o));
-    ck_assert_msg(loc >= n, "%" PRIu64 " wake-ups on %" PRIu64 " local "
-                  "timer interrupts", n, loc);
+    ck_assert_msg(loc >= n,
+                  "%" PRIu64 " wake-ups on %" PRIu64 " local "
+                  "timer interrupts",
+                  n, loc);
     free(err);
     free(o);
 }
