@@ -400,7 +400,17 @@ static void rs_check_accepted(struct lapict_timer *t, struct lapict_sim *s,
     }
     early_ok = now_ok;
     if (o.masked) {
-        RS_CHECK(rs_dlv.n == 0, "masked timer delivered %u", rs_dlv.n);
+        /*
+         * A masked timer gives nothing: no inject after the restore. What
+         * the source's interrupt controller held (an expiry accepted
+         * before the guest masked LVTT) travels in its IRR and reaches the
+         * guest at the first entry; the mask does not take it back.
+         */
+        RS_CHECK(rs_dlv.n <= carried && s->injects == sb->injects,
+                 "masked timer delivered %u (%u carried, %llu injects "
+                 "since the restore)",
+                 rs_dlv.n, carried,
+                 (unsigned long long)(s->injects - sb->injects));
         return;
     }
     if (o.preinj && !o.periodic)
