@@ -1866,8 +1866,11 @@ static bool rg_held_parts(const struct rg_event *x, const struct rg_event *y,
     /* A re-check at the horizon: a restore counts it from its own now. */
     if ((hx && x->aux) || (hy && y->aux))
         return true;
+    /* Sooner: at an earlier time, or, where the clock stood still
+     * between them (equal times), at an earlier step. */
     if (hx && hy)
-        return x->val < y->val || loose;
+        return x->val < y->val || (x->val == y->val && x->step < y->step) ||
+               loose;
     /* In the migrated run only: sooner there, and the twin's later one
      * lay beyond what that step runs (rg_callback_held()). */
     if (hx)
