@@ -138,8 +138,21 @@ static inline lapict__u128 lapict__ticks_in_wide(const struct lapict_timer *t,
     return lapict__udiv128_wide((lapict__u128)d * t->tmict, t->min_period_ns);
 }
 
-/* lapict__ticks_in() when the clock is clamped or d bus_p needs 128 bits. */
-uint64_t lapict__ticks_in_slow(const struct lapict_timer *t, uint64_t d);
+/*
+ * lapict__ticks_in() when the clock is clamped or d bus_p needs 128 bits.
+ * Out of line so that it costs the inline common case no registers; here,
+ * not in a .c file, since every reader of the clock needs it.
+ */
+static __attribute__((noinline, unused)) uint64_t
+lapict__ticks_in_slow(const struct lapict_timer *t, uint64_t d)
+{
+    lapict__u128 raw;
+
+    if (t->flags & LAPICT__F_CLAMPED)
+        return lapict__udiv128((lapict__u128)d * t->tmict, t->min_period_ns);
+    raw = lapict__div_bus_q(t, (lapict__u128)d * t->bus_p) >> t->div_shift;
+    return raw > UINT64_MAX ? UINT64_MAX : (uint64_t)raw;
+}
 
 /*
  * Timer ticks elapsed in @d ns of the current clock, saturating. Every TMCCT

@@ -32,16 +32,6 @@ static bool is_periodic(const struct lapict_timer *t)
     return mode_of(t->lvtt) == LAPICT_LVTT_PERIODIC;
 }
 
-uint64_t lapict__ticks_in_slow(const struct lapict_timer *t, uint64_t d)
-{
-    lapict__u128 raw;
-
-    if (t->flags & LAPICT__F_CLAMPED)
-        return lapict__udiv128((lapict__u128)d * t->tmict, t->min_period_ns);
-    raw = lapict__div_bus_q(t, (lapict__u128)d * t->bus_p) >> t->div_shift;
-    return raw > UINT64_MAX ? UINT64_MAX : (uint64_t)raw;
-}
-
 uint32_t lapict__tmcct(const struct lapict_timer *t, uint64_t now)
 {
     uint64_t T, E = t->cd.e_tick, N = t->tmict;
