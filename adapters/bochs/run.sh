@@ -20,8 +20,10 @@
 # the run goes on (snapshot.py); --restore: the run goes on from SNAP, one
 # of those, instead of booting.
 #
-# Exit status: 0 the kernel's last "SUMMARY: ..." line ends "0 failures"
-# (with --save: and a state was saved);
+# Exit status: 0 the kernel's last "SUMMARY: ..." line reports no failure:
+# "N tests, 0 failures" (mbtest), or kvm-unit-tests' "N tests" with at most
+# ", N expected failures" and ", N skipped" after it (with --save: and a
+# state was saved);
 # 1 it reported failures (or a SUMMARY line of another form), or shut
 # Bochs down (port 0x8900) without a SUMMARY line; 2 bad usage
 # or a missing package; 124 no SUMMARY line before the instruction limit;
@@ -68,8 +70,9 @@ usage: adapters/bochs/run.sh [--cpu=MODEL] [--max-ticks=N] [--no-hard-limit]
   --restore=SNAP go on from the state in SNAP (SAVE/N of an earlier run)
                  instead of booting; the configuration is SNAP's
 
-Prints the kernel's COM1 output. Exit 0 when its last SUMMARY line ends
-"0 failures", 1 when it reported failures, 2 bad usage, 124 instruction
+Prints the kernel's COM1 output. Exit 0 when its last SUMMARY line reports
+no failure ("N tests, 0 failures", or kvm-unit-tests' "N tests" with at
+most expected failures and skips), 1 when it reported failures, 2 bad usage, 124 instruction
 limit reached, 125 Bochs failed. With --save, 1 also when nothing was
 saved.
 EOF
@@ -275,9 +278,15 @@ fi
 # for a client; no_gui_console: the dialogs and the debugger stay on the
 # terminal, not on the VNC screen); a restored run has SNAP's
 # configuration, the saving run's.
+# nogui's once-a-second "ips =" line is logged from Bochs's SIGALRM
+# handler, which takes the log's lock: when the signal lands while the
+# guest floods the log (kvm-unit-tests' NMI tests, thousands of APIC
+# lines), Bochs deadlocks on that lock. An ignored module never takes it.
 display="display_library: nogui"
+info="info: action=report, nogui=ignore"
 if [ -n "$save" ]; then
     display='display_library: rfb, options="timeout=0, no_gui_console"'
+    info="info: action=report"
 fi
 cat >"$work/bochsrc" <<EOF
 # adapters/bochs/run.sh (README.md there)
@@ -296,7 +305,7 @@ plugin_ctrl: speaker=0, parallel=0
 log: bochs.log
 panic: action=fatal
 error: action=report
-info: action=report
+$info
 debug: action=ignore
 EOF
 # Bochs runs 20 million instructions a second or more on any current host.
@@ -344,7 +353,8 @@ if [ -n "$save" ]; then
     fi
 fi
 if [ -n "$summary" ]; then
-    if [[ $summary =~ ^SUMMARY:\ [0-9]+\ tests,\ 0\ failures$ ]]; then
+    if [[ $summary =~ ^SUMMARY:\ [0-9]+\ tests,\ 0\ failures$ ]] ||
+       [[ $summary =~ ^SUMMARY:\ [0-9]+\ tests(,\ [0-9]+\ expected\ failures)?(,\ [0-9]+\ skipped)?$ ]]; then
         exit 0
     fi
     echo "$me: the kernel reported failures: $summary$kept" >&2
