@@ -72,9 +72,9 @@ usage: adapters/bochs/run.sh [--cpu=MODEL] [--max-ticks=N] [--no-hard-limit]
 
 Prints the kernel's COM1 output. Exit 0 when its last SUMMARY line reports
 no failure ("N tests, 0 failures", or kvm-unit-tests' "N tests" with at
-most expected failures and skips), 1 when it reported failures, 2 bad usage, 124 instruction
-limit reached, 125 Bochs failed. With --save, 1 also when nothing was
-saved.
+most expected failures and skips), 1 when it reported failures, 2 bad
+usage, 124 instruction limit reached, 125 Bochs failed. With --save, 1
+also when nothing was saved.
 EOF
 }
 
