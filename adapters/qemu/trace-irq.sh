@@ -82,7 +82,7 @@ fi
 cat <&3 >>"$work/console.log" &
 sleep 2
 events=sched:sched_switch,sched:sched_wakeup
-for s in futex ppoll write read ioctl; do
+for s in futex ppoll write read ioctl timer_settime rt_sigreturn; do
     events+=,syscalls:sys_enter_$s,syscalls:sys_exit_$s
 done
 # System-wide: a wake-up is recorded in the waker's context (the host's

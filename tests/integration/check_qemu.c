@@ -472,27 +472,30 @@ START_TEST(linux_modes)
 END_TEST
 
 /*
- * Rule: under MTTCG a halted vCPU expires its own timer: its thread waits
- * for the deadline and raises the interrupt itself, where the guest runs
- * next, instead of the main loop kicking it. Linux's cyclictest at 1 kHz
- * on lapict's TSC-deadline timer, -smp 2, without (_i = 0) and with the
- * adaptive advance (_i = 1, whose wait runs there too): QEMU's trace event
- * apic_lapict_halt_expire counts at least as many such expiries as the
- * wake-ups the host let happen (wakeup_floor, on each CPU), none of them
- * before its deadline, and every wake-up still took a local timer interrupt.
+ * Rule: under MTTCG the APIC timer is the vCPU's own: its thread expires
+ * it and raises the interrupt itself, where the guest runs next, whether
+ * it was halted (it waited for the deadline) or running (a host timer made
+ * it leave the guest), and the main loop takes no part. Linux's cyclictest
+ * at 1 kHz on lapict's TSC-deadline timer, -smp 2, without (_i = 0) and
+ * with the adaptive advance (_i = 1, whose wait runs there too): QEMU's
+ * trace event vcpu_timer_expire counts at least as many expiries on halted
+ * vCPU threads as the wake-ups the host let happen (wakeup_floor, on each
+ * CPU), none of them before its deadline, and every wake-up still took a
+ * local timer interrupt.
  */
 START_TEST(linux_halt_expiry)
 {
     const unsigned s = 3;
     const int smp = 2;
-    uint64_t wait_ns, n = 0, floor = 0, early = 0, loc = 0, expiries = 0;
+    uint64_t wait_ns, n = 0, floor = 0, early = 0, loc = 0, halted = 0;
+    uint64_t running = 0;
     char prefix[48], *o, *err;
     const char *p;
 
     o = boot_linux_with(smp,
                         _i ? "-global apic.timer-advance=auto "
-                             "-trace apic_lapict_halt_expire"
-                           : "-trace apic_lapict_halt_expire",
+                             "-trace vcpu_timer_expire"
+                           : "-trace vcpu_timer_expire",
                         "", s, &wait_ns, &err);
     ck_assert_str_eq(field(o, "LAPICT boot ", "clockevent"), "lapic-deadline");
     assert_cyclictest(o, smp, 0);
@@ -502,26 +505,35 @@ START_TEST(linux_halt_expiry)
         loc += loc_delta(o, c);
         floor += wakeup_floor(s, 1000, wait_ns);
     }
-    for (p = strstr(err, "apic_lapict_halt_expire "); p;
-         p = strstr(p + 1, "apic_lapict_halt_expire ")) {
-        const char *late = strstr(p, "thread, ");
+    for (p = strstr(err, "vcpu_timer_expire "); p;
+         p = strstr(p + 1, "vcpu_timer_expire ")) {
+        const char *late = strstr(p, " expired ");
+        const char *how = strstr(p, ", halted ");
+        const char *eol = strchr(p, '\n');
 
         ck_assert_ptr_nonnull(late);
-        expiries++;
-        if (late[8] == '-')
+        ck_assert_ptr_nonnull(how);
+        ck_assert_msg(!eol || how < eol, "trace line without 'halted'");
+        if (late[9] == '-')
             early++;
+        if (how[9] == '1')
+            halted++;
+        else
+            running++;
     }
     printf("RESULT test=qemu-halt-expiry advance=%s wakeups=%" PRIu64
-           " floor=%" PRIu64 " halt_expiries=%" PRIu64 " early=%" PRIu64
+           " floor=%" PRIu64 " halt_expiries=%" PRIu64
+           " running_expiries=%" PRIu64 " early=%" PRIu64
            " host_wait_ms=%" PRIu64 "\n",
-           _i ? "auto" : "off", n, floor, expiries, early, wait_ns / 1000000u);
+           _i ? "auto" : "off", n, floor, halted, running, early,
+           wait_ns / 1000000u);
     fflush(stdout);
     ck_assert_msg(early == 0, "%" PRIu64 " expiries before the deadline",
                   early);
-    ck_assert_msg(expiries >= floor,
+    ck_assert_msg(halted >= floor,
                   "%" PRIu64 " timer expiries on halted vCPU threads, fewer "
                   "than %" PRIu64 " (%" PRIu64 " wake-ups):\n%s",
-                  expiries, floor, n, shown(o));
+                  halted, floor, n, shown(o));
     ck_assert_msg(loc >= n,
                   "%" PRIu64 " wake-ups on %" PRIu64 " local "
                   "timer interrupts",
@@ -652,6 +664,59 @@ START_TEST(mbtest_no_deadline)
 
     ck_assert_msg(fails == 0 && strstr(o, "SUMMARY: 4 tests, 0 failures"), "%s",
                   shown(o));
+    free(o);
+}
+END_TEST
+
+/*
+ * Rule: under MTTCG a vCPU that is running when its APIC timer is due is
+ * made to leave the guest by its own host timer, and expires the timer on
+ * its thread, never early. mbtest polls TMCCT and waits for its timer
+ * interrupts with interrupts enabled: QEMU's trace event vcpu_timer_expire
+ * shows expiries on a running vCPU ("halted 0") and none before its
+ * deadline, and every timer check passes.
+ */
+START_TEST(mbtest_running_expiry)
+{
+    char tr[] = "/tmp/lapict-qemu-vtimer-XXXXXX";
+    char opts[256];
+    int fd = mkstemp(tr), fails, unknown;
+    uint64_t running = 0, halted = 0, early = 0;
+    char *o, *t;
+    const char *p;
+
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    snprintf(opts, sizeof(opts),
+             MB_TCG " -cpu max,-x2apic -trace vcpu_timer_expire -D %s", tr);
+    o = run_mbtest(QEMU, opts, false, "", &fails, &unknown);
+    ck_assert_msg(unknown == 0, "%d unexpected failures:\n%s", unknown,
+                  shown(o));
+    t = slurp(tr, NULL);
+    unlink(tr);
+    for (p = strstr(t, "vcpu_timer_expire "); p;
+         p = strstr(p + 1, "vcpu_timer_expire ")) {
+        const char *late = strstr(p, " expired ");
+        const char *how = strstr(p, ", halted ");
+
+        ck_assert_ptr_nonnull(late);
+        ck_assert_ptr_nonnull(how);
+        if (late[9] == '-')
+            early++;
+        if (how[9] == '0')
+            running++;
+        else
+            halted++;
+    }
+    printf("RESULT test=qemu-running-expiry running=%" PRIu64
+           " halted=%" PRIu64 " early=%" PRIu64 "\n",
+           running, halted, early);
+    fflush(stdout);
+    ck_assert_msg(early == 0, "%" PRIu64 " expiries before the deadline",
+                  early);
+    ck_assert_msg(running > 0, "no expiry on a running vCPU (%" PRIu64
+                  " on halted ones)", halted);
+    free(t);
     free(o);
 }
 END_TEST
@@ -2687,6 +2752,7 @@ static Suite *suite(void)
     mb = tcase_create("mbtest");
     tcase_set_timeout(mb, 150);
     tcase_add_loop_test(mb, mbtest_tcg, 0, 2);
+    tcase_add_test(mb, mbtest_running_expiry);
     tcase_add_loop_test(mb, mbtest_no_deadline, 0, 2);
     suite_add_tcase(s, mb);
     mi = tcase_create("migration");
