@@ -154,6 +154,13 @@ def linux(qemu, smp, append, extra=()):
             continue
         kv = dict(re.findall(r"(\w+)=(\S+)", l))
         tag = l.split()[1]
+        if (tag in ("start", "end") or
+                (tag == "cyclictest" and "thread" in kv)) and \
+                not all(re.fullmatch(r"-?\d+", v) for v in kv.values()):
+            # A kernel message printed into the line (the console is
+            # shared): its numbers cannot be trusted, so the run is not.
+            r["garbled"] = l
+            continue
         if tag in ("start", "end"):
             r[tag] = (t, kv)
         elif tag == "boot":
@@ -170,7 +177,12 @@ def linux(qemu, smp, append, extra=()):
     return r
 
 def summary(r, smp):
+    global discarded
+    if "garbled" in r:
+        discarded += 1
+        return "discarded, garbled console line: %r" % r["garbled"]
     if "end" not in r or not r["ct"]:
+        discarded += 1
         return "did not finish (status %s): %s" % (
             r["status"], " | ".join(r.get("tail", [])))
     (h0, g0), (h1, g1) = r["start"], r["end"]
@@ -193,6 +205,8 @@ modes = [("default", ""), ("oneshot", "lapic=notscdeadline"),
          ("periodic", "lapic=notscdeadline nohz=off highres=off")]
 
 reps = int(os.environ.get("REPS", "3"))
+# Runs left out of the figures: the exit status says so.
+discarded = 0
 
 def med(v):
     v = sorted(v)
@@ -422,4 +436,7 @@ elif what == "mbtest":
                      "did not finish (status %d)" % o.returncode,
                      "; ".join(timer) if timer else "none"), flush=True)
     os.unlink(env.name)
+if discarded:
+    sys.exit("bench.sh: %d run(s) discarded (did not finish, or a garbled "
+             "console line): the figures above leave them out" % discarded)
 EOF
