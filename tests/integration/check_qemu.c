@@ -708,14 +708,15 @@ START_TEST(mbtest_running_expiry)
         else
             halted++;
     }
-    printf("RESULT test=qemu-running-expiry running=%" PRIu64
-           " halted=%" PRIu64 " early=%" PRIu64 "\n",
+    printf("RESULT test=qemu-running-expiry running=%" PRIu64 " halted=%" PRIu64
+           " early=%" PRIu64 "\n",
            running, halted, early);
     fflush(stdout);
     ck_assert_msg(early == 0, "%" PRIu64 " expiries before the deadline",
                   early);
-    ck_assert_msg(running > 0, "no expiry on a running vCPU (%" PRIu64
-                  " on halted ones)", halted);
+    ck_assert_msg(running > 0,
+                  "no expiry on a running vCPU (%" PRIu64 " on halted ones)",
+                  halted);
     free(t);
     free(o);
 }
