@@ -472,6 +472,34 @@ START_TEST(linux_modes)
 END_TEST
 
 /*
+ * The expiries in QEMU's trace of vcpu_timer_expire (@log): on a halted
+ * vCPU, on a running one, and how many ran before their deadline.
+ */
+static void count_vcpu_expiries(const char *log, uint64_t *halted,
+                                uint64_t *running, uint64_t *early)
+{
+    const char *p;
+
+    *halted = *running = *early = 0;
+    for (p = strstr(log, "vcpu_timer_expire "); p;
+         p = strstr(p + 1, "vcpu_timer_expire ")) {
+        const char *late = strstr(p, " expired ");
+        const char *how = strstr(p, ", halted ");
+        const char *eol = strchr(p, '\n');
+
+        ck_assert_ptr_nonnull(late);
+        ck_assert_ptr_nonnull(how);
+        ck_assert_msg(!eol || how < eol, "trace line without 'halted'");
+        if (late[9] == '-')
+            (*early)++;
+        if (how[9] == '1')
+            (*halted)++;
+        else
+            (*running)++;
+    }
+}
+
+/*
  * Rule: under MTTCG the APIC timer is the vCPU's own: its thread expires
  * it and raises the interrupt itself, where the guest runs next, whether
  * it was halted (it waited for the deadline) or running (a host timer made
@@ -487,10 +515,8 @@ START_TEST(linux_halt_expiry)
 {
     const unsigned s = 3;
     const int smp = 2;
-    uint64_t wait_ns, n = 0, floor = 0, early = 0, loc = 0, halted = 0;
-    uint64_t running = 0;
+    uint64_t wait_ns, n = 0, floor = 0, early, loc = 0, halted, running;
     char prefix[48], *o, *err;
-    const char *p;
 
     o = boot_linux_with(smp,
                         _i ? "-global apic.timer-advance=auto "
@@ -505,22 +531,7 @@ START_TEST(linux_halt_expiry)
         loc += loc_delta(o, c);
         floor += wakeup_floor(s, 1000, wait_ns);
     }
-    for (p = strstr(err, "vcpu_timer_expire "); p;
-         p = strstr(p + 1, "vcpu_timer_expire ")) {
-        const char *late = strstr(p, " expired ");
-        const char *how = strstr(p, ", halted ");
-        const char *eol = strchr(p, '\n');
-
-        ck_assert_ptr_nonnull(late);
-        ck_assert_ptr_nonnull(how);
-        ck_assert_msg(!eol || how < eol, "trace line without 'halted'");
-        if (late[9] == '-')
-            early++;
-        if (how[9] == '1')
-            halted++;
-        else
-            running++;
-    }
+    count_vcpu_expiries(err, &halted, &running, &early);
     printf("RESULT test=qemu-halt-expiry advance=%s wakeups=%" PRIu64
            " floor=%" PRIu64 " halt_expiries=%" PRIu64
            " running_expiries=%" PRIu64 " early=%" PRIu64
@@ -681,9 +692,8 @@ START_TEST(mbtest_running_expiry)
     char tr[] = "/tmp/lapict-qemu-vtimer-XXXXXX";
     char opts[256];
     int fd = mkstemp(tr), fails, unknown;
-    uint64_t running = 0, halted = 0, early = 0;
+    uint64_t running, halted, early;
     char *o, *t;
-    const char *p;
 
     ck_assert_int_ge(fd, 0);
     close(fd);
@@ -694,20 +704,7 @@ START_TEST(mbtest_running_expiry)
                   shown(o));
     t = slurp(tr, NULL);
     unlink(tr);
-    for (p = strstr(t, "vcpu_timer_expire "); p;
-         p = strstr(p + 1, "vcpu_timer_expire ")) {
-        const char *late = strstr(p, " expired ");
-        const char *how = strstr(p, ", halted ");
-
-        ck_assert_ptr_nonnull(late);
-        ck_assert_ptr_nonnull(how);
-        if (late[9] == '-')
-            early++;
-        if (how[9] == '0')
-            running++;
-        else
-            halted++;
-    }
+    count_vcpu_expiries(t, &halted, &running, &early);
     printf("RESULT test=qemu-running-expiry running=%" PRIu64 " halted=%" PRIu64
            " early=%" PRIu64 "\n",
            running, halted, early);
