@@ -41,6 +41,9 @@
 # from /proc/PID/task/*/stat: the whole process, its main-loop thread (the
 # thread group leader) and its vCPU threads ("CPU n/TCG"), each in % of one
 # core. Those figures carry the console's line latency at both ends.
+# A Linux run that takes RUN_LIMIT seconds (default 240) beyond SECONDS is
+# killed and left out, and the exit status says so. Every number from the
+# command line or the environment is checked before the first run.
 # HOSTREF=1 (linux, advance): each round also sleeps on the host, no VM,
 # to each next 1 ms instant for SECONDS ("host sleeps"): the host's own
 # wake-up tail, which every timer in QEMU's main loop inherits.
@@ -74,17 +77,37 @@ export PATCHED=$patched STOCK=$stock GUEST=$guest SECS=$secs WHAT=$what
 export OUT=${OUT:-$repo/build/qemu/bench} CDF=$repo/tools/bench/cdf.sh
 export MBTEST=${LAPICT_MBTEST:-$repo/build/tests/guests/lapict-mbtest.flat}
 exec python3 - <<'EOF'
-import os, re, subprocess, sys, tempfile, time
+import os, re, signal, subprocess, sys, tempfile, threading, time
 
 P, S, G = os.environ["PATCHED"], os.environ["STOCK"], os.environ["GUEST"]
 # The patched QEMU's APIC timer is lapict's only when asked for: every
 # run of it gets ON, but for a configuration that says OFF.
 ON = ("-global", "apic.lapict=on")
 OFF = ("-global", "apic.lapict=off")
-secs, what = int(os.environ["SECS"]), os.environ["WHAT"]
+def whole(name, default, lo, hi):
+    """A whole number from the environment, or a clear error."""
+    v = os.environ.get(name, default)
+    if not re.fullmatch(r"[0-9]{1,9}", v) or not lo <= int(v) <= hi:
+        sys.exit("bench.sh: %s is %r; it takes a whole number in %d..%d"
+                 % (name, v, lo, hi))
+    return int(v)
+
+def wholes(name, default, lo, hi):
+    """A space-separated list of whole numbers from the environment."""
+    v = os.environ.get(name, default).split()
+    if not v or not all(re.fullmatch(r"[0-9]{1,9}", x) and lo <= int(x) <= hi
+                        for x in v):
+        sys.exit("bench.sh: %s is %r; it takes whole numbers in %d..%d"
+                 % (name, os.environ.get(name, default), lo, hi))
+    return [int(x) for x in v]
+
+secs, what = whole("SECS", "10", 0, 3600), os.environ["WHAT"]
 hist = os.environ.get("HIST", "0") == "1"
 
 TICK = os.sysconf("SC_CLK_TCK")
+# Seconds a Linux run may take beyond its cyclictest window (a boot under
+# TCG takes seconds; -smp 4 on two host cores, under a minute).
+RUN_LIMIT = whole("RUN_LIMIT", "240", 30, 3600)
 
 def threads_cpu(pid):
     """{tid: (comm, utime + stime in clock ticks)} of every thread of pid."""
@@ -139,6 +162,10 @@ def linux(qemu, smp, append, extra=()):
            "-append", "console=ttyS0 panic=-1 lapict.duration=%d %s%s"
            % (secs, "lapict.hist=20000 " if hist else "", append)]
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    # A guest that hangs (stock at -smp 4 on two host cores has: an RCU
+    # stall, one vCPU halted for good) is killed, and its run left out.
+    killer = threading.Timer(RUN_LIMIT + secs, p.kill)
+    killer.start()
     lines, cpu = [], {}
     for raw in p.stdout:
         t = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
@@ -147,8 +174,12 @@ def linux(qemu, smp, append, extra=()):
             cpu[l.split()[1]] = (t, threads_cpu(p.pid))
         lines.append((t, l))
     p.wait()
+    killer.cancel()
+    tail = [l for _, l in lines[-3:]]
+    if p.returncode == -signal.SIGKILL:
+        tail.append("killed after %d s" % (RUN_LIMIT + secs))
     r = {"status": p.returncode, "ct": [], "hist": {}, "over": 0,
-         "cpu": cpu_use(cpu, p.pid), "tail": [l for _, l in lines[-3:]]}
+         "cpu": cpu_use(cpu, p.pid), "tail": tail}
     for t, l in lines:
         if not l.startswith("LAPICT "):
             continue
@@ -204,7 +235,7 @@ def summary(r, smp):
 modes = [("default", ""), ("oneshot", "lapic=notscdeadline"),
          ("periodic", "lapic=notscdeadline nohz=off highres=off")]
 
-reps = int(os.environ.get("REPS", "3"))
+reps = whole("REPS", "3", 1, 1000)
 # Runs left out of the figures: the exit status says so.
 discarded = 0
 
@@ -357,7 +388,7 @@ if what == "linux":
     print("cyclictest -S -m -p 90 -i 1000 -D %d under TCG, -cpu max, %d "
           "alternating runs each; stock = %s, lapict = %s"
           % (secs, reps, S, P))
-    for smp in map(int, os.environ.get("SMPS", "1 2").split()):
+    for smp in wholes("SMPS", "1 2", 1, 8):
         for name, app in modes:
             if name not in os.environ.get("MODES", "default oneshot periodic").split():
                 continue
@@ -371,13 +402,13 @@ elif what == "advance":
     for ns in os.environ.get("ADVANCES", "0 50000 100000 200000").split():
         cfgs.append(("advance %d us" % (int(ns) // 1000), P, "",
                      ("-global", "apic.timer-advance=" + ns)))
-    compare("advance", cfgs, int(os.environ.get("SMP", "1")))
+    compare("advance", cfgs, whole("SMP", "1", 1, 8))
 elif what == "cpu":
     print("cyclictest -S -m -p 90 -D %d under TCG, -cpu max, default mode, "
           "%d alternating runs each; stock = %s, lapict = %s"
           % (secs, reps, S, P))
-    for smp in map(int, os.environ.get("SMPS", "1 2 4").split()):
-        for iv in map(int, os.environ.get("RATES", "1000 200").split()):
+    for smp in wholes("SMPS", "1 2 4", 1, 8):
+        for iv in wholes("RATES", "1000 200", 50, 1000000):
             app = "lapict.interval=%d" % iv
             cfgs = [("stock", S, app, ()), ("lapict", P, app, ())]
             for ns in os.environ.get("ADVANCES", "100000").split():
@@ -391,8 +422,8 @@ elif what == "arms":
     # and adaptive-advance rows beside them.
     print("cyclictest -S -m -p 90 -D %d under TCG, -cpu max, %d alternating "
           "rounds; stock = %s, patched = %s" % (secs, reps, S, P))
-    for smp in map(int, os.environ.get("SMPS", "1 2 4").split()):
-        for iv in map(int, os.environ.get("RATES", "1000 200").split()):
+    for smp in wholes("SMPS", "1 2 4", 1, 8):
+        for iv in wholes("RATES", "1000 200", 50, 1000000):
             app = "lapict.interval=%d" % iv
             one = app + " lapic=notscdeadline"
             auto = ("-global", "apic.timer-advance=auto")
