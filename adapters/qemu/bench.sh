@@ -84,22 +84,20 @@ P, S, G = os.environ["PATCHED"], os.environ["STOCK"], os.environ["GUEST"]
 # run of it gets ON, but for a configuration that says OFF.
 ON = ("-global", "apic.lapict=on")
 OFF = ("-global", "apic.lapict=off")
-def whole(name, default, lo, hi):
-    """A whole number from the environment, or a clear error."""
-    v = os.environ.get(name, default)
-    if not re.fullmatch(r"[0-9]{1,9}", v) or not lo <= int(v) <= hi:
-        sys.exit("bench.sh: %s is %r; it takes a whole number in %d..%d"
-                 % (name, v, lo, hi))
-    return int(v)
-
-def wholes(name, default, lo, hi):
-    """A space-separated list of whole numbers from the environment."""
-    v = os.environ.get(name, default).split()
-    if not v or not all(re.fullmatch(r"[0-9]{1,9}", x) and lo <= int(x) <= hi
-                        for x in v):
-        sys.exit("bench.sh: %s is %r; it takes whole numbers in %d..%d"
-                 % (name, os.environ.get(name, default), lo, hi))
+def wholes(name, default, lo, hi, one=False):
+    """Whole numbers (space-separated; exactly one if one) from the
+    environment, or a clear error."""
+    raw = os.environ.get(name, default)
+    v = raw.split()
+    if not v or (one and len(v) > 1) or not all(
+            re.fullmatch(r"[0-9]{1,9}", x) and lo <= int(x) <= hi for x in v):
+        sys.exit("bench.sh: %s is %r; it takes %s in %d..%d"
+                 % (name, raw, "a whole number" if one else "whole numbers",
+                    lo, hi))
     return [int(x) for x in v]
+
+def whole(name, default, lo, hi):
+    return wholes(name, default, lo, hi, one=True)[0]
 
 secs, what = whole("SECS", "10", 0, 3600), os.environ["WHAT"]
 hist = os.environ.get("HIST", "0") == "1"
@@ -399,9 +397,9 @@ elif what == "advance":
           "-smp %s, %d s, %d alternating runs" % (os.environ.get("SMP", "1"),
                                                   secs, reps))
     cfgs = [("stock (lapic)", S, "", ()), ("lapict default", P, "", ())]
-    for ns in os.environ.get("ADVANCES", "0 50000 100000 200000").split():
-        cfgs.append(("advance %d us" % (int(ns) // 1000), P, "",
-                     ("-global", "apic.timer-advance=" + ns)))
+    for ns in wholes("ADVANCES", "0 50000 100000 200000", 0, 10**9):
+        cfgs.append(("advance %d us" % (ns // 1000), P, "",
+                     ("-global", "apic.timer-advance=%d" % ns)))
     compare("advance", cfgs, whole("SMP", "1", 1, 8))
 elif what == "cpu":
     print("cyclictest -S -m -p 90 -D %d under TCG, -cpu max, default mode, "
@@ -411,9 +409,9 @@ elif what == "cpu":
         for iv in wholes("RATES", "1000 200", 50, 1000000):
             app = "lapict.interval=%d" % iv
             cfgs = [("stock", S, app, ()), ("lapict", P, app, ())]
-            for ns in os.environ.get("ADVANCES", "100000").split():
-                cfgs.append(("lapict advance %d us" % (int(ns) // 1000), P,
-                             app, ("-global", "apic.timer-advance=" + ns)))
+            for ns in wholes("ADVANCES", "100000", 0, 10**9):
+                cfgs.append(("lapict advance %d us" % (ns // 1000), P,
+                             app, ("-global", "apic.timer-advance=%d" % ns)))
             compare("smp%d %4.0f Hz" % (smp, 1e6 / iv), cfgs, smp)
 elif what == "arms":
     # Three arms alternating, the guest on the same clockevent (one-shot
