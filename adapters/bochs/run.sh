@@ -38,6 +38,8 @@ readonly time0=946684800                # 2000-01-01 00:00:00 UTC
 readonly packages=(bochsbios vgabios grub-common grub-pc-bin xorriso mtools)
 me=run.sh
 here=$(cd "$(dirname -- "$0")" && pwd)
+# shellcheck source=adapters/qemu/apt.sh
+. "$here/../qemu/apt.sh"
 
 usage() {
     cat <<EOF
@@ -185,19 +187,12 @@ fi
 
 need=("${packages[@]}")
 [ -z "$save$restore" ] || need+=(python3) # snapshot.py
-missing=()
-for p in "${need[@]}"; do
-    dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q ' installed$' ||
-        missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
+apt_missing "${need[@]}"
+if [ ${#apt_missing[@]} -gt 0 ]; then
     [ "$(id -u)" -eq 0 ] ||
-        die "missing Debian packages: ${missing[*]}; as root run:" \
+        die "missing Debian packages: ${apt_missing[*]}; as root run:" \
             "apt-get install -y --no-install-recommends ${need[*]}"
-    echo "$me: installing ${missing[*]} (apt-get)" >&2
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq >&2
-    apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+    apt_install_missing "${need[@]}"
 fi
 if [ -n "$kernel" ]; then
     grub-file --is-x86-multiboot "$kernel" ||

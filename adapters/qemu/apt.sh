@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: MIT
-# Sourced by build.sh and stock.sh: the apt sources they add, each in its
-# own file under /etc/apt/sources.list.d (lapict-<suite>-<type>.sources),
-# for the mirror that bookworm already comes from.
+# Sourced by the scripts that install Debian packages (QEMU's and Bochs's
+# build.sh and stock.sh, adapters/bochs/run.sh, tools/hv/bochs.sh): the apt
+# sources they add, each in its own file under /etc/apt/sources.list.d
+# (lapict-<suite>-<type>.sources), for the mirror that bookworm already
+# comes from, and an install that runs side by side with itself.
 
 # The mirror of the configured bookworm suite (deb822 or one-line sources).
 apt_mirror() {
@@ -34,4 +36,33 @@ apt_backports() {
         apt_source deb bookworm-backports
         apt-get update -qq
     fi
+}
+
+# apt_missing PKG...: those of PKG not installed, in the array apt_missing.
+apt_missing() {
+    local p
+    apt_missing=()
+    for p in "$@"; do
+        dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q ' installed$' ||
+            apt_missing+=("$p")
+    done
+}
+
+# apt_install_missing PKG...: installs those of PKG not installed (as
+# root). Runs started side by side (ci/test-hv.sh starts each pair so)
+# would race for apt's own lock and the loser would fail: under this lock
+# one installs and the others wait, then find the packages there.
+apt_install_missing() {
+    apt_missing "$@"
+    [ ${#apt_missing[@]} -gt 0 ] || return 0
+    mkdir -p /run/lock
+    (
+        flock 9
+        apt_missing "$@"
+        [ ${#apt_missing[@]} -gt 0 ] || exit 0
+        echo "installing ${apt_missing[*]} (apt-get)" >&2
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq >&2
+        apt-get install -y -qq --no-install-recommends "${apt_missing[@]}" >&2
+    ) 9>/run/lock/lapict-apt-install.lock
 }

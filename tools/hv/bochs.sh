@@ -29,6 +29,8 @@ readonly packages=(bochs bochsbios vgabios grub-common grub-pc-bin xorriso mtool
 
 me=bochs.sh
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# shellcheck source=adapters/qemu/apt.sh
+. "$repo/adapters/qemu/apt.sh"
 
 usage() {
     cat <<EOF
@@ -165,36 +167,15 @@ if [ -n "$env_file" ]; then
 fi
 
 # Debian's own Bochs binary: its tick counts are what the tests compare.
-missing_packages() {
-    missing=()
-    for p in "${packages[@]}"; do
-        dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q ' installed$' ||
-            missing+=("$p")
-    done
-}
-missing_packages
-if [ ${#missing[@]} -gt 0 ]; then
+apt_missing "${packages[@]}"
+if [ ${#apt_missing[@]} -gt 0 ]; then
     if [ "$(id -u)" -ne 0 ]; then
-        die "missing Debian packages: ${missing[*]}; as root run:" \
+        die "missing Debian packages: ${apt_missing[*]}; as root run:" \
             "apt-get install -y --no-install-recommends ${packages[*]}"
     fi
-    # Runs started side by side (ci/test-hv.sh runs each pair so) would
-    # race for apt's lock, and the loser would fail: one installs, the
-    # others wait here and then find the packages there.
-    mkdir -p /run/lock
-    exec 9>/run/lock/lapict-bochs-install.lock
-    flock 9
-    missing_packages
-    if [ ${#missing[@]} -gt 0 ]; then
-        # bochs needs a GUI plugin package; bochs-term is the smallest one
-        # (the run itself uses the rfb display built into bochs).
-        [[ " ${missing[*]} " != *" bochs "* ]] || missing+=(bochs-term)
-        echo "$me: installing ${missing[*]} (apt-get)" >&2
-        export DEBIAN_FRONTEND=noninteractive
-        apt-get update -qq >&2
-        apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
-    fi
-    exec 9>&-
+    # bochs needs a GUI plugin package; bochs-term is the smallest one
+    # (the run itself uses the rfb display built into bochs).
+    apt_install_missing "${packages[@]}" bochs-term
 fi
 grub-file --is-x86-multiboot "$hv" || die "--hv: not a multiboot v1 kernel: $hv"
 
