@@ -33,21 +33,15 @@ bochs_build_pkgs=(dpkg-dev xz-utils patch g++ make pkg-config cmake)
 bochs_log() { echo "${bochs_me:-bochs}: $*" >&2; }
 bochs_fail() { echo "${bochs_me:-bochs}: $*" >&2; exit 1; }
 
-# bochs_install_pkgs PKG...: installs the ones missing (apt-get, as root).
+# bochs_install_pkgs PKG...: installs the ones missing (apt-get, as root;
+# apt.sh, which the caller sources).
 bochs_install_pkgs() {
-    local need=() p
-    for p in "$@"; do
-        dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null |
-            grep -q ' installed$' || need+=("$p")
-    done
-    [ ${#need[@]} -gt 0 ] || return 0
+    apt_missing "$@"
+    [ ${#apt_missing[@]} -gt 0 ] || return 0
     [ "$(id -u)" -eq 0 ] ||
-        bochs_fail "missing Debian packages: ${need[*]}; as root run:" \
-            "apt-get install -y --no-install-recommends ${need[*]}"
-    bochs_log "installing ${need[*]}"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq >&2
-    apt-get install -y -q --no-install-recommends "${need[@]}" >&2
+        bochs_fail "missing Debian packages: ${apt_missing[*]}; as root run:" \
+            "apt-get install -y --no-install-recommends ${apt_missing[*]}"
+    apt_install_missing "$@"
 }
 
 # bochs_source DIR: DIR/bochs holds Debian's source with

@@ -48,13 +48,13 @@ apt_missing() {
     done
 }
 
-# apt_install_missing PKG...: installs those of PKG not installed (as
-# root). Runs started side by side (ci/test-hv.sh starts each pair so)
-# would race for apt's own lock and the loser would fail: under this lock
-# one installs and the others wait, then find the packages there.
+# apt_install_missing PKG...: installs those of PKG not installed, as
+# root; the caller has found some missing with apt_missing (and told a
+# user who is not root what to run). Runs started side by side
+# (ci/test-hv.sh starts each pair so) would race for apt's own lock and
+# the loser would fail: under this lock one installs and the others wait,
+# then find the packages there.
 apt_install_missing() {
-    apt_missing "$@"
-    [ ${#apt_missing[@]} -gt 0 ] || return 0
     mkdir -p /run/lock
     (
         flock 9

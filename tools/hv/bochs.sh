@@ -25,7 +25,10 @@ readonly tsc_khz=$((ips / 1000))
 readonly time0=946684800                # 2000-01-01 00:00:00 UTC
 # RAM: lapict-hv below 64 MiB, then 64 MiB per vCPU (tools/hv/hv.h).
 readonly megs_base=128 megs_per_vcpu=64
-readonly packages=(bochs bochsbios vgabios grub-common grub-pc-bin xorriso mtools)
+# bochs needs a GUI plugin package; bochs-term is the smallest one (the
+# run itself uses the rfb display built into bochs).
+readonly packages=(bochs bochs-term bochsbios vgabios grub-common grub-pc-bin
+                   xorriso mtools)
 
 me=bochs.sh
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -173,9 +176,7 @@ if [ ${#apt_missing[@]} -gt 0 ]; then
         die "missing Debian packages: ${apt_missing[*]}; as root run:" \
             "apt-get install -y --no-install-recommends ${packages[*]}"
     fi
-    # bochs needs a GUI plugin package; bochs-term is the smallest one
-    # (the run itself uses the rfb display built into bochs).
-    apt_install_missing "${packages[@]}" bochs-term
+    apt_install_missing "${packages[@]}"
 fi
 grub-file --is-x86-multiboot "$hv" || die "--hv: not a multiboot v1 kernel: $hv"
 
